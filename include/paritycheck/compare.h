@@ -1,0 +1,122 @@
+/* paritycheck comparison: walks two HDF5 files, matches datasets by full path, streams each pair
+ * through the numerics of docs/metrics.md and judges it against a pc_tolset. The result is a
+ * plain read-only structure that the report writers consume. */
+#ifndef PARITYCHECK_COMPARE_H
+#define PARITYCHECK_COMPARE_H
+
+#include <paritycheck/dtype.h>     /* pc_dtype */
+#include <paritycheck/error.h>     /* pc_error */
+#include <paritycheck/tolerance.h> /* pc_tol, pc_tolset */
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint64_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { PC_MAX_RANK = 32 }; /* HDF5's H5S_MAX_RANK */
+
+typedef enum pc_verdict {
+  PC_VERDICT_PASS = 0,
+  PC_VERDICT_DRIFT,
+  PC_VERDICT_MISSING_IN_A,
+  PC_VERDICT_MISSING_IN_B,
+  PC_VERDICT_SHAPE_MISMATCH,
+  PC_VERDICT_DTYPE_MISMATCH,
+  PC_VERDICT_SKIPPED,
+  PC_VERDICT_ERROR,
+  PC_VERDICT_COUNT_ /* number of enumerators; not a verdict */
+} pc_verdict;
+
+/** "pass", "drift", "missing_in_a", "missing_in_b", "shape_mismatch", "dtype_mismatch",
+ * "skipped", "error". */
+const char *pc_verdict_name(pc_verdict v);
+
+/** True for the verdicts that make a run drift (everything but pass, skipped and error). */
+bool pc_verdict_is_failure(pc_verdict v);
+
+/* Per-tensor figures, each defined in docs/metrics.md. */
+typedef struct pc_stats {
+  uint64_t count;
+  uint64_t mismatches;
+  uint64_t nan_mismatches;
+  uint64_t inf_mismatches;
+  uint64_t not_representable_a; /* values outside A's logical dtype (dtype attribute) */
+  uint64_t not_representable_b;
+  double max_abs;
+  double max_rel;
+  uint64_t max_ulp;
+  uint64_t ulp_sum_hi; /* exact 128-bit sum of ulp over the elements of mean_ulp */
+  uint64_t ulp_sum_lo;
+  uint64_t ulp_terms; /* how many elements the sum holds */
+  bool has_worst;
+  uint64_t worst_index; /* row-major flat index */
+  double worst_a[2];    /* [0] real value, [1] imaginary part (complex only) */
+  double worst_b[2];
+  double worst_abs;
+  double worst_rel;
+  uint64_t worst_ulp;
+  int worst_class; /* 0 finite, 1 mismatch, 2 inf mismatch, 3 nan mismatch: internal ranking */
+} pc_stats;
+
+/** mean_ulp of docs/metrics.md: the exact sum divided by ulp_terms (0 when there are none). */
+double pc_stats_mean_ulp(const pc_stats *s);
+
+typedef struct pc_tensor {
+  char *path;
+  pc_verdict verdict;
+  char *message;        /* why (skipped, error, dtype/shape mismatch), or NULL */
+  char *note;           /* e.g. "float16 vs bfloat16 compared in float32 ULPs", or NULL */
+  pc_dtype dtype_a;     /* logical dtype; PC_DTYPE_NONE when absent or non-numeric */
+  pc_dtype dtype_b;
+  pc_dtype compare;     /* compare dtype (component dtype for complex); NONE when not compared */
+  bool is_complex;
+  int rank;             /* A's shape (B's when missing in A); -1 when unknown */
+  uint64_t dims[PC_MAX_RANK];
+  int rank_b;           /* B's shape, for shape_mismatch */
+  uint64_t dims_b[PC_MAX_RANK];
+  pc_tol tol;           /* the tolerance applied */
+  pc_stats stats;
+} pc_tensor;
+
+typedef enum pc_run_verdict { PC_RUN_PASS = 0, PC_RUN_DRIFT = 1, PC_RUN_ERROR = 2 } pc_run_verdict;
+
+/** "pass", "drift", "error". */
+const char *pc_run_verdict_name(pc_run_verdict v);
+
+typedef struct pc_run {
+  char *path_a;
+  char *path_b;
+  pc_tensor *tensors; /* A's creation order when A tracks it, else by name; then B-only ones */
+  size_t ntensors;
+  size_t by_verdict[PC_VERDICT_COUNT_];
+  pc_run_verdict verdict; /* its value is also the process exit code */
+} pc_run;
+
+#define PC_OPTIONS_VERSION 1
+typedef struct pc_options {
+  int version;           /* PC_OPTIONS_VERSION */
+  const pc_tolset *tols; /* required */
+  size_t block_elems;    /* elements per read block; 0 = default */
+} pc_options;
+#define PC_OPTIONS_INIT {PC_OPTIONS_VERSION, NULL, 0}
+
+/** Compare the HDF5 files at path_a (reference) and path_b (candidate). On success *out holds
+ * the run (free it with pc_run_free); datasets that cannot be read are tensors with verdict
+ * error. Returns PC_EIO when either file cannot be opened or walked, PC_EUSAGE for bad options,
+ * PC_ENOMEM. */
+int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
+                     pc_error *err);
+
+/** Free a run; NULL is accepted. */
+void pc_run_free(pc_run *run);
+
+/** When `on`, HDF5's own error stack is printed to stderr (for --debug); off by default. */
+void pc_set_debug(bool on);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

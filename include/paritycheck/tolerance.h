@@ -1,0 +1,66 @@
+/* paritycheck tolerance model: per-dtype defaults and ordered glob rules, read from YAML files
+ * (schema: docs/tolerances.md). Resolution for a dataset path and compare dtype:
+ *   1. the built-in profile (tolerances/default.yaml, embedded at build time) if loaded;
+ *   2. then the `defaults` of every loaded file, in load order;
+ *   3. then every rule of every file, in load order, whose glob matches the path.
+ * Each step overrides only the criteria it sets (or unsets with null), so a later file wins. */
+#ifndef PARITYCHECK_TOLERANCE_H
+#define PARITYCHECK_TOLERANCE_H
+
+#include <paritycheck/dtype.h> /* pc_dtype */
+#include <paritycheck/error.h> /* pc_error */
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint64_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bits of pc_tol.set: which criteria take part (docs/metrics.md, "Tolerance test"). */
+enum {
+  PC_TOL_ATOL = 1u << 0,
+  PC_TOL_RTOL = 1u << 1,
+  PC_TOL_MAX_ULP = 1u << 2,
+  PC_TOL_MAX_MISMATCH_FRACTION = 1u << 3
+};
+
+/* The tolerance applied to one tensor. A field is meaningful only when its bit is in `set`;
+ * an unset max_mismatch_fraction means 0. */
+typedef struct pc_tol {
+  unsigned set;
+  double atol;                  /* >= 0, finite */
+  double rtol;                  /* >= 0, finite */
+  uint64_t max_ulp;             /* any value */
+  double max_mismatch_fraction; /* in [0, 1] */
+} pc_tol;
+
+typedef struct pc_tolset pc_tolset;
+
+/** A new, empty set (no criterion set for any dtype), or NULL when out of memory. */
+pc_tolset *pc_tolset_new(void);
+
+/** Free the set; NULL is accepted. */
+void pc_tolset_free(pc_tolset *set);
+
+/** Load the built-in profile (tolerances/default.yaml as it was at build time). */
+int pc_tolset_load_builtin(pc_tolset *set, pc_error *err);
+
+/** Parse the YAML file at `path` and append it to the set. On error (PC_EIO when it cannot be
+ * read, PC_EPARSE for bad YAML, unknown keys, wrong types, out-of-range numbers or bad globs) the
+ * set is unchanged and err->message is "path:line:column: why" (1-based). */
+int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err);
+
+/** As pc_tolset_load_file, from `len` bytes of `text`; `name` stands for the file in messages. */
+int pc_tolset_load_string(pc_tolset *set, const char *name, const char *text, size_t len,
+                          pc_error *err);
+
+/** The tolerance for dataset `path` (e.g. "/enc/layer0/out") compared in dtype `compare`
+ * (the component dtype for complex data). */
+pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

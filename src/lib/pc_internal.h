@@ -1,0 +1,17 @@
+/* Helpers shared by the library's modules; not part of the public API. */
+#ifndef PC_INTERNAL_H
+#define PC_INTERNAL_H
+
+#include <paritycheck/error.h>
+
+#include <stddef.h> /* size_t */
+
+/** Fill err (which may be NULL) with code and a printf-style message; returns (int)code so that
+ * callers can write `return pc_error_set(err, PC_EIO, "...")`. */
+int pc_error_set(pc_error *err, pc_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** strdup that returns NULL on NULL input. */
+char *pc_strdup(const char *s);
+
+#endif
