@@ -67,17 +67,17 @@ double pc_stats_mean_ulp(const pc_stats *s);
 typedef struct pc_tensor {
   char *path;
   pc_verdict verdict;
-  char *message;        /* why (skipped, error, dtype/shape mismatch), or NULL */
-  char *note;           /* e.g. "float16 vs bfloat16 compared in float32 ULPs", or NULL */
-  pc_dtype dtype_a;     /* logical dtype; PC_DTYPE_NONE when absent or non-numeric */
+  char *message;    /* why (skipped, error, dtype/shape mismatch), or NULL */
+  char *note;       /* e.g. "float16 vs bfloat16 compared in float32 ULPs", or NULL */
+  pc_dtype dtype_a; /* logical dtype; PC_DTYPE_NONE when absent or non-numeric */
   pc_dtype dtype_b;
-  pc_dtype compare;     /* compare dtype (component dtype for complex); NONE when not compared */
+  pc_dtype compare; /* compare dtype (component dtype for complex); NONE when not compared */
   bool is_complex;
-  int rank;             /* A's shape (B's when missing in A); -1 when unknown */
+  int rank; /* A's shape (B's when missing in A); -1 when unknown */
   uint64_t dims[PC_MAX_RANK];
-  int rank_b;           /* B's shape, for shape_mismatch */
+  int rank_b; /* B's shape, for shape_mismatch */
   uint64_t dims_b[PC_MAX_RANK];
-  pc_tol tol;           /* the tolerance applied */
+  pc_tol tol; /* the tolerance applied */
   pc_stats stats;
 } pc_tensor;
 
@@ -101,7 +101,8 @@ typedef struct pc_options {
   const pc_tolset *tols; /* required */
   size_t block_elems;    /* elements per read block; 0 = default */
 } pc_options;
-#define PC_OPTIONS_INIT {PC_OPTIONS_VERSION, NULL, 0}
+#define PC_OPTIONS_INIT                                                                            \
+  { PC_OPTIONS_VERSION, NULL, 0 }
 
 /** Compare the HDF5 files at path_a (reference) and path_b (candidate). On success *out holds
  * the run (free it with pc_run_free); datasets that cannot be read are tensors with verdict

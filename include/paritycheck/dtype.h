@@ -66,7 +66,8 @@ pc_dtype pc_dtype_compare(pc_dtype a, pc_dtype b, bool *cross_grid);
 void pc_dtype_decode_float(pc_dtype dt, const void *raw, size_t n, bool swap, double *out);
 
 /** Decode n stored elements of integer dtype `dt` (bool included) into int64_t. uint64 values
- * are stored bit for bit (so values above INT64_MAX read as negative: the caller knows the dtype). */
+ * are stored bit for bit (so values above INT64_MAX read as negative: the caller knows the dtype).
+ */
 void pc_dtype_decode_int(pc_dtype dt, const void *raw, size_t n, bool swap, int64_t *out);
 
 /** Round x (not NaN) to float dtype `dt`, ties to even, directly from the double. Values beyond

@@ -1,0 +1,38 @@
+/* Element kernels: fold one block of value pairs into a tensor's pc_stats, exactly as
+ * docs/metrics.md defines each figure. Internal to the library. Results do not depend on how
+ * a tensor is cut into blocks, as long as blocks arrive in row-major order. */
+#ifndef PC_KERNEL_H
+#define PC_KERNEL_H
+
+#include <paritycheck/compare.h>
+
+#include <stddef.h> /* size_t */
+#include <stdint.h> /* int64_t, uint64_t */
+
+typedef struct pc_kernel_args {
+  pc_stats *stats;
+  const pc_tol *tol;
+  pc_dtype compare; /* the compare dtype (component dtype for complex) */
+  uint64_t base;    /* row-major index of the block's first element */
+  size_t n;         /* elements in the block */
+} pc_kernel_args;
+
+/** Real floats on both sides. */
+void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b);
+
+/** Real values where either side may be integers: for each side exactly one of `vals` (floats)
+ * and `ints` is non-NULL; `u64` says the ints hold uint64 bit for bit. Compared as floats. */
+void pc_kernel_mixed(const pc_kernel_args *k, const double *a_vals, const int64_t *a_ints,
+                     bool a_u64, const double *b_vals, const int64_t *b_ints, bool b_u64);
+
+/** Integers on both sides: exact comparison. */
+void pc_kernel_int(const pc_kernel_args *k, const int64_t *a, bool a_u64, const int64_t *b,
+                   bool b_u64);
+
+/** Complex numbers, interleaved (re, im) on both sides. */
+void pc_kernel_complex(const pc_kernel_args *k, const double *a, const double *b);
+
+/** How many of the n values are not exactly representable in float dtype `dt`. */
+uint64_t pc_kernel_unrepresentable(const double *v, size_t n, pc_dtype dt);
+
+#endif

@@ -1,0 +1,705 @@
+/* The HDF5 loader (loader.h): the only module that calls HDF5. */
+#include "loader.h"
+#include "pc_internal.h"
+
+#include <hdf5.h>
+
+#include <errno.h>    /* errno */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, qsort, bsearch */
+#include <string.h>   /* strcmp, strerror */
+#include <sys/stat.h> /* stat */
+
+/* Deeper nesting than this is refused rather than recursed into (hostile files). */
+enum { PC_MAX_DEPTH = 256 };
+
+struct pc_file {
+  char *path;
+  hid_t fid;
+  pc_dataset *ds;
+  size_t n, cap;
+  const pc_dataset **sorted; /* by path, for pc_file_find */
+  haddr_t *visited;          /* groups already walked */
+  size_t nvisited, capvisited;
+};
+
+static bool pc_debug;
+
+void pc_loader_set_debug(bool on) {
+  pc_debug = on;
+}
+
+/* HDF5 prints its error stack from inside every failing call unless told not to. */
+static void pc_h5_quiet(void) {
+  if (pc_debug)
+    H5Eset_auto2(H5E_DEFAULT, (H5E_auto2_t)H5Eprint2, stderr);
+  else
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+typedef struct pc_h5_walk {
+  char *buf;
+  size_t size;
+} pc_h5_walk;
+
+/* Keeps the deepest entry of the stack: it names the real cause ("file signature not found"),
+ * where the top one only repeats the API call that failed. */
+static herr_t pc_h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
+  pc_h5_walk *w = data;
+  (void)n;
+  if (e->desc && e->desc[0])
+    snprintf(w->buf, w->size, "%s", e->desc);
+  return 0;
+}
+
+/* The current HDF5 error, as text for our messages; clears the stack. */
+static const char *pc_h5_error(char *buf, size_t size) {
+  pc_h5_walk w = {buf, size};
+  snprintf(buf, size, "HDF5 error");
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, pc_h5_walk_cb, &w);
+  H5Eclear2(H5E_DEFAULT);
+  return buf;
+}
+
+static int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
+  if (f->n == f->cap) {
+    size_t cap = f->cap ? 2 * f->cap : 64;
+    pc_dataset *ds = realloc(f->ds, cap * sizeof *ds);
+    if (!ds)
+      return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+    f->ds = ds;
+    f->cap = cap;
+  }
+  pc_dataset *d = &f->ds[f->n];
+  memset(d, 0, sizeof *d);
+  d->path = pc_strdup(path);
+  if (!d->path)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  f->n++;
+  *out = d;
+  return PC_OK;
+}
+
+static int pc_set_reason(pc_dataset *d, pc_kind kind, const char *why) {
+  d->kind = kind;
+  free(d->reason);
+  d->reason = pc_strdup(why);
+  return d->reason ? PC_OK : PC_ENOMEM;
+}
+
+/* --- dtype classification --------------------------------------------------------------- */
+
+static bool pc_order_swaps(hid_t type) {
+  H5T_order_t order = H5Tget_order(type);
+  H5T_order_t native = H5Tget_order(H5T_NATIVE_INT);
+  return (order == H5T_ORDER_LE || order == H5T_ORDER_BE) && order != native;
+}
+
+static pc_dtype pc_float_dtype(hid_t type) {
+  size_t spos, epos, esize, mpos, msize;
+  if (H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) < 0)
+    return PC_DTYPE_NONE;
+  return pc_dtype_from_layout(H5Tget_size(type), spos, epos, esize, mpos, msize,
+                              (unsigned long)H5Tget_ebias(type));
+}
+
+static pc_dtype pc_int_dtype(hid_t type) {
+  static const pc_dtype sdt[] = {PC_DTYPE_INT8, PC_DTYPE_INT16, PC_DTYPE_NONE, PC_DTYPE_INT32,
+                                 PC_DTYPE_NONE, PC_DTYPE_NONE,  PC_DTYPE_NONE, PC_DTYPE_INT64};
+  static const pc_dtype udt[] = {PC_DTYPE_UINT8, PC_DTYPE_UINT16, PC_DTYPE_NONE, PC_DTYPE_UINT32,
+                                 PC_DTYPE_NONE,  PC_DTYPE_NONE,   PC_DTYPE_NONE, PC_DTYPE_UINT64};
+  size_t size = H5Tget_size(type);
+  if (size < 1 || size > 8 || H5Tget_precision(type) != 8 * size || H5Tget_offset(type) != 0)
+    return PC_DTYPE_NONE;
+  return H5Tget_sign(type) == H5T_SGN_2 ? sdt[size - 1] : udt[size - 1];
+}
+
+/* h5py stores numpy bool as an int8 enum {FALSE = 0, TRUE = 1}. */
+static bool pc_is_h5py_bool(hid_t type) {
+  if (H5Tget_nmembers(type) != 2 || H5Tget_size(type) != 1)
+    return false;
+  char *m0 = H5Tget_member_name(type, 0), *m1 = H5Tget_member_name(type, 1);
+  bool yes = m0 && m1 && strcmp(m0, "FALSE") == 0 && strcmp(m1, "TRUE") == 0;
+  H5free_memory(m0);
+  H5free_memory(m1);
+  return yes;
+}
+
+static void pc_classify_enum(pc_dataset *d, hid_t type) {
+  hid_t base = H5Tget_super(type);
+  d->stored = pc_is_h5py_bool(type) ? PC_DTYPE_BOOL : pc_int_dtype(base);
+  d->swap = pc_order_swaps(base);
+  H5Tclose(base);
+  d->kind = PC_KIND_INTEGER;
+}
+
+/* h5py complex: a compound of exactly two members "r" and "i" of one float dtype. */
+static bool pc_classify_complex(pc_dataset *d, hid_t type) {
+  if (H5Tget_nmembers(type) != 2)
+    return false;
+  bool ok = true;
+  pc_dtype comp[2] = {PC_DTYPE_NONE, PC_DTYPE_NONE};
+  for (unsigned m = 0; m < 2 && ok; m++) {
+    char *name = H5Tget_member_name(type, m);
+    hid_t mt = H5Tget_member_type(type, m);
+    ok = name && mt >= 0 && H5Tget_class(mt) == H5T_FLOAT && strlen(name) == 1 &&
+         (name[0] == 'r' || name[0] == 'i');
+    if (ok) {
+      comp[m] = pc_float_dtype(mt);
+      size_t off = H5Tget_member_offset(type, m);
+      *(name[0] == 'r' ? &d->re_offset : &d->im_offset) = off;
+      d->swap = pc_order_swaps(mt);
+    }
+    H5free_memory(name);
+    if (mt >= 0)
+      H5Tclose(mt);
+  }
+  if (!ok || comp[0] == PC_DTYPE_NONE || comp[0] != comp[1] || d->re_offset == d->im_offset)
+    return false;
+  d->kind = PC_KIND_COMPLEX;
+  d->stored = comp[0];
+  return true;
+}
+
+static const char *pc_class_name(H5T_class_t c) {
+  switch (c) {
+  case H5T_STRING:
+    return "string";
+  case H5T_OPAQUE:
+    return "opaque";
+  case H5T_REFERENCE:
+    return "reference";
+  case H5T_COMPOUND:
+    return "compound (not complex)";
+  case H5T_VLEN:
+    return "variable-length sequence";
+  case H5T_ARRAY:
+    return "array type";
+  case H5T_BITFIELD:
+    return "bitfield";
+  case H5T_TIME:
+    return "time";
+  default:
+    return "unsupported type";
+  }
+}
+
+/* Fills kind, stored, swap and elem_size from the dataset's file type. */
+static int pc_classify_type(pc_dataset *d, hid_t type) {
+  H5T_class_t cls = H5Tget_class(type);
+  char why[160];
+  d->elem_size = H5Tget_size(type);
+  d->kind = PC_KIND_SKIPPED;
+  if (cls == H5T_FLOAT) {
+    d->stored = pc_float_dtype(type);
+    d->kind = PC_KIND_FLOAT;
+    d->swap = pc_order_swaps(type);
+  } else if (cls == H5T_INTEGER) {
+    d->stored = pc_int_dtype(type);
+    d->kind = PC_KIND_INTEGER;
+    d->swap = pc_order_swaps(type);
+  } else if (cls == H5T_ENUM) {
+    pc_classify_enum(d, type);
+  } else if (cls != H5T_COMPOUND || !pc_classify_complex(d, type)) {
+    return pc_set_reason(d, PC_KIND_SKIPPED, pc_class_name(cls));
+  }
+  if (d->stored != PC_DTYPE_NONE)
+    return PC_OK;
+  snprintf(why, sizeof why, "%s layout not supported (%zu bytes)",
+           cls == H5T_FLOAT ? "float" : "integer", d->elem_size);
+  return pc_set_reason(d, PC_KIND_SKIPPED, why);
+}
+
+/* --- the logical dtype attribute -------------------------------------------------------- */
+
+/* Reads a scalar string attribute (fixed or variable length) into buf; false if it is not one. */
+static bool pc_read_string_attr(hid_t obj, const char *name, char *buf, size_t size) {
+  bool ok = false;
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  if (attr < 0)
+    return false;
+  hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
+  if (type >= 0 && H5Tget_class(type) == H5T_STRING && H5Sget_simple_extent_npoints(space) == 1) {
+    if (H5Tis_variable_str(type) > 0) {
+      char *s = NULL;
+      hid_t mt = H5Tcopy(H5T_C_S1);
+      H5Tset_size(mt, H5T_VARIABLE);
+      H5Tset_cset(mt, H5Tget_cset(type));
+      ok = H5Aread(attr, mt, &s) >= 0 && s;
+      if (ok)
+        snprintf(buf, size, "%s", s);
+      H5free_memory(s);
+      H5Tclose(mt);
+    } else {
+      size_t n = H5Tget_size(type);
+      char *tmp = calloc(n + 1, 1);
+      ok = tmp && H5Aread(attr, type, tmp) >= 0;
+      if (ok)
+        snprintf(buf, size, "%s", tmp);
+      free(tmp);
+    }
+  }
+  H5Tclose(type);
+  H5Sclose(space);
+  H5Aclose(attr);
+  return ok;
+}
+
+/* A float32/float64 dataset tagged dtype="bfloat16" (or "float16") holds that dtype upcast. */
+static void pc_logical_dtype(pc_dataset *d, hid_t dset) {
+  char name[64];
+  d->logical = d->stored;
+  if (d->kind != PC_KIND_FLOAT ||
+      (d->stored != PC_DTYPE_FLOAT32 && d->stored != PC_DTYPE_FLOAT64) ||
+      H5Aexists(dset, "dtype") <= 0 || !pc_read_string_attr(dset, "dtype", name, sizeof name))
+    return;
+  const char *n = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
+  pc_dtype dt = pc_dtype_from_name(n);
+  if (dt == PC_DTYPE_BFLOAT16 || dt == PC_DTYPE_FLOAT16)
+    d->logical = dt;
+}
+
+/* --- shape and filters ------------------------------------------------------------------ */
+
+static int pc_read_shape(pc_dataset *d, hid_t dset) {
+  hid_t space = H5Dget_space(dset);
+  if (space < 0)
+    return PC_EDATA;
+  H5S_class_t cls = H5Sget_simple_extent_type(space);
+  int rank = cls == H5S_SIMPLE ? H5Sget_simple_extent_ndims(space) : 0;
+  hsize_t dims[H5S_MAX_RANK];
+  if (rank < 0 || rank > PC_MAX_RANK || H5Sget_simple_extent_dims(space, dims, NULL) < 0) {
+    H5Sclose(space);
+    return PC_EDATA;
+  }
+  d->rank = rank;
+  d->count = cls == H5S_NULL ? 0 : 1;
+  for (int i = 0; i < rank; i++) {
+    d->dims[i] = dims[i];
+    d->count *= dims[i];
+  }
+  H5Sclose(space);
+  return PC_OK;
+}
+
+/* A filter that this HDF5 cannot apply makes the dataset unreadable; name it. */
+static int pc_check_filters(pc_dataset *d, hid_t dset) {
+  hid_t dcpl = H5Dget_create_plist(dset);
+  int nf = dcpl < 0 ? 0 : H5Pget_nfilters(dcpl);
+  int rc = PC_OK;
+  for (int i = 0; i < nf && rc == PC_OK; i++) {
+    unsigned flags, cfg;
+    size_t nelem = 0;
+    char name[128] = "";
+    H5Z_filter_t id =
+        H5Pget_filter2(dcpl, (unsigned)i, &flags, &nelem, NULL, sizeof name, name, &cfg);
+    if (id >= 0 && H5Zfilter_avail(id) <= 0) {
+      char why[256];
+      snprintf(why, sizeof why, "filter '%s' (id %d) is not available", name[0] ? name : "?",
+               (int)id);
+      rc = pc_set_reason(d, PC_KIND_ERROR, why);
+    }
+  }
+  if (dcpl >= 0)
+    H5Pclose(dcpl);
+  return rc;
+}
+
+static int pc_describe_dataset(pc_file *f, hid_t loc, const char *name, const char *path,
+                               pc_error *err) {
+  pc_dataset *d;
+  int rc = pc_file_add(f, &d, path, err);
+  if (rc < 0)
+    return rc;
+  char h5err[256];
+  hid_t dset = H5Dopen2(loc, name, H5P_DEFAULT);
+  hid_t type = dset < 0 ? -1 : H5Dget_type(dset);
+  if (type < 0 || pc_read_shape(d, dset) < 0) {
+    rc = pc_set_reason(d, PC_KIND_ERROR, pc_h5_error(h5err, sizeof h5err));
+  } else if ((rc = pc_classify_type(d, type)) == PC_OK && d->kind != PC_KIND_SKIPPED) {
+    pc_logical_dtype(d, dset);
+    rc = pc_check_filters(d, dset);
+  }
+  if (type >= 0)
+    H5Tclose(type);
+  if (dset >= 0)
+    H5Dclose(dset);
+  if (rc < 0)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  return PC_OK;
+}
+
+/* --- the walk --------------------------------------------------------------------------- */
+
+typedef struct pc_walk {
+  pc_file *f;
+  const char *prefix; /* the group's path, "" for the root */
+  int depth;
+  int rc;
+  pc_error *err;
+} pc_walk;
+
+static int pc_walk_group(pc_file *f, hid_t gid, const char *prefix, int depth, pc_error *err);
+
+/* True (and remembered) the first time a group object is met. */
+static int pc_first_visit(pc_file *f, hid_t obj, bool *first) {
+  H5O_info_t info;
+  if (H5Oget_info2(obj, &info, H5O_INFO_BASIC) < 0)
+    return PC_EIO;
+  for (size_t i = 0; i < f->nvisited; i++)
+    if (f->visited[i] == info.addr) {
+      *first = false;
+      return PC_OK;
+    }
+  if (f->nvisited == f->capvisited) {
+    size_t cap = f->capvisited ? 2 * f->capvisited : 16;
+    haddr_t *v = realloc(f->visited, cap * sizeof *v);
+    if (!v)
+      return PC_ENOMEM;
+    f->visited = v;
+    f->capvisited = cap;
+  }
+  f->visited[f->nvisited++] = info.addr;
+  *first = true;
+  return PC_OK;
+}
+
+static int pc_add_skipped(pc_file *f, const char *path, const char *why, pc_error *err) {
+  pc_dataset *d;
+  int rc = pc_file_add(f, &d, path, err);
+  if (rc == PC_OK && pc_set_reason(d, PC_KIND_SKIPPED, why) < 0)
+    rc = pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  return rc;
+}
+
+static int pc_visit_object(pc_walk *w, hid_t gid, const char *name, const char *path) {
+  char h5err[256];
+  hid_t obj = H5Oopen(gid, name, H5P_DEFAULT);
+  if (obj < 0)
+    return pc_error_set(w->err, PC_EIO, "%s: %s: %s", w->f->path, path,
+                        pc_h5_error(h5err, sizeof h5err));
+  int rc = PC_OK;
+  H5I_type_t t = H5Iget_type(obj);
+  if (t == H5I_GROUP) {
+    bool first = false;
+    rc = pc_first_visit(w->f, obj, &first);
+    if (rc == PC_OK && first)
+      rc = pc_walk_group(w->f, obj, path, w->depth + 1, w->err);
+    else if (rc < 0)
+      rc = pc_error_set(w->err, rc, "%s: %s: %s", w->f->path, path,
+                        pc_h5_error(h5err, sizeof h5err));
+  } else if (t == H5I_DATASET) {
+    rc = pc_describe_dataset(w->f, gid, name, path, w->err);
+  }
+  H5Oclose(obj);
+  return rc;
+}
+
+static herr_t pc_walk_cb(hid_t gid, const char *name, const H5L_info_t *info, void *data) {
+  pc_walk *w = data;
+  size_t len = strlen(w->prefix) + strlen(name) + 2;
+  char *path = malloc(len);
+  if (!path) {
+    w->rc = pc_error_set(w->err, PC_ENOMEM, "%s: out of memory", w->f->path);
+    return -1;
+  }
+  snprintf(path, len, "%s/%s", w->prefix, name);
+  if (info->type == H5L_TYPE_EXTERNAL)
+    w->rc = pc_add_skipped(w->f, path, "external link (not followed)", w->err);
+  else if (info->type == H5L_TYPE_SOFT && H5Oexists_by_name(gid, name, H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    w->rc = pc_add_skipped(w->f, path, "dangling soft link", w->err);
+  } else if (info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT)
+    w->rc = pc_visit_object(w, gid, name, path);
+  free(path);
+  return w->rc < 0 ? -1 : 0;
+}
+
+static bool pc_tracks_order(hid_t gid) {
+  unsigned flags = 0;
+  hid_t gcpl = H5Gget_create_plist(gid);
+  if (gcpl >= 0) {
+    H5Pget_link_creation_order(gcpl, &flags);
+    H5Pclose(gcpl);
+  }
+  return (flags & H5P_CRT_ORDER_TRACKED) != 0;
+}
+
+static int pc_walk_group(pc_file *f, hid_t gid, const char *prefix, int depth, pc_error *err) {
+  char h5err[256];
+  if (depth > PC_MAX_DEPTH)
+    return pc_error_set(err, PC_EIO, "%s: %s: groups nested deeper than %d", f->path, prefix,
+                        PC_MAX_DEPTH);
+  pc_walk w = {f, prefix, depth, PC_OK, err};
+  hsize_t idx = 0;
+  herr_t st = -1;
+  if (pc_tracks_order(gid))
+    st = H5Literate(gid, H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, pc_walk_cb, &w);
+  if (st < 0 && w.rc == PC_OK && idx == 0) {
+    H5Eclear2(H5E_DEFAULT);
+    st = H5Literate(gid, H5_INDEX_NAME, H5_ITER_INC, &idx, pc_walk_cb, &w);
+  }
+  if (w.rc < 0)
+    return w.rc;
+  if (st < 0)
+    return pc_error_set(err, PC_EIO, "%s: %s: %s", f->path, prefix[0] ? prefix : "/",
+                        pc_h5_error(h5err, sizeof h5err));
+  return PC_OK;
+}
+
+/* --- the file --------------------------------------------------------------------------- */
+
+static int pc_by_path(const void *x, const void *y) {
+  const pc_dataset *const *a = x, *const *b = y;
+  return strcmp((*a)->path, (*b)->path);
+}
+
+/* HDF5 would block on a FIFO and give an unhelpful message for a directory: check first. */
+static int pc_check_regular(const char *path, pc_error *err) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    return pc_error_set(err, PC_EIO, "%s: is a directory", path);
+  if (!S_ISREG(st.st_mode))
+    return pc_error_set(err, PC_EIO, "%s: not a regular file", path);
+  if (st.st_size == 0)
+    return pc_error_set(err, PC_EIO, "%s: empty file (not HDF5)", path);
+  return PC_OK;
+}
+
+static int pc_file_walk(pc_file *f, pc_error *err) {
+  char h5err[256];
+  hid_t root = H5Gopen2(f->fid, "/", H5P_DEFAULT);
+  if (root < 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", f->path, pc_h5_error(h5err, sizeof h5err));
+  bool first;
+  int rc = pc_first_visit(f, root, &first);
+  if (rc == PC_OK)
+    rc = pc_walk_group(f, root, "", 0, err);
+  else
+    rc = pc_error_set(err, PC_EIO, "%s: %s", f->path, pc_h5_error(h5err, sizeof h5err));
+  H5Gclose(root);
+  if (rc < 0)
+    return rc;
+  f->sorted = malloc((f->n ? f->n : 1) * sizeof *f->sorted);
+  if (!f->sorted)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  for (size_t i = 0; i < f->n; i++)
+    f->sorted[i] = &f->ds[i];
+  qsort(f->sorted, f->n, sizeof *f->sorted, pc_by_path);
+  return PC_OK;
+}
+
+int pc_file_open(pc_file **out, const char *path, pc_error *err) {
+  char h5err[256];
+  *out = NULL;
+  pc_h5_quiet();
+  int rc = pc_check_regular(path, err);
+  if (rc < 0)
+    return rc;
+  if (H5Fis_hdf5(path) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return pc_error_set(err, PC_EIO, "%s: not an HDF5 file", path);
+  }
+  pc_file *f = calloc(1, sizeof *f);
+  if (!f || !(f->path = pc_strdup(path))) {
+    free(f);
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", path);
+  }
+  f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f->fid < 0) {
+    rc = pc_error_set(err, PC_EIO, "%s: cannot open: %s", path, pc_h5_error(h5err, sizeof h5err));
+    pc_file_close(f);
+    return rc;
+  }
+  rc = pc_file_walk(f, err);
+  if (rc < 0) {
+    pc_file_close(f);
+    return rc;
+  }
+  *out = f;
+  return PC_OK;
+}
+
+void pc_file_close(pc_file *f) {
+  if (!f)
+    return;
+  for (size_t i = 0; i < f->n; i++) {
+    free(f->ds[i].path);
+    free(f->ds[i].reason);
+  }
+  if (f->fid >= 0)
+    H5Fclose(f->fid);
+  free(f->ds);
+  free(f->sorted);
+  free(f->visited);
+  free(f->path);
+  free(f);
+}
+
+size_t pc_file_count(const pc_file *f) {
+  return f->n;
+}
+
+const pc_dataset *pc_file_dataset(const pc_file *f, size_t i) {
+  return i < f->n ? &f->ds[i] : NULL;
+}
+
+const char *pc_file_path(const pc_file *f) {
+  return f->path;
+}
+
+const pc_dataset *pc_file_find(const pc_file *f, const char *path) {
+  pc_dataset key = {0};
+  key.path = (char *)path;
+  const pc_dataset *kp = &key;
+  const pc_dataset *const *hit = bsearch(&kp, f->sorted, f->n, sizeof *f->sorted, pc_by_path);
+  return hit ? *hit : NULL;
+}
+
+/* --- block reads ------------------------------------------------------------------------ */
+
+struct pc_reader {
+  const pc_file *f;
+  const pc_dataset *ds;
+  hid_t dset, fspace, memtype;
+  size_t block;   /* elements per block at most */
+  int split;      /* the dimension stepped through; -1: the whole dataset in one read */
+  uint64_t inner; /* elements in one index step of dimension `split` */
+  uint64_t step;  /* index steps of dimension `split` per read */
+  hsize_t pos[PC_MAX_RANK];
+  uint64_t done;
+  unsigned char *raw;
+  double *values;
+  int64_t *ints;
+};
+
+/* Blocks are row-major runs: the largest suffix of dimensions that fits in a block is read
+ * whole, stepping through the dimension before it. */
+static void pc_reader_plan(pc_reader *r) {
+  const pc_dataset *d = r->ds;
+  uint64_t inner = 1;
+  int j = d->count == 0 ? 0 : d->rank; /* an empty dataset is one (empty) read */
+  while (j > 0 && d->dims[j - 1] <= r->block / inner) {
+    inner *= d->dims[j - 1];
+    j--;
+  }
+  r->split = j - 1;
+  r->inner = inner;
+  r->step = r->block / inner;
+}
+
+int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t block_elems,
+                   pc_error *err) {
+  char h5err[256];
+  *out = NULL;
+  pc_reader *r = calloc(1, sizeof *r);
+  if (!r)
+    return pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", f->path, ds->path);
+  r->f = f;
+  r->ds = ds;
+  r->block = block_elems;
+  r->dset = H5Dopen2(f->fid, ds->path, H5P_DEFAULT);
+  r->fspace = r->dset < 0 ? -1 : H5Dget_space(r->dset);
+  r->memtype = r->dset < 0 ? -1 : H5Dget_type(r->dset);
+  uint64_t cap = ds->count < block_elems ? ds->count : block_elems;
+  size_t per = ds->kind == PC_KIND_COMPLEX ? 2 : 1;
+  r->raw = malloc((cap ? cap : 1) * ds->elem_size);
+  if (ds->kind == PC_KIND_INTEGER)
+    r->ints = malloc((cap ? cap : 1) * sizeof *r->ints);
+  else
+    r->values = malloc((cap ? cap : 1) * per * sizeof *r->values);
+  if (r->memtype < 0 || r->fspace < 0 || !r->raw || (!r->ints && !r->values)) {
+    int rc = r->memtype < 0 || r->fspace < 0
+                 ? pc_error_set(err, PC_EDATA, "%s: %s: %s", f->path, ds->path,
+                                pc_h5_error(h5err, sizeof h5err))
+                 : pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", f->path, ds->path);
+    pc_reader_close(r);
+    return rc;
+  }
+  pc_reader_plan(r);
+  *out = r;
+  return PC_OK;
+}
+
+/* Selects the next block in the file space; returns its element count. */
+static uint64_t pc_reader_select(pc_reader *r) {
+  const pc_dataset *d = r->ds;
+  if (r->split < 0 || d->rank == 0) {
+    H5Sselect_all(r->fspace);
+    return d->count;
+  }
+  hsize_t count[PC_MAX_RANK];
+  uint64_t left = d->dims[r->split] - r->pos[r->split];
+  uint64_t steps = left < r->step ? left : r->step;
+  for (int i = 0; i < d->rank; i++)
+    count[i] = i < r->split ? 1 : i == r->split ? steps : d->dims[i];
+  H5Sselect_hyperslab(r->fspace, H5S_SELECT_SET, r->pos, NULL, count, NULL);
+  /* Advance like an odometer: the split dimension, then the ones before it. */
+  r->pos[r->split] += steps;
+  for (int i = r->split; i > 0 && r->pos[i] == d->dims[i]; i--) {
+    r->pos[i] = 0;
+    r->pos[i - 1]++;
+  }
+  return steps * r->inner;
+}
+
+static void pc_reader_decode(pc_reader *r, size_t n) {
+  const pc_dataset *d = r->ds;
+  if (d->kind == PC_KIND_INTEGER) {
+    pc_dtype_decode_int(d->stored, r->raw, n, d->swap, r->ints);
+  } else if (d->kind == PC_KIND_FLOAT) {
+    pc_dtype_decode_float(d->stored, r->raw, n, d->swap, r->values);
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      const unsigned char *e = r->raw + i * d->elem_size;
+      pc_dtype_decode_float(d->stored, e + d->re_offset, 1, d->swap, &r->values[2 * i]);
+      pc_dtype_decode_float(d->stored, e + d->im_offset, 1, d->swap, &r->values[2 * i + 1]);
+    }
+  }
+}
+
+int pc_reader_next(pc_reader *r, size_t *n, pc_error *err) {
+  char h5err[256];
+  *n = 0;
+  if (r->done >= r->ds->count)
+    return PC_OK;
+  uint64_t k = pc_reader_select(r);
+  hsize_t mdims[1] = {k};
+  hid_t mspace = H5Screate_simple(1, mdims, NULL);
+  herr_t st =
+      mspace < 0 ? -1 : H5Dread(r->dset, r->memtype, mspace, r->fspace, H5P_DEFAULT, r->raw);
+  if (mspace >= 0)
+    H5Sclose(mspace);
+  if (st < 0)
+    return pc_error_set(err, PC_EDATA, "%s: %s: cannot read: %s", r->f->path, r->ds->path,
+                        pc_h5_error(h5err, sizeof h5err));
+  pc_reader_decode(r, (size_t)k);
+  r->done += k;
+  *n = (size_t)k;
+  return PC_OK;
+}
+
+const double *pc_reader_values(const pc_reader *r) {
+  return r->values;
+}
+
+const int64_t *pc_reader_ints(const pc_reader *r) {
+  return r->ints;
+}
+
+void pc_reader_close(pc_reader *r) {
+  if (!r)
+    return;
+  if (r->memtype >= 0)
+    H5Tclose(r->memtype);
+  if (r->fspace >= 0)
+    H5Sclose(r->fspace);
+  if (r->dset >= 0)
+    H5Dclose(r->dset);
+  free(r->raw);
+  free(r->values);
+  free(r->ints);
+  free(r);
+}

@@ -1,0 +1,79 @@
+/* The HDF5 loader: walks a file into a list of datasets and reads one dataset in blocks,
+ * decoding the stored bits in our code (docs/metrics.md, "Dtypes"). Internal to the library.
+ *
+ * HDF5 1.10 is not thread-safe: every function here must be called from one thread. */
+#ifndef PC_LOADER_H
+#define PC_LOADER_H
+
+#include <paritycheck/compare.h> /* PC_MAX_RANK */
+#include <paritycheck/dtype.h>
+#include <paritycheck/error.h>
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint64_t */
+
+typedef enum pc_kind {
+  PC_KIND_FLOAT,
+  PC_KIND_COMPLEX, /* compound {r, i} of two floats of one dtype */
+  PC_KIND_INTEGER, /* integers, bool, enums (read as their base integer) */
+  PC_KIND_SKIPPED, /* not numeric: `reason` says what it is */
+  PC_KIND_ERROR    /* cannot be read: `reason` says why */
+} pc_kind;
+
+typedef struct pc_dataset {
+  char *path; /* full path from the root, e.g. "/g/x" */
+  pc_kind kind;
+  pc_dtype stored;  /* the stored dtype (a component's for complex) */
+  pc_dtype logical; /* stored, or the dtype named by the `dtype` attribute */
+  bool swap;        /* the file's byte order is not the machine's */
+  size_t elem_size; /* bytes of one stored element (a whole compound for complex) */
+  size_t re_offset; /* complex: byte offsets of the r and i members */
+  size_t im_offset;
+  int rank;
+  uint64_t dims[PC_MAX_RANK];
+  uint64_t count;
+  char *reason; /* for PC_KIND_SKIPPED and PC_KIND_ERROR */
+} pc_dataset;
+
+typedef struct pc_file pc_file;
+
+/** Open the HDF5 file at `path` and walk it. PC_EIO (naming the file) when it is missing, not a
+ * regular file, not HDF5, truncated or corrupt. */
+int pc_file_open(pc_file **out, const char *path, pc_error *err);
+
+/** Close the file; NULL is accepted. */
+void pc_file_close(pc_file *f);
+
+/** The file's datasets, in walk order: each group's links in creation order when the group
+ * tracks it, else by name, depth first. A group reached by several links is walked once. */
+size_t pc_file_count(const pc_file *f);
+const pc_dataset *pc_file_dataset(const pc_file *f, size_t i);
+
+/** The dataset at `path`, or NULL. */
+const pc_dataset *pc_file_find(const pc_file *f, const char *path);
+
+/** The path the file was opened with. */
+const char *pc_file_path(const pc_file *f);
+
+typedef struct pc_reader pc_reader;
+
+/** Start reading numeric dataset `ds` of `f` in row-major blocks of at most `block_elems`
+ * elements (> 0). */
+int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t block_elems,
+                   pc_error *err);
+
+/** Read and decode the next block; *n = its number of elements, 0 when the dataset is done.
+ * Floats land in pc_reader_values (two doubles an element for complex: re, im), integers in
+ * pc_reader_ints (uint64 bit for bit). PC_EDATA naming the file and dataset on failure. */
+int pc_reader_next(pc_reader *r, size_t *n, pc_error *err);
+const double *pc_reader_values(const pc_reader *r);
+const int64_t *pc_reader_ints(const pc_reader *r);
+
+/** Free the reader; NULL is accepted. */
+void pc_reader_close(pc_reader *r);
+
+/** Switch HDF5's automatic error printing on (debug) or off (the default). */
+void pc_loader_set_debug(bool on);
+
+#endif

@@ -1,0 +1,172 @@
+/* The comparator through the public API: pairing by path, verdicts, order and the run verdict,
+ * on two small files written here with the HDF5 C API. */
+#include <paritycheck/paritycheck.h>
+
+#include <hdf5.h>
+
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* mkdtemp */
+#include <string.h> /* strlen */
+#include <unistd.h> /* unlink, rmdir */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+static char dir[64], path_a[128], path_b[128];
+
+static void put(hid_t f, const char *name, hsize_t n, const float *v) {
+  hid_t s = H5Screate_simple(1, &n, NULL);
+  hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+  H5Dclose(d);
+  H5Sclose(s);
+}
+
+static void put_string(hid_t f, const char *name) {
+  hsize_t n = 1;
+  hid_t t = H5Tcopy(H5T_C_S1);
+  H5Tset_size(t, 3);
+  hid_t s = H5Screate_simple(1, &n, NULL);
+  hid_t d = H5Dcreate2(f, name, t, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, "abc");
+  H5Dclose(d);
+  H5Sclose(s);
+  H5Tclose(t);
+}
+
+/* Datasets are created in a deliberate non-alphabetical order; neither file tracks creation
+ * order, so the report goes by name. */
+static void make_files(void) {
+  const float v3[] = {1, 2, 3}, d3[] = {1, 2, 4}, v4[] = {1, 2, 3, 4}, d4[] = {1, 2, 3, 5};
+  hid_t a = H5Fcreate(path_a, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t b = H5Fcreate(path_b, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  put(a, "same", 3, v3), put(b, "same", 3, v3);
+  put(a, "drift", 3, v3), put(b, "drift", 3, d3);
+  put(a, "frac", 4, v4), put(b, "frac", 4, d4);
+  put(a, "only_a", 3, v3), put(b, "only_b", 3, v3);
+  put(a, "shape", 3, v3), put(b, "shape", 4, v4);
+  put_string(a, "text"), put_string(b, "text");
+  put_string(a, "kind"), put(b, "kind", 3, v3);
+  H5Fclose(a);
+  H5Fclose(b);
+}
+
+static const pc_tensor *tensor(const pc_run *run, const char *path) {
+  for (size_t i = 0; i < run->ntensors; i++)
+    if (strcmp(run->tensors[i].path, path) == 0)
+      return &run->tensors[i];
+  fail_msg("no tensor %s", path);
+  return NULL;
+}
+
+static pc_run *compare_with(const char *yaml) {
+  pc_tolset *tols = pc_tolset_new();
+  pc_error err;
+  assert_int_equal(pc_tolset_load_string(tols, "test.yaml", yaml, strlen(yaml), &err), PC_OK);
+  pc_options o = PC_OPTIONS_INIT;
+  o.tols = tols;
+  pc_run *run = NULL;
+  assert_int_equal(pc_compare_files(&run, path_a, path_b, &o, &err), PC_OK);
+  pc_tolset_free(tols);
+  return run;
+}
+
+static const char *const exact = "version: 1\n";
+
+static void test_verdicts(void **state) {
+  (void)state;
+  pc_run *run = compare_with(exact);
+  assert_int_equal(tensor(run, "/same")->verdict, PC_VERDICT_PASS);
+  assert_int_equal(tensor(run, "/drift")->verdict, PC_VERDICT_DRIFT);
+  assert_int_equal(tensor(run, "/drift")->stats.mismatches, 1);
+  assert_int_equal(tensor(run, "/drift")->stats.worst_index, 2);
+  assert_int_equal(tensor(run, "/only_a")->verdict, PC_VERDICT_MISSING_IN_B);
+  assert_int_equal(tensor(run, "/only_b")->verdict, PC_VERDICT_MISSING_IN_A);
+  assert_int_equal(tensor(run, "/shape")->verdict, PC_VERDICT_SHAPE_MISMATCH);
+  assert_int_equal(tensor(run, "/shape")->dims_b[0], 4);
+  assert_int_equal(tensor(run, "/text")->verdict, PC_VERDICT_SKIPPED);
+  assert_int_equal(tensor(run, "/kind")->verdict, PC_VERDICT_DTYPE_MISMATCH);
+  assert_int_equal(run->by_verdict[PC_VERDICT_PASS], 1);
+  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], 2);
+  assert_int_equal(run->verdict, PC_RUN_DRIFT);
+  assert_string_equal(pc_run_verdict_name(run->verdict), "drift");
+  pc_run_free(run);
+}
+
+/* A's datasets by name (no creation order tracked), then B's own. */
+static void test_order(void **state) {
+  (void)state;
+  pc_run *run = compare_with(exact);
+  const char *want[] = {"/drift", "/frac",  "/kind", "/only_a",
+                        "/same",  "/shape", "/text", "/only_b"};
+  assert_int_equal(run->ntensors, 8);
+  for (size_t i = 0; i < 8; i++)
+    assert_string_equal(run->tensors[i].path, want[i]);
+  pc_run_free(run);
+}
+
+/* /frac has 1 mismatch in 4: a fraction of 0.25 passes, 0.24 does not; a rule relaxes /drift
+ * (3 -> 4 is rel 1/3). */
+static void test_tolerances_applied(void **state) {
+  (void)state;
+  pc_run *run = compare_with("version: 1\n"
+                             "defaults:\n  float32: {max_mismatch_fraction: 0.25}\n"
+                             "rules:\n  - match: \"/dr*\"\n    float32: {rtol: 0.34}\n");
+  assert_int_equal(tensor(run, "/frac")->verdict, PC_VERDICT_PASS);
+  assert_int_equal(tensor(run, "/frac")->stats.mismatches, 1);
+  assert_int_equal(tensor(run, "/drift")->verdict, PC_VERDICT_PASS);
+  assert_true(tensor(run, "/drift")->tol.rtol == 0.34);
+  pc_run_free(run);
+  run = compare_with("version: 1\ndefaults:\n  float32: {max_mismatch_fraction: 0.24}\n");
+  assert_int_equal(tensor(run, "/frac")->verdict, PC_VERDICT_DRIFT);
+  pc_run_free(run);
+}
+
+static void test_unreadable_is_an_error(void **state) {
+  (void)state;
+  pc_tolset *tols = pc_tolset_new();
+  pc_options o = PC_OPTIONS_INIT;
+  o.tols = tols;
+  pc_run *run = NULL;
+  pc_error err;
+  char missing[160];
+  snprintf(missing, sizeof missing, "%s/none.h5", dir);
+  assert_int_equal(pc_compare_files(&run, path_a, missing, &o, &err), PC_EIO);
+  assert_null(run);
+  assert_non_null(strstr(err.message, missing));
+  o.version = 99;
+  assert_int_equal(pc_compare_files(&run, path_a, path_b, &o, &err), PC_EUSAGE);
+  pc_tolset_free(tols);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/pc_compare_XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(path_a, sizeof path_a, "%s/a.h5", dir);
+  snprintf(path_b, sizeof path_b, "%s/b.h5", dir);
+  make_files();
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  unlink(path_a);
+  unlink(path_b);
+  return rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_verdicts),
+      cmocka_unit_test(test_order),
+      cmocka_unit_test(test_tolerances_applied),
+      cmocka_unit_test(test_unreadable_is_an_error),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
