@@ -1,0 +1,232 @@
+/* JSON report (schema: docs/report-json.md): the run as one object, built with jansson and
+ * written with keys in insertion order, doubles at full precision. */
+#include "pc_internal.h"
+#include "report_common.h"
+
+#include <paritycheck/report.h>
+
+#include <jansson.h>
+
+#include <errno.h>  /* errno */
+#include <math.h>   /* isnan, isinf */
+#include <stdint.h> /* INT64_MAX */
+#include <stdlib.h> /* free */
+#include <string.h> /* strcmp, strerror */
+
+
+/* 17 significant digits make every double round-trip. jansson 2.8 and later always dump keys in
+ * insertion order; the flag asks for it on older ones. */
+enum { JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
+
+/* jansson refuses non-finite reals; the schema spells them as strings. */
+static json_t *real_json(double x) {
+  if (isnan(x))
+    return json_string("nan");
+  if (isinf(x))
+    return json_string(x > 0 ? "inf" : "-inf");
+  return json_real(x);
+}
+
+/* json_integer holds an int64; a larger count (max_ulp reaches 2^64 - 1) becomes a real. */
+static json_t *count_json(uint64_t n) {
+  return n <= INT64_MAX ? json_integer((json_int_t)n) : json_real((double)n);
+}
+
+/* Dataset names and file paths are bytes, but jansson takes only UTF-8: a string that is not valid
+ * UTF-8 is written with each non-ASCII byte replaced by '?'. */
+static json_t *string_json(const char *s) {
+  json_t *j = json_string(s);
+  if (j || !s)
+    return j;
+  char *copy = pc_strdup(s);
+  if (!copy)
+    return NULL;
+  for (char *p = copy; *p; p++)
+    if ((unsigned char)*p >= 0x80)
+      *p = '?';
+  j = json_string(copy);
+  free(copy);
+  return j;
+}
+
+static json_t *dtype_json(pc_dtype dt, bool is_complex) {
+  char buf[40];
+  if (dt == PC_DTYPE_NONE)
+    return json_null();
+  return json_string(pc_report_dtype_name(buf, sizeof buf, dt, is_complex));
+}
+
+/* jansson frees a value it could not store (and every call accepts a NULL container), so building
+ * goes on after a failure and only the accumulated status is checked, here. */
+static json_t *finish(json_t *o, int rc) {
+  if (rc == 0)
+    return o;
+  json_decref(o);
+  return NULL;
+}
+
+static json_t *dims_json(int rank, const uint64_t *dims) {
+  json_t *a = json_array();
+  int rc = 0;
+  for (int k = 0; k < rank; k++)
+    rc |= json_array_append_new(a, count_json(dims[k]));
+  return finish(a, rc);
+}
+
+/* A complex value is the pair [re, im]. */
+static json_t *value_json(const double v[2], bool is_complex) {
+  if (!is_complex)
+    return real_json(v[0]);
+  json_t *a = json_array();
+  int rc = json_array_append_new(a, real_json(v[0]));
+  rc |= json_array_append_new(a, real_json(v[1]));
+  return finish(a, rc);
+}
+
+static json_t *worst_json(const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  uint64_t index[PC_MAX_RANK];
+  if (!s->has_worst)
+    return json_null();
+  pc_report_worst_index(t, index);
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "index", dims_json(t->rank, index));
+  rc |= json_object_set_new(o, "a", value_json(s->worst_a, t->is_complex));
+  rc |= json_object_set_new(o, "b", value_json(s->worst_b, t->is_complex));
+  rc |= json_object_set_new(o, "abs", real_json(s->worst_abs));
+  rc |= json_object_set_new(o, "rel", real_json(s->worst_rel));
+  rc |= json_object_set_new(o, "ulp", count_json(s->worst_ulp));
+  return finish(o, rc);
+}
+
+/* Only the criteria that took part; max_mismatch_fraction always, since unset means 0. */
+static json_t *tolerance_json(const pc_tol *tol) {
+  json_t *o = json_object();
+  int rc = 0;
+  if (tol->set & PC_TOL_ATOL)
+    rc |= json_object_set_new(o, "atol", real_json(tol->atol));
+  if (tol->set & PC_TOL_RTOL)
+    rc |= json_object_set_new(o, "rtol", real_json(tol->rtol));
+  if (tol->set & PC_TOL_MAX_ULP)
+    rc |= json_object_set_new(o, "max_ulp", count_json(tol->max_ulp));
+  double fraction = tol->set & PC_TOL_MAX_MISMATCH_FRACTION ? tol->max_mismatch_fraction : 0;
+  rc |= json_object_set_new(o, "max_mismatch_fraction", real_json(fraction));
+  return finish(o, rc);
+}
+
+/* The figures of a compared tensor; a tensor that was not compared has none (and no tolerance was
+ * resolved for it, since that needs a compare dtype). */
+static int put_stats(json_t *o, const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  int rc = json_object_set_new(o, "count", count_json(s->count));
+  rc |= json_object_set_new(o, "mismatches", count_json(s->mismatches));
+  rc |= json_object_set_new(o, "nan_mismatches", count_json(s->nan_mismatches));
+  rc |= json_object_set_new(o, "inf_mismatches", count_json(s->inf_mismatches));
+  rc |= json_object_set_new(o, "max_abs", real_json(s->max_abs));
+  rc |= json_object_set_new(o, "max_rel", real_json(s->max_rel));
+  rc |= json_object_set_new(o, "max_ulp", count_json(s->max_ulp));
+  rc |= json_object_set_new(o, "mean_ulp", real_json(pc_stats_mean_ulp(s)));
+  rc |= json_object_set_new(o, "worst", worst_json(t));
+  rc |= json_object_set_new(o, "tolerance", tolerance_json(&t->tol));
+  return rc;
+}
+
+static int put_identity(json_t *o, const pc_tensor *t) {
+  int rc = json_object_set_new(o, "path", string_json(t->path));
+  rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
+  rc |= json_object_set_new(o, "dtype_a", dtype_json(t->dtype_a, t->is_complex));
+  rc |= json_object_set_new(o, "dtype_b", dtype_json(t->dtype_b, t->is_complex));
+  rc |= json_object_set_new(o, "compare_dtype", dtype_json(t->compare, false));
+  if (t->rank >= 0)
+    rc |= json_object_set_new(o, "shape", dims_json(t->rank, t->dims));
+  if (t->verdict == PC_VERDICT_SHAPE_MISMATCH && t->rank_b >= 0)
+    rc |= json_object_set_new(o, "shape_b", dims_json(t->rank_b, t->dims_b));
+  return rc;
+}
+
+static int put_remarks(json_t *o, const pc_tensor *t) {
+  int rc = 0;
+  if (t->stats.not_representable_a)
+    rc |= json_object_set_new(o, "not_representable_a", count_json(t->stats.not_representable_a));
+  if (t->stats.not_representable_b)
+    rc |= json_object_set_new(o, "not_representable_b", count_json(t->stats.not_representable_b));
+  if (t->message)
+    rc |= json_object_set_new(o, "message", string_json(t->message));
+  if (t->note)
+    rc |= json_object_set_new(o, "note", string_json(t->note));
+  return rc;
+}
+
+static json_t *tensor_json(const pc_tensor *t) {
+  json_t *o = json_object();
+  int rc = put_identity(o, t);
+  if (pc_report_has_stats(t->verdict))
+    rc |= put_stats(o, t);
+  rc |= put_remarks(o, t);
+  return finish(o, rc);
+}
+
+static json_t *first_failure_json(const pc_run *run) {
+  for (size_t i = 0; i < run->ntensors; i++)
+    if (pc_verdict_is_failure(run->tensors[i].verdict))
+      return string_json(run->tensors[i].path);
+  return json_null();
+}
+
+static json_t *summary_json(const pc_run *run) {
+  json_t *o = json_object();
+  uint64_t failures = 0;
+  int rc = json_object_set_new(o, "tensors", count_json(run->ntensors));
+  for (int v = 0; v < PC_VERDICT_COUNT_; v++) {
+    rc |= json_object_set_new(o, pc_verdict_name((pc_verdict)v), count_json(run->by_verdict[v]));
+    if (pc_verdict_is_failure((pc_verdict)v))
+      failures += run->by_verdict[v];
+  }
+  rc |= json_object_set_new(o, "failures", count_json(failures));
+  rc |= json_object_set_new(o, "first_failure", first_failure_json(run));
+  return finish(o, rc);
+}
+
+static json_t *tensors_json(const pc_run *run) {
+  json_t *a = json_array();
+  int rc = 0;
+  for (size_t i = 0; i < run->ntensors; i++)
+    rc |= json_array_append_new(a, tensor_json(&run->tensors[i]));
+  return finish(a, rc);
+}
+
+static json_t *run_json(const pc_run *run) {
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "version", json_integer(1));
+  rc |= json_object_set_new(o, "a", string_json(run->path_a));
+  rc |= json_object_set_new(o, "b", string_json(run->path_b));
+  rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
+  rc |= json_object_set_new(o, "tensors", tensors_json(run));
+  rc |= json_object_set_new(o, "summary", summary_json(run));
+  return finish(o, rc);
+}
+
+static int write_json(const json_t *root, const char *path, pc_error *err) {
+  bool to_stdout = strcmp(path, "-") == 0;
+  const char *name = to_stdout ? "standard output" : path;
+  FILE *f = to_stdout ? stdout : fopen(path, "w");
+  if (!f)
+    return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", name, strerror(errno));
+  bool bad = json_dumpf(root, f, JSON_FLAGS) != 0;
+  bad = fputc('\n', f) == EOF || bad;
+  bad = (to_stdout ? fflush(f) : fclose(f)) != 0 || bad;
+  if (bad)
+    return pc_error_set(err, PC_EIO, "%s: cannot write the JSON report: %s", name, strerror(errno));
+  return PC_OK;
+}
+
+int pc_report_json(const char *path, const pc_run *run, pc_error *err) {
+  if (!path || !run)
+    return pc_error_set(err, PC_EUSAGE, "pc_report_json: path and run are required");
+  json_t *root = run_json(run);
+  if (!root)
+    return pc_error_set(err, PC_ENOMEM, "out of memory building the JSON report");
+  int rc = write_json(root, path, err);
+  json_decref(root);
+  return rc;
+}

@@ -1,0 +1,807 @@
+/* Tolerance sets (include/paritycheck/tolerance.h). YAML profiles are read with libyaml's event
+ * API into flat arrays of layers; resolution walks those arrays and allocates nothing, so any
+ * number of threads may resolve against one set. Schema: docs/tolerances.md. */
+#include <paritycheck/tolerance.h>
+
+#include "pc_internal.h"
+
+#include <errno.h>   /* errno, ERANGE, EFBIG */
+#include <fnmatch.h> /* fnmatch */
+#include <locale.h>  /* newlocale, uselocale: numbers are read in the C locale */
+#include <math.h>    /* isfinite, isinf, INFINITY */
+#include <stdarg.h>  /* va_list */
+#include <stdio.h>   /* FILE, fopen, fread, vsnprintf */
+#include <stdlib.h>  /* calloc, realloc, free, strtod, strtoull */
+#include <string.h>  /* memcmp, memcpy, memmove, strlen, strstr, strerror */
+#include <strings.h> /* strcasecmp */
+#include <yaml.h>    /* yaml_parser_t, yaml_event_t */
+
+/* tolerances/default.yaml as it was at build time (scripts/embed.cmake). */
+extern const char pc_builtin_profile[];
+extern const size_t pc_builtin_profile_len;
+
+/* Limits that keep a broken or hostile file from exhausting memory or time. */
+enum { TOL_MAX_RULES = 100000 };
+static const size_t TOL_MAX_FILE_BYTES = (size_t)16 << 20; /* 16 MiB */
+static const size_t TOL_READ_CHUNK = 4096; /* first buffer size when reading a file */
+static const size_t TOL_FIRST_RULES = 8;   /* first capacity of a file's rule array */
+/* How much of an offending scalar is quoted back in a message. */
+enum { TOL_QUOTE_MAX = 64 };
+
+enum { TOL_SCHEMA_VERSION = 1 };
+static const char TOL_BUILTIN_NAME[] = "<builtin>";
+static const char TOL_STRING_NAME[] = "<string>";
+
+/* The dtype keys of a layer, in the order of layer_keys. */
+typedef enum tol_key {
+  KEY_FLOAT64,
+  KEY_FLOAT32,
+  KEY_FLOAT16,
+  KEY_BFLOAT16,
+  KEY_FLOAT8_E4M3FN,
+  KEY_FLOAT8_E5M2,
+  KEY_INTEGER,
+  KEY_ALL,
+  KEY_COUNT
+} tol_key;
+
+/* Keys of a `defaults` mapping (the first KEY_COUNT) and of a rule (all of them). */
+static const char *const layer_keys[] = {"float64",  "float32",       "float16",
+                                         "bfloat16", "float8_e4m3fn", "float8_e5m2",
+                                         "integer",  "all",           "match"};
+enum { KEY_MATCH = KEY_COUNT, RULE_KEY_COUNT = KEY_COUNT + 1 };
+
+/* Criterion keys; the index of each is the bit position of its flag in pc_tol.set. */
+static const char *const criterion_keys[] = {"atol", "rtol", "max_ulp", "max_mismatch_fraction"};
+enum { CRIT_ATOL, CRIT_RTOL, CRIT_MAX_ULP, CRIT_MAX_MISMATCH_FRACTION, CRIT_COUNT };
+_Static_assert(PC_TOL_ATOL == 1u << CRIT_ATOL && PC_TOL_RTOL == 1u << CRIT_RTOL &&
+                   PC_TOL_MAX_ULP == 1u << CRIT_MAX_ULP &&
+                   PC_TOL_MAX_MISMATCH_FRACTION == 1u << CRIT_MAX_MISMATCH_FRACTION,
+               "criterion_keys order must follow the PC_TOL_* bits");
+
+static const char *const top_keys[] = {"version", "defaults", "rules"};
+enum { TOP_VERSION, TOP_DEFAULTS, TOP_RULES, TOP_COUNT };
+
+/* The spellings YAML gives null in a plain scalar. */
+static const char *const null_spellings[] = {"", "~", "null", "Null", "NULL"};
+
+/* The POSIX character classes fnmatch knows in every locale. */
+static const char *const char_classes[] = {"alnum", "alpha", "blank", "cntrl", "digit", "graph",
+                                           "lower", "print", "punct", "space", "upper", "xdigit"};
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* What one layer says about one dtype key: tol.set holds the criteria it sets, `unset` those it
+ * clears with null. An unset criterion's value in tol stays 0, since a key appears once. */
+typedef struct tol_entry {
+  pc_tol tol;
+  unsigned unset;
+} tol_entry;
+
+/* The defaults of one file (glob NULL) or one rule. */
+typedef struct tol_layer {
+  char *glob;
+  tol_entry entry[KEY_COUNT];
+} tol_layer;
+
+struct pc_tolset {
+  tol_layer *defaults; /* one per loaded file, the builtin's first */
+  size_t n_defaults;
+  tol_layer *rules; /* every file's rules in load order, the builtin's first */
+  size_t n_rules;
+  bool has_builtin;
+};
+
+/* One file as parsed, before it joins a set. */
+typedef struct tol_file {
+  tol_layer defaults;
+  tol_layer *rules;
+  size_t n_rules;
+  size_t cap_rules;
+} tol_file;
+
+typedef struct tol_parser {
+  yaml_parser_t yaml;
+  yaml_event_t ev; /* the current event, owned while have_ev */
+  bool have_ev;
+  const char *name; /* the file's name in messages */
+  const char *text; /* the raw input, for the position of reader errors */
+  size_t len;
+  locale_t c_numeric;
+  size_t max_rules; /* how many rules this file may still add to the set */
+  tol_file *file;
+  pc_error *err;
+} tol_parser;
+
+/* ---- Messages ---------------------------------------------------------------------------- */
+
+static int fail_at(tol_parser *p, yaml_mark_t mark, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* PC_EPARSE with "name:line:column: why"; libyaml's marks are 0-based. */
+static int fail_at(tol_parser *p, yaml_mark_t mark, const char *fmt, ...) {
+  char why[PC_ERROR_MESSAGE_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return pc_error_set(p->err, PC_EPARSE, "%s:%zu:%zu: %s", p->name, mark.line + 1, mark.column + 1,
+                      why);
+}
+
+static int fail_nomem(tol_parser *p) {
+  return pc_error_set(p->err, PC_ENOMEM, "%s: out of memory", p->name);
+}
+
+static const char *scalar_text(const yaml_event_t *ev) {
+  return (const char *)ev->data.scalar.value;
+}
+
+static bool scalar_is(const yaml_event_t *ev, const char *s) {
+  size_t n = strlen(s);
+  return ev->data.scalar.length == n && memcmp(ev->data.scalar.value, s, n) == 0;
+}
+
+/* Index of the scalar in names[0..n), or n. */
+static size_t scalar_index(const yaml_event_t *ev, const char *const *names, size_t n) {
+  size_t i = 0;
+  while (i < n && !scalar_is(ev, names[i]))
+    i++;
+  return i;
+}
+
+static bool is_null(const yaml_event_t *ev) {
+  return ev->type == YAML_SCALAR_EVENT && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+         scalar_index(ev, null_spellings, COUNT_OF(null_spellings)) < COUNT_OF(null_spellings);
+}
+
+/* The kind of node an event starts, for "expected X, got Y" messages. */
+static const char *node_kind(const yaml_event_t *ev) {
+  switch (ev->type) {
+  case YAML_SCALAR_EVENT:
+    if (is_null(ev))
+      return "null";
+    return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? "a plain scalar" : "a quoted string";
+  case YAML_SEQUENCE_START_EVENT:
+    return "a sequence";
+  case YAML_MAPPING_START_EVENT:
+    return "a mapping";
+  default:
+    return "no value";
+  }
+}
+
+/* ---- Events ------------------------------------------------------------------------------ */
+
+/* libyaml reports reader errors (bad encoding) as a byte offset only; count lines and characters
+ * (UTF-8 lead bytes) up to it. */
+static yaml_mark_t mark_of_offset(const tol_parser *p, size_t offset) {
+  enum { UTF8_CONT_MASK = 0xC0, UTF8_CONT_BITS = 0x80 };
+  yaml_mark_t mark = {.index = offset, .line = 0, .column = 0};
+  for (size_t i = 0; i < offset && i < p->len; i++) {
+    unsigned char c = (unsigned char)p->text[i];
+    if (c == '\n') {
+      mark.line++;
+      mark.column = 0;
+    } else if ((c & UTF8_CONT_MASK) != UTF8_CONT_BITS) {
+      mark.column++;
+    }
+  }
+  return mark;
+}
+
+static int yaml_failure(tol_parser *p) {
+  const yaml_parser_t *y = &p->yaml;
+  if (y->error == YAML_MEMORY_ERROR)
+    return fail_nomem(p);
+  yaml_mark_t mark =
+      y->error == YAML_READER_ERROR ? mark_of_offset(p, y->problem_offset) : y->problem_mark;
+  const char *problem = y->problem ? y->problem : "unknown error";
+  if (y->context)
+    return fail_at(p, mark, "invalid YAML: %s (%s)", problem, y->context);
+  return fail_at(p, mark, "invalid YAML: %s", problem);
+}
+
+/* Anchors, aliases and tags are refused everywhere: an alias lets a few bytes expand into an
+ * exponential tree (the "billion laughs"), and a tag would change how a value is typed. */
+static int check_node_props(tol_parser *p) {
+  const yaml_event_t *ev = &p->ev;
+  const yaml_char_t *anchor = NULL, *tag = NULL;
+  switch (ev->type) {
+  case YAML_ALIAS_EVENT:
+    return fail_at(p, ev->start_mark, "aliases are not supported");
+  case YAML_SCALAR_EVENT:
+    anchor = ev->data.scalar.anchor;
+    tag = ev->data.scalar.tag;
+    break;
+  case YAML_SEQUENCE_START_EVENT:
+    anchor = ev->data.sequence_start.anchor;
+    tag = ev->data.sequence_start.tag;
+    break;
+  case YAML_MAPPING_START_EVENT:
+    anchor = ev->data.mapping_start.anchor;
+    tag = ev->data.mapping_start.tag;
+    break;
+  default:
+    break;
+  }
+  if (anchor)
+    return fail_at(p, ev->start_mark, "anchors are not supported");
+  if (tag)
+    return fail_at(p, ev->start_mark, "tags are not supported");
+  return PC_OK;
+}
+
+/* Makes the next event current. */
+static int next_event(tol_parser *p) {
+  if (p->have_ev)
+    yaml_event_delete(&p->ev);
+  p->have_ev = false;
+  if (!yaml_parser_parse(&p->yaml, &p->ev))
+    return yaml_failure(p);
+  p->have_ev = true;
+  return check_node_props(p);
+}
+
+/* ---- Mappings ---------------------------------------------------------------------------- */
+
+/* Called with the first event of a value current; leaves its last event current. */
+typedef int (*value_fn)(tol_parser *p, size_t key, void *arg);
+
+static int expect_mapping(tol_parser *p, const char *what) {
+  if (p->ev.type != YAML_MAPPING_START_EVENT)
+    return fail_at(p, p->ev.start_mark, "%s must be a mapping, got %s", what, node_kind(&p->ev));
+  return PC_OK;
+}
+
+static int unknown_key(tol_parser *p, const char *const *names, size_t n, const char *where) {
+  char expected[PC_ERROR_MESSAGE_MAX / 2] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < n && used < sizeof expected; i++)
+    used +=
+        (size_t)snprintf(expected + used, sizeof expected - used, "%s%s", i ? ", " : "", names[i]);
+  return fail_at(p, p->ev.start_mark, "unknown key '%.*s' in %s (expected one of: %s)",
+                 TOL_QUOTE_MAX, scalar_text(&p->ev), where, expected);
+}
+
+/* Reads the current event as a key among names[0..n), each allowed once. */
+static int read_key(tol_parser *p, const char *const *names, size_t n, const char *where,
+                    unsigned *seen, size_t *key) {
+  const yaml_event_t *ev = &p->ev;
+  if (ev->type != YAML_SCALAR_EVENT)
+    return fail_at(p, ev->start_mark, "a key in %s must be a string, got %s", where, node_kind(ev));
+  size_t i = scalar_index(ev, names, n);
+  if (i == n)
+    return unknown_key(p, names, n, where);
+  if (*seen & (1u << i))
+    return fail_at(p, ev->start_mark, "duplicate key '%s' in %s", names[i], where);
+  *seen |= 1u << i;
+  *key = i;
+  return PC_OK;
+}
+
+/* Walks the mapping whose start is current, handing each value to on_value; *seen gets a bit
+ * per key found. Leaves the mapping's end current. */
+static int walk_mapping(tol_parser *p, const char *const *names, size_t n, const char *where,
+                        value_fn on_value, void *arg, unsigned *seen) {
+  int rc;
+  *seen = 0;
+  while ((rc = next_event(p)) == PC_OK && p->ev.type != YAML_MAPPING_END_EVENT) {
+    size_t key = 0;
+    if ((rc = read_key(p, names, n, where, seen, &key)) || (rc = next_event(p)) ||
+        (rc = on_value(p, key, arg)))
+      return rc;
+  }
+  return rc;
+}
+
+/* ---- Scalars ----------------------------------------------------------------------------- */
+
+/* A number must be a plain scalar: a quoted one is a string, whatever it contains. */
+static int expect_number_node(tol_parser *p, const char *what) {
+  const yaml_event_t *ev = &p->ev;
+  if (ev->type != YAML_SCALAR_EVENT || ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
+      is_null(ev))
+    return fail_at(p, ev->start_mark, "'%s' must be a number, got %s", what, node_kind(ev));
+  return PC_OK;
+}
+
+/* YAML's own spellings of infinity and NaN (".inf", "-.Inf", ".nan"), which strtod does not
+ * read, so that they are reported as non-finite rather than as not numbers. */
+static bool is_yaml_nonfinite(const char *s) {
+  if (*s == '+' || *s == '-')
+    s++;
+  return s[0] == '.' && (strcasecmp(s + 1, "inf") == 0 || strcasecmp(s + 1, "nan") == 0);
+}
+
+/* strtod in the C locale, so that a decimal comma locale does not change what a file means. */
+static double strtod_c(const tol_parser *p, const char *s, char **end, int *err_no) {
+  locale_t old = uselocale(p->c_numeric);
+  errno = 0;
+  double v = strtod(s, end);
+  *err_no = errno;
+  uselocale(old);
+  return v;
+}
+
+/* A finite number in [0, hi], consuming the whole scalar. */
+static int parse_double(tol_parser *p, const char *what, double hi, double *out) {
+  int rc = expect_number_node(p, what);
+  if (rc)
+    return rc;
+  const char *s = scalar_text(&p->ev);
+  yaml_mark_t at = p->ev.start_mark;
+  char *end;
+  int err_no;
+  double v = strtod_c(p, s, &end, &err_no);
+  if (*end != '\0' && is_yaml_nonfinite(s))
+    return fail_at(p, at, "'%s' must be finite, got '%.*s'", what, TOL_QUOTE_MAX, s);
+  if (*end != '\0' || end == s)
+    return fail_at(p, at, "'%s' must be a number, got '%.*s'", what, TOL_QUOTE_MAX, s);
+  if (err_no == ERANGE && isinf(v))
+    return fail_at(p, at, "'%s' is out of range: '%.*s'", what, TOL_QUOTE_MAX, s);
+  if (!isfinite(v))
+    return fail_at(p, at, "'%s' must be finite, got '%.*s'", what, TOL_QUOTE_MAX, s);
+  if (v < 0)
+    return fail_at(p, at, "'%s' must be >= 0, got '%.*s'", what, TOL_QUOTE_MAX, s);
+  if (v > hi)
+    return fail_at(p, at, "'%s' must be <= %g, got '%.*s'", what, hi, TOL_QUOTE_MAX, s);
+  *out = v;
+  return PC_OK;
+}
+
+/* A decimal integer in [0, UINT64_MAX] (an optional '+', then digits only). */
+static int parse_u64(tol_parser *p, const char *what, uint64_t *out) {
+  int rc = expect_number_node(p, what);
+  if (rc)
+    return rc;
+  const char *s = scalar_text(&p->ev);
+  yaml_mark_t at = p->ev.start_mark;
+  const char *digits = *s == '+' ? s + 1 : s;
+  if (*digits == '\0' || strspn(digits, "0123456789") != strlen(digits))
+    return fail_at(p, at, "'%s' must be a non-negative integer, got '%.*s'", what, TOL_QUOTE_MAX,
+                   s);
+  errno = 0;
+  unsigned long long v = strtoull(digits, NULL, 10);
+  if (errno == ERANGE || v > UINT64_MAX)
+    return fail_at(p, at, "'%s' is out of range (at most %llu): '%.*s'", what,
+                   (unsigned long long)UINT64_MAX, TOL_QUOTE_MAX, s);
+  *out = (uint64_t)v;
+  return PC_OK;
+}
+
+/* ---- Globs ------------------------------------------------------------------------------- */
+
+/* At "[:" inside a bracket expression: moves *pos to the ']' of the closing ":]". */
+static const char *skip_char_class(const char *g, size_t *pos) {
+  const char *name = g + *pos + 2;
+  const char *end = strstr(name, ":]");
+  if (!end)
+    return "unterminated character class";
+  size_t i = 0;
+  while (i < COUNT_OF(char_classes) && !(strlen(char_classes[i]) == (size_t)(end - name) &&
+                                         memcmp(char_classes[i], name, (size_t)(end - name)) == 0))
+    i++;
+  if (i == COUNT_OF(char_classes))
+    return "unknown character class";
+  *pos = (size_t)(end - g) + 1;
+  return NULL;
+}
+
+/* At '[': moves *pos to the closing ']', following fnmatch's bracket syntax (a leading '!' or
+ * '^' negates, a ']' right after the opening is a member, '\' escapes). */
+static const char *skip_bracket(const char *g, size_t *pos) {
+  size_t i = *pos + 1;
+  if (g[i] == '!' || g[i] == '^')
+    i++;
+  if (g[i] == ']')
+    i++;
+  for (; g[i] != ']'; i++) {
+    const char *why = NULL;
+    if (g[i] == '\0')
+      return "unbalanced '['";
+    if (g[i] == '\\') {
+      if (g[++i] == '\0')
+        return "unbalanced '['";
+    } else if (g[i] == '[' && (g[i + 1] == '.' || g[i + 1] == '=')) {
+      return "collating symbols and equivalence classes are not supported";
+    } else if (g[i] == '[' && g[i + 1] == ':') {
+      why = skip_char_class(g, &i);
+    }
+    if (why)
+      return why;
+  }
+  *pos = i;
+  return NULL;
+}
+
+/* fnmatch does not validate its pattern (an unbalanced '[' silently matches a literal '['), so
+ * every glob is checked here; NULL when it is well formed. */
+static const char *glob_problem(const char *g) {
+  for (size_t i = 0; g[i] != '\0'; i++) {
+    const char *why = NULL;
+    if (g[i] == '\\') {
+      if (g[++i] == '\0')
+        return "trailing backslash";
+    } else if (g[i] == '[') {
+      why = skip_bracket(g, &i);
+    }
+    if (why)
+      return why;
+  }
+  return NULL;
+}
+
+static int parse_glob(tol_parser *p, tol_layer *layer) {
+  const yaml_event_t *ev = &p->ev;
+  if (ev->type != YAML_SCALAR_EVENT || is_null(ev))
+    return fail_at(p, ev->start_mark, "'match' must be a string, got %s", node_kind(ev));
+  const char *glob = scalar_text(ev);
+  if (strlen(glob) != ev->data.scalar.length)
+    return fail_at(p, ev->start_mark, "'match' must not contain NUL characters");
+  if (*glob == '\0')
+    return fail_at(p, ev->start_mark, "'match' must not be empty");
+  const char *why = glob_problem(glob);
+  if (why)
+    return fail_at(p, ev->start_mark, "bad glob '%.*s': %s", TOL_QUOTE_MAX, glob, why);
+  layer->glob = pc_strdup(glob);
+  return layer->glob ? PC_OK : fail_nomem(p);
+}
+
+/* ---- Schema ------------------------------------------------------------------------------ */
+
+static int on_criterion(tol_parser *p, size_t key, void *arg) {
+  tol_entry *entry = arg;
+  unsigned bit = 1u << key;
+  if (is_null(&p->ev)) {
+    entry->unset |= bit;
+    return PC_OK;
+  }
+  const char *what = criterion_keys[key];
+  pc_tol *tol = &entry->tol;
+  int rc;
+  switch (key) {
+  case CRIT_ATOL:
+    rc = parse_double(p, what, INFINITY, &tol->atol);
+    break;
+  case CRIT_RTOL:
+    rc = parse_double(p, what, INFINITY, &tol->rtol);
+    break;
+  case CRIT_MAX_ULP:
+    rc = parse_u64(p, what, &tol->max_ulp);
+    break;
+  default:
+    rc = parse_double(p, what, 1.0, &tol->max_mismatch_fraction);
+    break;
+  }
+  if (rc == PC_OK)
+    tol->set |= bit;
+  return rc;
+}
+
+static int parse_entry(tol_parser *p, tol_entry *entry, const char *dtype_key) {
+  char where[TOL_QUOTE_MAX];
+  snprintf(where, sizeof where, "'%s'", dtype_key);
+  unsigned seen;
+  int rc = expect_mapping(p, where);
+  return rc ? rc : walk_mapping(p, criterion_keys, CRIT_COUNT, where, on_criterion, entry, &seen);
+}
+
+static int on_layer_key(tol_parser *p, size_t key, void *arg) {
+  tol_layer *layer = arg;
+  if (key == KEY_MATCH)
+    return parse_glob(p, layer);
+  return parse_entry(p, &layer->entry[key], layer_keys[key]);
+}
+
+static int parse_defaults(tol_parser *p) {
+  unsigned seen;
+  if (is_null(&p->ev))
+    return PC_OK;
+  int rc = expect_mapping(p, "'defaults'");
+  return rc ? rc
+            : walk_mapping(p, layer_keys, KEY_COUNT, "'defaults'", on_layer_key, &p->file->defaults,
+                           &seen);
+}
+
+/* Appends a zeroed rule to the file (so that cleanup frees its glob whatever happens next). */
+static tol_layer *add_rule(tol_file *file) {
+  if (file->n_rules == file->cap_rules) {
+    size_t cap = file->cap_rules ? 2 * file->cap_rules : TOL_FIRST_RULES;
+    tol_layer *rules = realloc(file->rules, cap * sizeof *rules);
+    if (!rules)
+      return NULL;
+    file->rules = rules;
+    file->cap_rules = cap;
+  }
+  tol_layer *rule = &file->rules[file->n_rules++];
+  memset(rule, 0, sizeof *rule);
+  return rule;
+}
+
+static int parse_rule(tol_parser *p) {
+  yaml_mark_t at = p->ev.start_mark;
+  if (p->file->n_rules >= p->max_rules)
+    return fail_at(p, at, "too many rules (at most %d in all loaded files)", TOL_MAX_RULES);
+  int rc = expect_mapping(p, "a rule");
+  if (rc)
+    return rc;
+  tol_layer *rule = add_rule(p->file);
+  if (!rule)
+    return fail_nomem(p);
+  unsigned seen;
+  rc = walk_mapping(p, layer_keys, RULE_KEY_COUNT, "a rule", on_layer_key, rule, &seen);
+  if (rc == PC_OK && !(seen & (1u << KEY_MATCH)))
+    return fail_at(p, at, "a rule must have 'match'");
+  return rc;
+}
+
+static int parse_rules(tol_parser *p) {
+  if (is_null(&p->ev))
+    return PC_OK;
+  if (p->ev.type != YAML_SEQUENCE_START_EVENT)
+    return fail_at(p, p->ev.start_mark, "'rules' must be a sequence, got %s", node_kind(&p->ev));
+  int rc;
+  while ((rc = next_event(p)) == PC_OK && p->ev.type != YAML_SEQUENCE_END_EVENT)
+    if ((rc = parse_rule(p)))
+      return rc;
+  return rc;
+}
+
+static int parse_version(tol_parser *p) {
+  uint64_t version;
+  int rc = parse_u64(p, "version", &version);
+  if (rc == PC_OK && version != TOL_SCHEMA_VERSION)
+    return fail_at(p, p->ev.start_mark, "unsupported version %.*s (this build reads version %d)",
+                   TOL_QUOTE_MAX, scalar_text(&p->ev), TOL_SCHEMA_VERSION);
+  return rc;
+}
+
+static int on_top_key(tol_parser *p, size_t key, void *arg) {
+  (void)arg;
+  switch (key) {
+  case TOP_VERSION:
+    return parse_version(p);
+  case TOP_DEFAULTS:
+    return parse_defaults(p);
+  default:
+    return parse_rules(p);
+  }
+}
+
+static int parse_top(tol_parser *p) {
+  yaml_mark_t at = p->ev.start_mark;
+  unsigned seen;
+  int rc = expect_mapping(p, "the top level");
+  if (rc || (rc = walk_mapping(p, top_keys, TOP_COUNT, "the top level", on_top_key, NULL, &seen)))
+    return rc;
+  if (!(seen & (1u << TOP_VERSION)))
+    return fail_at(p, at, "missing version");
+  return PC_OK;
+}
+
+/* stream-start, then exactly one document whose root is the top-level mapping. An empty stream
+ * or an empty document has no version. */
+static int parse_stream(tol_parser *p) {
+  int rc;
+  if ((rc = next_event(p)) || (rc = next_event(p)))
+    return rc;
+  if (p->ev.type == YAML_STREAM_END_EVENT)
+    return fail_at(p, p->ev.start_mark, "missing version");
+  if ((rc = next_event(p)))
+    return rc;
+  if (is_null(&p->ev))
+    return fail_at(p, p->ev.start_mark, "missing version");
+  if ((rc = parse_top(p)) || (rc = next_event(p)) || (rc = next_event(p)))
+    return rc;
+  if (p->ev.type == YAML_DOCUMENT_START_EVENT)
+    return fail_at(p, p->ev.start_mark, "only one YAML document is allowed");
+  return PC_OK;
+}
+
+/* ---- Sets -------------------------------------------------------------------------------- */
+
+static void file_free(tol_file *file) {
+  free(file->defaults.glob);
+  for (size_t i = 0; i < file->n_rules; i++)
+    free(file->rules[i].glob);
+  free(file->rules);
+}
+
+/* Puts k layers into dst (which has room), at the front or after its n layers. */
+static void insert_layers(tol_layer *dst, size_t *n, const tol_layer *src, size_t k, bool front) {
+  if (k == 0)
+    return;
+  if (front)
+    memmove(dst + k, dst, *n * sizeof *dst);
+  memcpy(front ? dst : dst + *n, src, k * sizeof *dst);
+  *n += k;
+}
+
+/* Moves the parsed file into the set; on failure the set's contents are unchanged (only its
+ * capacity may have grown). */
+static int commit(pc_tolset *set, tol_file *file, bool front, pc_error *err) {
+  tol_layer *defaults = realloc(set->defaults, (set->n_defaults + 1) * sizeof *defaults);
+  if (!defaults)
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  set->defaults = defaults;
+  if (file->n_rules) {
+    tol_layer *rules = realloc(set->rules, (set->n_rules + file->n_rules) * sizeof *rules);
+    if (!rules)
+      return pc_error_set(err, PC_ENOMEM, "out of memory");
+    set->rules = rules;
+  }
+  insert_layers(set->defaults, &set->n_defaults, &file->defaults, 1, front);
+  insert_layers(set->rules, &set->n_rules, file->rules, file->n_rules, front);
+  free(file->rules);
+  memset(file, 0, sizeof *file);
+  return PC_OK;
+}
+
+static int parse_text(tol_parser *p) {
+  if (!yaml_parser_initialize(&p->yaml))
+    return fail_nomem(p);
+  p->c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+  int rc = p->c_numeric ? PC_OK : fail_nomem(p);
+  if (rc == PC_OK) {
+    yaml_parser_set_input_string(&p->yaml, (const unsigned char *)p->text, p->len);
+    rc = parse_stream(p);
+  }
+  if (p->have_ev)
+    yaml_event_delete(&p->ev);
+  if (p->c_numeric)
+    freelocale(p->c_numeric);
+  yaml_parser_delete(&p->yaml);
+  return rc;
+}
+
+static int load_text(pc_tolset *set, const char *name, const char *text, size_t len, bool front,
+                     pc_error *err) {
+  if (!set || (!text && len))
+    return pc_error_set(err, PC_EUSAGE, "pc_tolset_load: no set or no text");
+  tol_file file = {0};
+  tol_parser p = {.name = name ? name : TOL_STRING_NAME,
+                  .text = text ? text : "",
+                  .len = len,
+                  .max_rules = TOL_MAX_RULES - set->n_rules,
+                  .file = &file,
+                  .err = err};
+  int rc = parse_text(&p);
+  if (rc == PC_OK)
+    rc = commit(set, &file, front, err);
+  file_free(&file);
+  return rc;
+}
+
+pc_tolset *pc_tolset_new(void) {
+  return calloc(1, sizeof(pc_tolset));
+}
+
+void pc_tolset_free(pc_tolset *set) {
+  if (!set)
+    return;
+  for (size_t i = 0; i < set->n_rules; i++)
+    free(set->rules[i].glob);
+  free(set->rules);
+  free(set->defaults);
+  free(set);
+}
+
+/* The builtin always comes first, whenever it is loaded; loading it again changes nothing. */
+int pc_tolset_load_builtin(pc_tolset *set, pc_error *err) {
+  if (set && set->has_builtin)
+    return PC_OK;
+  int rc = load_text(set, TOL_BUILTIN_NAME, pc_builtin_profile, pc_builtin_profile_len, true, err);
+  if (rc == PC_OK)
+    set->has_builtin = true;
+  return rc;
+}
+
+int pc_tolset_load_string(pc_tolset *set, const char *name, const char *text, size_t len,
+                          pc_error *err) {
+  return load_text(set, name, text, len, false, err);
+}
+
+/* Grows buf toward the size limit; refuses once the limit is passed. */
+static int grow_buffer(char **buf, size_t *cap, const char *path, pc_error *err) {
+  if (*cap > TOL_MAX_FILE_BYTES)
+    return pc_error_set(err, PC_EIO, "%s: %s (at most %zu bytes)", path, strerror(EFBIG),
+                        TOL_MAX_FILE_BYTES);
+  size_t want = *cap ? 2 * *cap : TOL_READ_CHUNK;
+  if (want > TOL_MAX_FILE_BYTES + 1)
+    want = TOL_MAX_FILE_BYTES + 1; /* one byte past the limit tells a too-large file */
+  char *grown = realloc(*buf, want);
+  if (!grown)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", path);
+  *buf = grown;
+  *cap = want;
+  return PC_OK;
+}
+
+static int read_stream(FILE *f, const char *path, char **buf, size_t *len, pc_error *err) {
+  size_t cap = 0;
+  int rc = PC_OK;
+  for (;;) {
+    if (*len == cap && (rc = grow_buffer(buf, &cap, path, err)))
+      return rc;
+    size_t want = cap - *len;
+    size_t got = fread(*buf + *len, 1, want, f);
+    *len += got;
+    if (got < want)
+      break;
+  }
+  if (ferror(f))
+    return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
+  return PC_OK;
+}
+
+int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err) {
+  if (!set || !path)
+    return pc_error_set(err, PC_EUSAGE, "pc_tolset_load_file: no set or no path");
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
+  char *buf = NULL;
+  size_t len = 0;
+  int rc = read_stream(f, path, &buf, &len, err);
+  fclose(f);
+  if (rc == PC_OK)
+    rc = load_text(set, path, buf, len, false, err);
+  free(buf);
+  return rc;
+}
+
+/* ---- Resolution -------------------------------------------------------------------------- */
+
+/* The dtype key a compare dtype reads besides "all"; KEY_ALL when it has none of its own. */
+static tol_key key_of_dtype(pc_dtype dt) {
+  switch (dt) {
+  case PC_DTYPE_FLOAT64:
+    return KEY_FLOAT64;
+  case PC_DTYPE_FLOAT32:
+    return KEY_FLOAT32;
+  case PC_DTYPE_FLOAT16:
+    return KEY_FLOAT16;
+  case PC_DTYPE_BFLOAT16:
+    return KEY_BFLOAT16;
+  case PC_DTYPE_FLOAT8_E4M3FN:
+    return KEY_FLOAT8_E4M3FN;
+  case PC_DTYPE_FLOAT8_E5M2:
+    return KEY_FLOAT8_E5M2;
+  default:
+    return pc_dtype_is_integer(dt) ? KEY_INTEGER : KEY_ALL;
+  }
+}
+
+static void apply_entry(pc_tol *tol, const tol_entry *e) {
+  unsigned touched = e->tol.set | e->unset;
+  if (touched & PC_TOL_ATOL)
+    tol->atol = e->tol.atol;
+  if (touched & PC_TOL_RTOL)
+    tol->rtol = e->tol.rtol;
+  if (touched & PC_TOL_MAX_ULP)
+    tol->max_ulp = e->tol.max_ulp;
+  if (touched & PC_TOL_MAX_MISMATCH_FRACTION)
+    tol->max_mismatch_fraction = e->tol.max_mismatch_fraction;
+  tol->set = (tol->set & ~e->unset) | e->tol.set;
+}
+
+/* "all" first, so that the dtype's own entry in the same layer wins. */
+static void apply_layer(pc_tol *tol, const tol_layer *layer, tol_key key) {
+  apply_entry(tol, &layer->entry[KEY_ALL]);
+  if (key != KEY_ALL)
+    apply_entry(tol, &layer->entry[key]);
+}
+
+pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare) {
+  pc_tol tol = {0};
+  if (!set)
+    return tol;
+  tol_key key = key_of_dtype(compare);
+  for (size_t i = 0; i < set->n_defaults; i++)
+    apply_layer(&tol, &set->defaults[i], key);
+  for (size_t i = 0; path && i < set->n_rules; i++)
+    if (fnmatch(set->rules[i].glob, path, 0) == 0)
+      apply_layer(&tol, &set->rules[i], key);
+  return tol;
+}

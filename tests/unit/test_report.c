@@ -1,0 +1,654 @@
+/* Tests of the report writers: a run built by hand (one tensor of each kind) rendered as JSON and
+ * parsed back, and as text. Every expected value is derived by hand in the comments. */
+#include <paritycheck/report.h>
+
+#include <jansson.h>
+
+#include <float.h>  /* DBL_TRUE_MIN, DBL_MAX */
+#include <math.h>   /* INFINITY, NAN */
+#include <stdint.h> /* uint64_t, UINT64_MAX */
+#include <stdio.h>  /* open_memstream, fopen */
+#include <stdlib.h> /* free, mkstemp */
+#include <string.h> /* memcpy, strstr */
+#include <unistd.h> /* close, dup, dup2, unlink */
+
+#include <setjmp.h> /* cmocka needs these three first */
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+enum { T_PASS, T_DRIFT, T_COMPLEX, T_ONLY_B, T_ONLY_A, T_SHAPE, T_SKIP, T_ERROR, T_COUNT };
+
+static pc_tensor tensors[T_COUNT];
+static pc_run run;
+
+static void set_dims(pc_tensor *t, int rank, const uint64_t *dims) {
+  t->rank = rank;
+  if (rank > 0)
+    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+}
+
+/* A pass whose figures exercise round-tripping: 0.1, 1/3, the smallest subnormal and -0. */
+static void make_pass(pc_tensor *t) {
+  t->path = "/enc/0/out";
+  t->verdict = PC_VERDICT_PASS;
+  t->dtype_a = t->dtype_b = t->compare = PC_DTYPE_FLOAT32;
+  set_dims(t, 2, (const uint64_t[]){2, 3});
+  t->tol = (pc_tol){PC_TOL_ATOL | PC_TOL_RTOL, 1e-5, 1.3e-6, 99, 0.5};
+  t->stats = (pc_stats){.count = 6,
+                        .max_abs = 0.1,
+                        .max_rel = 1.0 / 3,
+                        .max_ulp = 2,
+                        .ulp_sum_lo = 6,
+                        .ulp_terms = 6,
+                        .has_worst = true,
+                        .worst_index = 4,
+                        .worst_a = {DBL_TRUE_MIN},
+                        .worst_b = {-0.0},
+                        .worst_abs = DBL_TRUE_MIN,
+                        .worst_rel = 1,
+                        .worst_ulp = 1};
+}
+
+/* A drift with non-finite maxima and a max_ulp beyond INT64_MAX, worst at flat 47 of [3,4,5]:
+ * 47 = 2*20 + 7, 7 = 1*5 + 2, so the index is [2,1,2]. mean_ulp = 2^64 / 4 = 2^62. */
+static void make_drift(pc_tensor *t) {
+  t->path = "/enc/1/attn";
+  t->verdict = PC_VERDICT_DRIFT;
+  t->note = "compared in bfloat16 ULPs";
+  t->dtype_a = PC_DTYPE_FLOAT32;
+  t->dtype_b = t->compare = PC_DTYPE_BFLOAT16;
+  set_dims(t, 3, (const uint64_t[]){3, 4, 5});
+  t->tol = (pc_tol){PC_TOL_MAX_ULP | PC_TOL_MAX_MISMATCH_FRACTION, 0, 0, 4, 0.01};
+  t->stats = (pc_stats){.count = 60,
+                        .mismatches = 7,
+                        .nan_mismatches = 1,
+                        .inf_mismatches = 2,
+                        .not_representable_b = 3,
+                        .max_abs = INFINITY,
+                        .max_rel = NAN,
+                        .max_ulp = UINT64_MAX,
+                        .ulp_sum_hi = 1,
+                        .ulp_terms = 4,
+                        .has_worst = true,
+                        .worst_index = 47,
+                        .worst_a = {1.0},
+                        .worst_b = {NAN},
+                        .worst_abs = NAN,
+                        .worst_rel = NAN,
+                        .worst_ulp = 0};
+}
+
+/* complex64 drift: worst at flat 5 of [8]; |(0.1-2.25i) - (0.1-2i)| = 0.25, rel 0.25/|a|. */
+static void make_complex(pc_tensor *t) {
+  t->path = "/enc/2/cplx";
+  t->verdict = PC_VERDICT_DRIFT;
+  t->dtype_a = t->dtype_b = t->compare = PC_DTYPE_FLOAT32;
+  t->is_complex = true;
+  set_dims(t, 1, (const uint64_t[]){8});
+  t->tol = (pc_tol){PC_TOL_ATOL, 1e-5, 0, 0, 0};
+  t->stats = (pc_stats){.count = 8,
+                        .mismatches = 1,
+                        .max_abs = 0.25,
+                        .max_rel = 0.125,
+                        .max_ulp = 262144,
+                        .has_worst = true,
+                        .worst_index = 5,
+                        .worst_a = {0.1, -2.0},
+                        .worst_b = {0.1, -2.25},
+                        .worst_abs = 0.25,
+                        .worst_rel = 0.125,
+                        .worst_ulp = 262144};
+}
+
+static void make_uncompared(void) {
+  tensors[T_ONLY_B] = (pc_tensor){.path = "/dec/only_b",
+                                  .verdict = PC_VERDICT_MISSING_IN_A,
+                                  .message = "only in B",
+                                  .dtype_b = PC_DTYPE_FLOAT16,
+                                  .rank_b = -1};
+  set_dims(&tensors[T_ONLY_B], 1, (const uint64_t[]){4});
+  tensors[T_ONLY_A] = (pc_tensor){.path = "/dec/only_a",
+                                  .verdict = PC_VERDICT_MISSING_IN_B,
+                                  .message = "only in A",
+                                  .dtype_a = PC_DTYPE_BFLOAT16,
+                                  .rank = 0,
+                                  .rank_b = -1};
+  tensors[T_SHAPE] = (pc_tensor){.path = "/dec/reshaped",
+                                 .verdict = PC_VERDICT_SHAPE_MISMATCH,
+                                 .message = "shapes differ",
+                                 .dtype_a = PC_DTYPE_FLOAT64,
+                                 .dtype_b = PC_DTYPE_FLOAT64,
+                                 .rank_b = 2,
+                                 .dims_b = {3, 2}};
+  set_dims(&tensors[T_SHAPE], 2, (const uint64_t[]){2, 3});
+  tensors[T_SKIP] = (pc_tensor){.path = "/meta/names",
+                                .verdict = PC_VERDICT_SKIPPED,
+                                .message = "both sides are strings",
+                                .rank = -1,
+                                .rank_b = -1};
+  tensors[T_ERROR] = (pc_tensor){.path = "/enc/3/broken",
+                                 .verdict = PC_VERDICT_ERROR,
+                                 .message = "filter 32001 not available",
+                                 .dtype_a = PC_DTYPE_FLOAT32,
+                                 .dtype_b = PC_DTYPE_FLOAT32,
+                                 .rank_b = -1};
+  set_dims(&tensors[T_ERROR], 1, (const uint64_t[]){10});
+}
+
+static int setup(void **state) {
+  (void)state;
+  memset(tensors, 0, sizeof tensors);
+  make_pass(&tensors[T_PASS]);
+  make_drift(&tensors[T_DRIFT]);
+  make_complex(&tensors[T_COMPLEX]);
+  make_uncompared();
+  run = (pc_run){.path_a = "ref.h5",
+                 .path_b = "cand.h5",
+                 .tensors = tensors,
+                 .ntensors = T_COUNT,
+                 .verdict = PC_RUN_ERROR};
+  for (int i = 0; i < T_COUNT; i++)
+    run.by_verdict[tensors[i].verdict]++;
+  return 0;
+}
+
+/* ---- helpers ---- */
+
+static uint64_t bits(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+static char *temp_path(void) {
+  static char path[] = "/tmp/test_report_XXXXXX";
+  memcpy(path + sizeof path - 7, "XXXXXX", 6);
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  return path;
+}
+
+static json_t *render_json(const pc_run *r) {
+  const char *path = temp_path();
+  pc_error err = {0};
+  assert_int_equal(pc_report_json(path, r, &err), PC_OK);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  unlink(path);
+  assert_non_null(root);
+  return root;
+}
+
+static char *render_text(const pc_run *r, bool color, bool quiet) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  pc_text_options opts = {color, quiet};
+  pc_error err = {0};
+  assert_int_equal(pc_report_text(f, r, &opts, &err), PC_OK);
+  fclose(f);
+  return buf;
+}
+
+/* The object has exactly these keys, in this order. */
+static void assert_keys(const json_t *o, const char *const *keys, size_t n) {
+  assert_true(json_is_object(o));
+  assert_int_equal(json_object_size(o), n);
+  size_t i = 0;
+  for (void *it = json_object_iter((json_t *)o); it; it = json_object_iter_next((json_t *)o, it))
+    assert_string_equal(json_object_iter_key(it), keys[i++]);
+}
+
+static double real_at(const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  assert_true(json_is_real(v));
+  return json_real_value(v);
+}
+
+static json_int_t int_at(const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  assert_true(json_is_integer(v));
+  return json_integer_value(v);
+}
+
+static const char *string_at(const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  assert_true(json_is_string(v));
+  return json_string_value(v);
+}
+
+static void assert_dims(const json_t *a, const json_int_t *want, size_t n) {
+  assert_true(json_is_array(a));
+  assert_int_equal(json_array_size(a), n);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(json_integer_value(json_array_get(a, i)), want[i]);
+}
+
+static const json_t *tensor_at(const json_t *root, size_t i) {
+  return json_array_get(json_object_get(root, "tensors"), i);
+}
+
+/* ---- JSON ---- */
+
+static void test_json_top_level(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  static const char *const keys[] = {"version", "a", "b", "verdict", "tensors", "summary"};
+  assert_keys(root, keys, 6);
+  assert_int_equal(int_at(root, "version"), 1);
+  assert_string_equal(string_at(root, "a"), "ref.h5");
+  assert_string_equal(string_at(root, "b"), "cand.h5");
+  assert_string_equal(string_at(root, "verdict"), "error");
+  assert_int_equal(json_array_size(json_object_get(root, "tensors")), T_COUNT);
+  for (size_t i = 0; i < T_COUNT; i++)
+    assert_string_equal(string_at(tensor_at(root, i), "path"), tensors[i].path);
+  json_decref(root);
+}
+
+static void test_json_pass_tensor(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  const json_t *t = tensor_at(root, T_PASS);
+  static const char *const keys[] = {"path",           "verdict",        "dtype_a", "dtype_b",
+                                     "compare_dtype",  "shape",          "count",   "mismatches",
+                                     "nan_mismatches", "inf_mismatches", "max_abs", "max_rel",
+                                     "max_ulp",        "mean_ulp",       "worst",   "tolerance"};
+  assert_keys(t, keys, 16);
+  assert_string_equal(string_at(t, "verdict"), "pass");
+  assert_string_equal(string_at(t, "dtype_a"), "float32");
+  assert_string_equal(string_at(t, "compare_dtype"), "float32");
+  assert_dims(json_object_get(t, "shape"), (const json_int_t[]){2, 3}, 2);
+  assert_int_equal(int_at(t, "count"), 6);
+  assert_int_equal(int_at(t, "mismatches"), 0);
+  assert_int_equal(bits(real_at(t, "max_abs")), bits(0.1));
+  assert_int_equal(bits(real_at(t, "max_rel")), bits(1.0 / 3));
+  assert_int_equal(int_at(t, "max_ulp"), 2);
+  assert_int_equal(bits(real_at(t, "mean_ulp")), bits(1.0)); /* 6 / 6 */
+  /* flat 4 of [2,3]: row 4 / 3 = 1, column 4 % 3 = 1 */
+  const json_t *w = json_object_get(t, "worst");
+  static const char *const wkeys[] = {"index", "a", "b", "abs", "rel", "ulp"};
+  assert_keys(w, wkeys, 6);
+  assert_dims(json_object_get(w, "index"), (const json_int_t[]){1, 1}, 2);
+  assert_int_equal(bits(real_at(w, "a")), bits(DBL_TRUE_MIN));
+  assert_int_equal(bits(real_at(w, "b")), bits(-0.0));
+  assert_int_equal(int_at(w, "ulp"), 1);
+  /* max_ulp is not in tol.set, so it is absent though the struct holds 99 */
+  const json_t *tol = json_object_get(t, "tolerance");
+  static const char *const tkeys[] = {"atol", "rtol", "max_mismatch_fraction"};
+  assert_keys(tol, tkeys, 3);
+  assert_int_equal(bits(real_at(tol, "atol")), bits(1e-5));
+  assert_int_equal(bits(real_at(tol, "rtol")), bits(1.3e-6));
+  assert_int_equal(bits(real_at(tol, "max_mismatch_fraction")), bits(0.0));
+  json_decref(root);
+}
+
+static void test_json_drift_tensor(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  const json_t *t = tensor_at(root, T_DRIFT);
+  static const char *const keys[] = {"path",
+                                     "verdict",
+                                     "dtype_a",
+                                     "dtype_b",
+                                     "compare_dtype",
+                                     "shape",
+                                     "count",
+                                     "mismatches",
+                                     "nan_mismatches",
+                                     "inf_mismatches",
+                                     "max_abs",
+                                     "max_rel",
+                                     "max_ulp",
+                                     "mean_ulp",
+                                     "worst",
+                                     "tolerance",
+                                     "not_representable_b",
+                                     "note"};
+  assert_keys(t, keys, 18);
+  assert_string_equal(string_at(t, "dtype_a"), "float32");
+  assert_string_equal(string_at(t, "dtype_b"), "bfloat16");
+  assert_string_equal(string_at(t, "compare_dtype"), "bfloat16");
+  assert_int_equal(int_at(t, "nan_mismatches"), 1);
+  assert_int_equal(int_at(t, "inf_mismatches"), 2);
+  assert_string_equal(string_at(t, "max_abs"), "inf");
+  assert_string_equal(string_at(t, "max_rel"), "nan");
+  assert_true(real_at(t, "max_ulp") == 18446744073709551616.0); /* UINT64_MAX as a double */
+  assert_true(real_at(t, "mean_ulp") == 4611686018427387904.0); /* 2^62 */
+  const json_t *w = json_object_get(t, "worst");
+  assert_dims(json_object_get(w, "index"), (const json_int_t[]){2, 1, 2}, 3);
+  assert_int_equal(bits(real_at(w, "a")), bits(1.0));
+  assert_string_equal(string_at(w, "b"), "nan");
+  const json_t *tol = json_object_get(t, "tolerance");
+  static const char *const tkeys[] = {"max_ulp", "max_mismatch_fraction"};
+  assert_keys(tol, tkeys, 2);
+  assert_int_equal(int_at(tol, "max_ulp"), 4);
+  assert_int_equal(bits(real_at(tol, "max_mismatch_fraction")), bits(0.01));
+  assert_int_equal(int_at(t, "not_representable_b"), 3);
+  assert_string_equal(string_at(t, "note"), "compared in bfloat16 ULPs");
+  json_decref(root);
+}
+
+static void assert_pair(const json_t *a, double re, double im) {
+  assert_true(json_is_array(a));
+  assert_int_equal(json_array_size(a), 2);
+  assert_int_equal(bits(json_real_value(json_array_get(a, 0))), bits(re));
+  assert_int_equal(bits(json_real_value(json_array_get(a, 1))), bits(im));
+}
+
+static void test_json_complex_tensor(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  const json_t *t = tensor_at(root, T_COMPLEX);
+  assert_string_equal(string_at(t, "dtype_a"), "complex64");
+  assert_string_equal(string_at(t, "dtype_b"), "complex64");
+  assert_string_equal(string_at(t, "compare_dtype"), "float32");
+  const json_t *w = json_object_get(t, "worst");
+  assert_dims(json_object_get(w, "index"), (const json_int_t[]){5}, 1);
+  assert_pair(json_object_get(w, "a"), 0.1, -2.0);
+  assert_pair(json_object_get(w, "b"), 0.1, -2.25);
+  json_decref(root);
+}
+
+/* complex<2 * component bits>, except components that numpy has no complex name for. */
+static void test_json_complex_names(void **state) {
+  (void)state;
+  static const struct {
+    pc_dtype component;
+    const char *name;
+  } cases[] = {{PC_DTYPE_FLOAT64, "complex128"},
+               {PC_DTYPE_FLOAT32, "complex64"},
+               {PC_DTYPE_FLOAT16, "complex32"},
+               {PC_DTYPE_BFLOAT16, "complex_bfloat16"},
+               {PC_DTYPE_FLOAT8_E4M3FN, "complex_float8_e4m3fn"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    pc_tensor t = tensors[T_COMPLEX];
+    t.dtype_a = t.dtype_b = t.compare = cases[i].component;
+    pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+    json_t *root = render_json(&one);
+    assert_string_equal(string_at(tensor_at(root, 0), "dtype_a"), cases[i].name);
+    assert_string_equal(string_at(tensor_at(root, 0), "compare_dtype"),
+                        pc_dtype_name(cases[i].component));
+    json_decref(root);
+  }
+}
+
+/* No figures for tensors that were not compared; the shape stays where it is known. */
+static void test_json_uncompared(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  static const char *const keys[] = {"path",          "verdict", "dtype_a", "dtype_b",
+                                     "compare_dtype", "shape",   "message"};
+  const json_t *t = tensor_at(root, T_ONLY_B);
+  assert_keys(t, keys, 7);
+  assert_string_equal(string_at(t, "verdict"), "missing_in_a");
+  assert_true(json_is_null(json_object_get(t, "dtype_a")));
+  assert_string_equal(string_at(t, "dtype_b"), "float16");
+  assert_true(json_is_null(json_object_get(t, "compare_dtype")));
+  assert_dims(json_object_get(t, "shape"), (const json_int_t[]){4}, 1);
+  assert_string_equal(string_at(t, "message"), "only in B");
+  t = tensor_at(root, T_ONLY_A); /* a scalar: rank 0 */
+  assert_keys(t, keys, 7);
+  assert_string_equal(string_at(t, "verdict"), "missing_in_b");
+  assert_dims(json_object_get(t, "shape"), NULL, 0);
+  t = tensor_at(root, T_ERROR);
+  assert_keys(t, keys, 7);
+  assert_string_equal(string_at(t, "verdict"), "error");
+  assert_string_equal(string_at(t, "message"), "filter 32001 not available");
+  static const char *const shape[] = {"path",          "verdict", "dtype_a", "dtype_b",
+                                      "compare_dtype", "shape",   "shape_b", "message"};
+  t = tensor_at(root, T_SHAPE);
+  assert_keys(t, shape, 8);
+  assert_dims(json_object_get(t, "shape"), (const json_int_t[]){2, 3}, 2);
+  assert_dims(json_object_get(t, "shape_b"), (const json_int_t[]){3, 2}, 2);
+  static const char *const skip[] = {"path",    "verdict",       "dtype_a",
+                                     "dtype_b", "compare_dtype", "message"};
+  t = tensor_at(root, T_SKIP); /* rank -1: no shape */
+  assert_keys(t, skip, 6);
+  assert_string_equal(string_at(t, "message"), "both sides are strings");
+  json_decref(root);
+}
+
+static void test_json_summary(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  const json_t *s = json_object_get(root, "summary");
+  static const char *const keys[] = {
+      "tensors",        "pass",    "drift", "missing_in_a", "missing_in_b", "shape_mismatch",
+      "dtype_mismatch", "skipped", "error", "failures",     "first_failure"};
+  assert_keys(s, keys, 11);
+  static const json_int_t counts[] = {8, 1, 2, 1, 1, 1, 0, 1, 1};
+  for (size_t i = 0; i < 9; i++)
+    assert_int_equal(int_at(s, keys[i]), counts[i]);
+  assert_int_equal(int_at(s, "failures"), 5); /* 2 drift + missing_in_a/b + shape_mismatch */
+  assert_string_equal(string_at(s, "first_failure"), "/enc/1/attn");
+  json_decref(root);
+
+  pc_run pass = {.path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1};
+  pass.by_verdict[PC_VERDICT_PASS] = 1;
+  root = render_json(&pass);
+  s = json_object_get(root, "summary");
+  assert_int_equal(int_at(s, "failures"), 0);
+  assert_true(json_is_null(json_object_get(s, "first_failure")));
+  json_decref(root);
+}
+
+/* Doubles that need all 17 digits, or sit at the ends of the range, come back bit for bit. */
+static void test_json_round_trip(void **state) {
+  (void)state;
+  static const double values[] = {0.1,     1.0 / 3, DBL_TRUE_MIN, DBL_MIN, DBL_MAX,
+                                  -1e-300, 2.0 / 3, -0.0,         1e23,    0.30000000000000004};
+  for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+    pc_tensor t = tensors[T_PASS];
+    t.stats.max_abs = values[i];
+    pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+    json_t *root = render_json(&one);
+    assert_int_equal(bits(real_at(tensor_at(root, 0), "max_abs")), bits(values[i]));
+    json_decref(root);
+  }
+}
+
+/* -inf is a string too; bytes that are not UTF-8 become '?' so the document stays valid. */
+static void test_json_negative_inf_and_bytes(void **state) {
+  (void)state;
+  pc_tensor t = tensors[T_PASS];
+  t.path = "/x/\xff\xfe";
+  t.stats.worst_b[0] = -INFINITY;
+  pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+  json_t *root = render_json(&one);
+  assert_string_equal(string_at(tensor_at(root, 0), "path"), "/x/??");
+  assert_string_equal(string_at(json_object_get(tensor_at(root, 0), "worst"), "b"), "-inf");
+  json_decref(root);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return buf;
+}
+
+/* Two-space indent, and the file ends with a newline. */
+static void test_json_layout(void **state) {
+  (void)state;
+  const char *path = temp_path();
+  assert_int_equal(pc_report_json(path, &run, NULL), PC_OK);
+  const char *text = slurp(path);
+  unlink(path);
+  assert_true(strncmp(text, "{\n  \"version\": 1,\n  \"a\": \"ref.h5\",\n", 34) == 0);
+  assert_int_equal(text[strlen(text) - 1], '\n');
+  assert_int_equal(text[strlen(text) - 2], '}');
+}
+
+static void test_json_stdout(void **state) {
+  (void)state;
+  const char *path = temp_path();
+  fflush(stdout);
+  int saved = dup(STDOUT_FILENO);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  dup2(fileno(f), STDOUT_FILENO);
+  int rc = pc_report_json("-", &run, NULL);
+  fflush(stdout);
+  dup2(saved, STDOUT_FILENO);
+  close(saved);
+  fclose(f);
+  assert_int_equal(rc, PC_OK);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  unlink(path);
+  assert_non_null(root);
+  assert_string_equal(string_at(root, "verdict"), "error");
+  json_decref(root);
+}
+
+static void test_json_unwritable(void **state) {
+  (void)state;
+  pc_error err = {0};
+  assert_int_equal(pc_report_json("/nonexistent-dir/r.json", &run, &err), PC_EIO);
+  assert_int_equal(err.code, PC_EIO);
+  assert_non_null(strstr(err.message, "/nonexistent-dir/r.json"));
+  assert_int_equal(pc_report_json("/dev/full", &run, &err), PC_EIO);
+  assert_non_null(strstr(err.message, "/dev/full"));
+}
+
+/* ---- text ---- */
+
+static void test_text_lines(void **state) {
+  (void)state;
+  char *text = render_text(&run, false, false);
+  static const char *const wanted[] = {
+      /* pass: figures at %.3g, ulp as an integer */
+      "pass            /enc/0/out     float32           [2,3]    0/6         0.1      0.333    2\n",
+      /* drift: dtypes differ, non-finite maxima, max_ulp beyond INT64_MAX */
+      "DRIFT           /enc/1/attn    float32/bfloat16  [3,4,5]  7/60        inf      nan      "
+      "18446744073709551615\n",
+      "                worst [2,1,2]: a=1 b=nan (abs nan, rel nan, ulp 0); nan mismatches: 1; "
+      "inf mismatches: 2; not representable in B's dtype: 3; "
+      "compared in bfloat16 ULPs\n",
+      "                worst [5]: a=(0.10000000000000001, -2) b=(0.10000000000000001, -2.25) "
+      "(abs 0.25, rel 0.125, ulp 262144)\n",
+      "MISSING_IN_A    /dec/only_b    -/float16         [4]      only in B\n",
+      "MISSING_IN_B    /dec/only_a    bfloat16/-        []       only in A\n",
+      "SHAPE_MISMATCH  /dec/reshaped  float64           [2,3]    shape [2,3] vs [3,2]\n",
+      "skipped         /meta/names    -                 -        both sides are strings\n",
+      "ERROR           /enc/3/broken  float32           [10]     filter 32001 not available\n",
+      "ERROR: 1 of 8 tensors could not be read (first: /enc/3/broken); 5 fail (2 drift, "
+      "1 missing_in_a, 1 missing_in_b, 1 shape_mismatch), 1 skipped; first failure: "
+      "/enc/1/attn\n"};
+  for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+    if (!strstr(text, wanted[i]))
+      fail_msg("missing line:\n%s\nin:\n%s", wanted[i], text);
+  assert_true(strncmp(text, "verdict  ", 9) == 0); /* the header comes first */
+  assert_null(strchr(text, '\033'));
+  assert_null(strstr(text, "differences"));
+  assert_null(strstr(text, "  \n")); /* no trailing blanks */
+  free(text);
+}
+
+static void test_text_color(void **state) {
+  (void)state;
+  char *text = render_text(&run, true, false);
+  assert_non_null(strstr(text, "\033[32mpass\033[0m"));
+  assert_non_null(strstr(text, "\033[31mDRIFT\033[0m"));
+  assert_non_null(strstr(text, "\033[31mMISSING_IN_B\033[0m"));
+  assert_non_null(strstr(text, "\033[33mskipped\033[0m"));
+  assert_non_null(strstr(text, "\033[1;31mERROR\033[0m: 1 of 8"));
+  /* colour codes take no room: the columns stay where they are without colour */
+  assert_non_null(strstr(text, "\033[31mDRIFT\033[0m           /enc/1/attn"));
+  free(text);
+}
+
+static void test_text_quiet(void **state) {
+  (void)state;
+  char *text = render_text(&run, false, true);
+  assert_null(strstr(text, "/enc/0/out"));
+  assert_null(strstr(text, "/meta/names"));
+  for (int i = 0; i < T_COUNT; i++)
+    if (i != T_PASS && i != T_SKIP)
+      assert_non_null(strstr(text, tensors[i].path));
+  assert_non_null(strstr(text, "\nERROR: 1 of 8 tensors"));
+  free(text);
+
+  pc_run pass = {.path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1};
+  pass.by_verdict[PC_VERDICT_PASS] = 1;
+  text = render_text(&pass, false, true);
+  assert_string_equal(text, "PASS: 1 tensor within tolerance\n"); /* no header either */
+  free(text);
+}
+
+static void test_text_summaries(void **state) {
+  (void)state;
+  pc_tensor some[3] = {tensors[T_PASS], tensors[T_SKIP], tensors[T_ONLY_A]};
+  pc_run r = {.path_a = "a", .path_b = "b", .tensors = some, .ntensors = 2};
+  r.by_verdict[PC_VERDICT_PASS] = r.by_verdict[PC_VERDICT_SKIPPED] = 1;
+  char *text = render_text(&r, false, false);
+  assert_non_null(strstr(text, "\nPASS: 1 tensor within tolerance (1 skipped)\n"));
+  free(text);
+  r.ntensors = 3;
+  r.by_verdict[PC_VERDICT_MISSING_IN_B] = 1;
+  r.verdict = PC_RUN_DRIFT;
+  text = render_text(&r, false, false);
+  assert_non_null(strstr(text, "\nFAIL: 1 of 3 tensors fails (1 missing_in_b), 1 skipped; "
+                               "first failure: /dec/only_a\n"));
+  free(text);
+}
+
+/* A path over 60 bytes keeps its last 57 behind "...". */
+static void test_text_long_path(void **state) {
+  (void)state;
+  char path[101];
+  for (int i = 0; i < 100; i++)
+    path[i] = (char)('a' + i % 26);
+  path[0] = '/';
+  path[100] = '\0';
+  pc_tensor t = tensors[T_PASS];
+  t.path = path;
+  pc_run r = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+  r.by_verdict[PC_VERDICT_PASS] = 1;
+  char *text = render_text(&r, false, false);
+  char want[80];
+  snprintf(want, sizeof want, "pass     ...%s  float32", path + 43);
+  assert_non_null(strstr(text, want));
+  free(text);
+}
+
+static void test_text_write_error(void **state) {
+  (void)state;
+  FILE *f = fopen("/dev/full", "w");
+  assert_non_null(f);
+  pc_error err = {0};
+  assert_int_equal(pc_report_text(f, &run, NULL, &err), PC_EIO);
+  assert_int_equal(err.code, PC_EIO);
+  fclose(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_json_top_level, setup),
+      cmocka_unit_test_setup(test_json_pass_tensor, setup),
+      cmocka_unit_test_setup(test_json_drift_tensor, setup),
+      cmocka_unit_test_setup(test_json_complex_tensor, setup),
+      cmocka_unit_test_setup(test_json_complex_names, setup),
+      cmocka_unit_test_setup(test_json_uncompared, setup),
+      cmocka_unit_test_setup(test_json_summary, setup),
+      cmocka_unit_test_setup(test_json_round_trip, setup),
+      cmocka_unit_test_setup(test_json_negative_inf_and_bytes, setup),
+      cmocka_unit_test_setup(test_json_layout, setup),
+      cmocka_unit_test_setup(test_json_stdout, setup),
+      cmocka_unit_test_setup(test_json_unwritable, setup),
+      cmocka_unit_test_setup(test_text_lines, setup),
+      cmocka_unit_test_setup(test_text_color, setup),
+      cmocka_unit_test_setup(test_text_quiet, setup),
+      cmocka_unit_test_setup(test_text_summaries, setup),
+      cmocka_unit_test_setup(test_text_long_path, setup),
+      cmocka_unit_test_setup(test_text_write_error, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,662 @@
+/* Unit tests of src/lib/tolerance.c: resolution order, the built-in profile against torch's
+ * published defaults, and every error path with its exact position. Error positions were
+ * counted by hand from the YAML text (1-based line:column of the offending node). */
+#include <paritycheck/tolerance.h>
+
+#include <setjmp.h> /* cmocka needs these four before cmocka.h */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <fcntl.h>  /* open */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* malloc, free, mkstemp, mkdtemp */
+#include <string.h> /* strlen, strcmp, memcpy, memset */
+#include <unistd.h> /* write, close, unlink, ftruncate, rmdir */
+
+/* The name given to pc_tolset_load_string in these tests. */
+#define NAME "t.yaml"
+
+/* A file loaded before each failing one, to check that a failed load leaves the set as it was. */
+static const char BASE[] = "version: 1\n"
+                           "defaults: {all: {atol: 0.5}}\n"
+                           "rules: [{match: /x, all: {rtol: 0.25}}]\n";
+
+static int load(pc_tolset *set, const char *yaml) {
+  pc_error err = {0};
+  int rc = pc_tolset_load_string(set, NAME, yaml, strlen(yaml), &err);
+  if (rc != PC_OK)
+    print_error("unexpected error: %s\n", err.message);
+  return rc;
+}
+
+static pc_tolset *set_of(const char *yaml) {
+  pc_tolset *set = pc_tolset_new();
+  assert_non_null(set);
+  assert_int_equal(load(set, yaml), PC_OK);
+  return set;
+}
+
+static pc_tol resolve_one(const char *yaml, const char *path, pc_dtype dt) {
+  pc_tolset *set = set_of(yaml);
+  pc_tol tol = pc_tolset_resolve(set, path, dt);
+  pc_tolset_free(set);
+  return tol;
+}
+
+static void assert_base_intact(const pc_tolset *set) {
+  pc_tol tol = pc_tolset_resolve(set, "/x", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL);
+  assert_true(tol.atol == 0.5);
+  assert_true(tol.rtol == 0.25);
+}
+
+/* Loads `len` bytes of yaml after BASE and expects `code` with exactly `message`. */
+static void expect_error_n(const char *yaml, size_t len, pc_status code, const char *message) {
+  pc_tolset *set = set_of(BASE);
+  pc_error err = {0};
+  int rc = pc_tolset_load_string(set, NAME, yaml, len, &err);
+  if (rc != (int)code || strcmp(err.message, message) != 0)
+    print_error("input:\n%.200s\n", yaml);
+  assert_int_equal(rc, code);
+  assert_int_equal(err.code, code);
+  assert_string_equal(err.message, message);
+  assert_base_intact(set);
+  pc_tolset_free(set);
+}
+
+static void expect_error(const char *yaml, const char *message) {
+  expect_error_n(yaml, strlen(yaml), PC_EPARSE, message);
+}
+
+/* ---- Resolution ------------------------------------------------------------------------- */
+
+static void test_empty_set_sets_nothing(void **state) {
+  (void)state;
+  pc_tolset *set = pc_tolset_new();
+  assert_non_null(set);
+  pc_tol tol = pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, 0);
+  tol = pc_tolset_resolve(NULL, "/a", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, 0);
+  pc_tolset_free(set);
+  pc_tolset_free(NULL);
+}
+
+static void test_defaults_apply_to_their_dtype(void **state) {
+  (void)state;
+  pc_tolset *set =
+      set_of("version: 1\n"
+             "defaults:\n"
+             "  float32: {atol: 1.0e-5, rtol: 1.3e-6}\n"
+             "  bfloat16: {rtol: 1.6e-2, atol: 1.0e-5, max_mismatch_fraction: 0.001}\n");
+  pc_tol tol = pc_tolset_resolve(set, "/any/path", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL);
+  assert_true(tol.atol == 1.0e-5);
+  assert_true(tol.rtol == 1.3e-6);
+  tol = pc_tolset_resolve(set, "/any/path", PC_DTYPE_BFLOAT16);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_MISMATCH_FRACTION);
+  assert_true(tol.max_mismatch_fraction == 0.001);
+  tol = pc_tolset_resolve(set, "/any/path", PC_DTYPE_FLOAT16);
+  assert_int_equal(tol.set, 0);
+  pc_tolset_free(set);
+}
+
+static void test_later_file_wins(void **state) {
+  (void)state;
+  pc_tolset *set = set_of("version: 1\ndefaults: {float32: {atol: 1.0e-3, rtol: 1.0e-4}}\n");
+  assert_int_equal(load(set, "version: 1\ndefaults: {float32: {atol: 2.0e-3}}\n"), PC_OK);
+  pc_tol tol = pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL);
+  assert_true(tol.atol == 2.0e-3); /* overridden by the second file */
+  assert_true(tol.rtol == 1.0e-4); /* kept: the second file does not mention it */
+  pc_tolset_free(set);
+}
+
+static void test_rules_follow_all_defaults_in_order(void **state) {
+  (void)state;
+  pc_tolset *set = set_of("version: 1\n"
+                          "rules:\n"
+                          "  - {match: /a, float32: {atol: 0.1}}\n"
+                          "  - {match: /a, float32: {atol: 0.2, rtol: 0.3}}\n");
+  /* A later file's defaults still come before the first file's rules. */
+  assert_int_equal(load(set, "version: 1\n"
+                             "defaults: {float32: {atol: 9, max_ulp: 5}}\n"
+                             "rules: [{match: /a, float32: {rtol: 0.4}}]\n"),
+                   PC_OK);
+  pc_tol tol = pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_ULP);
+  assert_true(tol.atol == 0.2); /* second rule of the first file */
+  assert_true(tol.rtol == 0.4); /* the second file's rule comes last */
+  assert_int_equal(tol.max_ulp, 5);
+  tol = pc_tolset_resolve(set, "/b", PC_DTYPE_FLOAT32); /* no rule matches /b */
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_MAX_ULP);
+  assert_true(tol.atol == 9);
+  pc_tolset_free(set);
+}
+
+static void test_specific_key_beats_all_in_one_mapping(void **state) {
+  (void)state;
+  /* "all" is written after float32 here, and still loses to it. */
+  const char *yaml = "version: 1\ndefaults:\n  float32: {max_ulp: 2}\n  all: {max_ulp: 4}\n";
+  assert_int_equal(resolve_one(yaml, "/a", PC_DTYPE_FLOAT32).max_ulp, 2);
+  assert_int_equal(resolve_one(yaml, "/a", PC_DTYPE_FLOAT16).max_ulp, 4);
+  assert_int_equal(resolve_one(yaml, "/a", PC_DTYPE_INT32).max_ulp, 4);
+  pc_tol none = resolve_one(yaml, "/a", PC_DTYPE_NONE);
+  assert_int_equal(none.set, PC_TOL_MAX_ULP);
+  assert_int_equal(none.max_ulp, 4);
+}
+
+static void test_later_all_beats_earlier_specific(void **state) {
+  (void)state;
+  pc_tolset *set = set_of("version: 1\ndefaults: {float32: {max_ulp: 2}}\n");
+  assert_int_equal(load(set, "version: 1\ndefaults: {all: {max_ulp: 7}}\n"), PC_OK);
+  assert_int_equal(pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32).max_ulp, 7);
+  pc_tolset_free(set);
+}
+
+static void test_null_unsets(void **state) {
+  (void)state;
+  pc_tolset *set =
+      set_of("version: 1\n"
+             "defaults: {all: {atol: 1, rtol: 2, max_ulp: 3, max_mismatch_fraction: 0.5}}\n");
+  assert_int_equal(load(set, "version: 1\n"
+                             "rules:\n"
+                             "  - match: /logits\n"
+                             "    float32: {atol: null, rtol: ~, max_ulp: }\n"
+                             "  - match: /logits\n"
+                             "    all: {max_mismatch_fraction: NULL}\n"),
+                   PC_OK);
+  pc_tol tol = pc_tolset_resolve(set, "/logits", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, 0);
+  assert_true(tol.atol == 0 && tol.rtol == 0 && tol.max_ulp == 0);
+  tol = pc_tolset_resolve(set, "/logits", PC_DTYPE_FLOAT16);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_ULP);
+  tol = pc_tolset_resolve(set, "/other", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set,
+                   PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_ULP | PC_TOL_MAX_MISMATCH_FRACTION);
+  pc_tolset_free(set);
+}
+
+static void test_integer_key_covers_integers_and_bool(void **state) {
+  (void)state;
+  static const pc_dtype ints[] = {PC_DTYPE_INT8,   PC_DTYPE_INT16,  PC_DTYPE_INT32,
+                                  PC_DTYPE_INT64,  PC_DTYPE_UINT8,  PC_DTYPE_UINT16,
+                                  PC_DTYPE_UINT32, PC_DTYPE_UINT64, PC_DTYPE_BOOL};
+  pc_tolset *set = set_of("version: 1\ndefaults: {integer: {max_ulp: 3}}\n");
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    pc_tol tol = pc_tolset_resolve(set, "/a", ints[i]);
+    assert_int_equal(tol.set, PC_TOL_MAX_ULP);
+    assert_int_equal(tol.max_ulp, 3);
+  }
+  assert_int_equal(pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT64).set, 0);
+  assert_int_equal(pc_tolset_resolve(set, "/a", PC_DTYPE_NONE).set, 0);
+  pc_tolset_free(set);
+}
+
+static void test_glob_star_crosses_slash(void **state) {
+  (void)state;
+  pc_tolset *set = set_of("version: 1\n"
+                          "rules:\n"
+                          "  - match: \"/encoder/*/attn/*\"\n"
+                          "    float32: {rtol: 1.0e-4}\n"
+                          "  - match: '/layer[[:digit:]]/out'\n"
+                          "    float32: {atol: 3}\n"
+                          "  - match: '/lit\\[0]'\n"
+                          "    float32: {max_ulp: 8}\n");
+  assert_true(pc_tolset_resolve(set, "/encoder/layer0/attn/q", PC_DTYPE_FLOAT32).rtol == 1.0e-4);
+  assert_true(pc_tolset_resolve(set, "/encoder/l0/block1/attn/k/bias", PC_DTYPE_FLOAT32).rtol ==
+              1.0e-4);
+  assert_int_equal(pc_tolset_resolve(set, "/decoder/l0/attn/q", PC_DTYPE_FLOAT32).set, 0);
+  assert_int_equal(pc_tolset_resolve(set, "/encoder/attn", PC_DTYPE_FLOAT32).set, 0);
+  assert_true(pc_tolset_resolve(set, "/layer7/out", PC_DTYPE_FLOAT32).atol == 3);
+  assert_int_equal(pc_tolset_resolve(set, "/layerX/out", PC_DTYPE_FLOAT32).set, 0);
+  assert_int_equal(pc_tolset_resolve(set, "/lit[0]", PC_DTYPE_FLOAT32).max_ulp, 8);
+  assert_int_equal(pc_tolset_resolve(set, "/lit0", PC_DTYPE_FLOAT32).set, 0);
+  assert_int_equal(pc_tolset_resolve(set, NULL, PC_DTYPE_FLOAT32).set, 0);
+  pc_tolset_free(set);
+}
+
+static void test_valid_bracket_forms(void **state) {
+  (void)state;
+  /* A ']' first in a set is a member; "[!...]" and "[^...]" negate. */
+  pc_tolset *set = set_of("version: 1\n"
+                          "rules:\n"
+                          "  - {match: '/[]a]', all: {max_ulp: 1}}\n"
+                          "  - {match: '/[!]]z', all: {max_ulp: 2}}\n"
+                          "  - {match: '/[^a]y', all: {max_ulp: 3}}\n");
+  assert_int_equal(pc_tolset_resolve(set, "/]", PC_DTYPE_NONE).max_ulp, 1);
+  assert_int_equal(pc_tolset_resolve(set, "/bz", PC_DTYPE_NONE).max_ulp, 2);
+  assert_int_equal(pc_tolset_resolve(set, "/]z", PC_DTYPE_NONE).set, 0);
+  assert_int_equal(pc_tolset_resolve(set, "/by", PC_DTYPE_NONE).max_ulp, 3);
+  pc_tolset_free(set);
+}
+
+static void test_numbers_in_range_are_read_exactly(void **state) {
+  (void)state;
+  const char *yaml = "version: 1\n"
+                     "defaults:\n"
+                     "  all: {atol: 0, rtol: 1, max_ulp: 18446744073709551615,"
+                     " max_mismatch_fraction: 1}\n"
+                     "  float32: {max_ulp: 1000000, atol: 1e-300, max_mismatch_fraction: 0.0}\n"
+                     "  float16: {max_ulp: +4, rtol: 2.5E+3}\n";
+  pc_tol tol = resolve_one(yaml, "/a", PC_DTYPE_INT8);
+  assert_true(tol.atol == 0 && tol.rtol == 1 && tol.max_mismatch_fraction == 1);
+  assert_true(tol.max_ulp == UINT64_MAX);
+  tol = resolve_one(yaml, "/a", PC_DTYPE_FLOAT32);
+  assert_true(tol.max_ulp == 1000000 && tol.atol == 1e-300 && tol.max_mismatch_fraction == 0);
+  tol = resolve_one(yaml, "/a", PC_DTYPE_FLOAT16);
+  assert_true(tol.max_ulp == 4 && tol.rtol == 2500);
+}
+
+static void test_null_sections_and_version_only(void **state) {
+  (void)state;
+  assert_int_equal(resolve_one("version: 1\n", "/a", PC_DTYPE_FLOAT32).set, 0);
+  assert_int_equal(resolve_one("version: 1\ndefaults:\nrules:\n", "/a", PC_DTYPE_FLOAT32).set, 0);
+  assert_int_equal(resolve_one("{version: 1, defaults: {}, rules: []}", "/a", PC_DTYPE_FLOAT32).set,
+                   0);
+}
+
+/* The example of docs/tolerances.md, with the resolutions that page states. */
+static void test_docs_example(void **state) {
+  (void)state;
+  pc_tolset *set = pc_tolset_new();
+  pc_error err = {0};
+  assert_int_equal(pc_tolset_load_builtin(set, &err), PC_OK);
+  assert_int_equal(load(set,
+                        "version: 1                        # required, must be 1\n"
+                        "\n"
+                        "defaults:\n"
+                        "  float32: {atol: 1.0e-5, rtol: 1.3e-6}\n"
+                        "  bfloat16: {rtol: 1.6e-2, atol: 1.0e-5, max_mismatch_fraction: 0.001}\n"
+                        "  all: {max_ulp: 4}\n"
+                        "\n"
+                        "rules:\n"
+                        "  - match: \"/encoder/*/attn/*\"\n"
+                        "    float32: {rtol: 1.0e-4}\n"
+                        "    all: {max_mismatch_fraction: 0.01}\n"
+                        "  - match: \"/logits\"\n"
+                        "    float32: {atol: null}         # null (or ~) unsets a criterion\n"),
+                   PC_OK);
+  pc_tol tol = pc_tolset_resolve(set, "/encoder/l0/attn/q", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set,
+                   PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_ULP | PC_TOL_MAX_MISMATCH_FRACTION);
+  assert_true(tol.atol == 1e-5 && tol.rtol == 1e-4 && tol.max_ulp == 4);
+  assert_true(tol.max_mismatch_fraction == 0.01);
+  tol = pc_tolset_resolve(set, "/logits", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, PC_TOL_RTOL | PC_TOL_MAX_ULP | PC_TOL_MAX_MISMATCH_FRACTION);
+  assert_true(tol.rtol == 1.3e-6 && tol.max_ulp == 4 && tol.max_mismatch_fraction == 0);
+  pc_tolset_free(set);
+}
+
+/* ---- The built-in profile --------------------------------------------------------------- */
+
+/* torch.testing.assert_close's documented defaults (rtol, atol), typed in independently of
+ * tolerances/default.yaml. */
+static void assert_torch_pair(const pc_tolset *set, pc_dtype dt, double rtol, double atol) {
+  pc_tol tol = pc_tolset_resolve(set, "/enc/layer0/out", dt);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_MISMATCH_FRACTION);
+  assert_true(tol.rtol == rtol);
+  assert_true(tol.atol == atol);
+  assert_true(tol.max_mismatch_fraction == 0);
+}
+
+static void test_builtin_matches_torch(void **state) {
+  (void)state;
+  pc_tolset *set = pc_tolset_new();
+  pc_error err = {0};
+  assert_int_equal(pc_tolset_load_builtin(set, &err), PC_OK);
+  assert_torch_pair(set, PC_DTYPE_FLOAT16, 1e-3, 1e-5);
+  assert_torch_pair(set, PC_DTYPE_BFLOAT16, 1.6e-2, 1e-5);
+  assert_torch_pair(set, PC_DTYPE_FLOAT32, 1.3e-6, 1e-5);
+  assert_torch_pair(set, PC_DTYPE_FLOAT64, 1e-7, 1e-7);
+  /* Exact dtypes: no element criterion, no mismatch allowed. */
+  static const pc_dtype exact[] = {PC_DTYPE_FLOAT8_E4M3FN, PC_DTYPE_FLOAT8_E5M2, PC_DTYPE_INT8,
+                                   PC_DTYPE_INT16,         PC_DTYPE_INT32,       PC_DTYPE_INT64,
+                                   PC_DTYPE_UINT8,         PC_DTYPE_UINT16,      PC_DTYPE_UINT32,
+                                   PC_DTYPE_UINT64,        PC_DTYPE_BOOL,        PC_DTYPE_NONE};
+  for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+    pc_tol tol = pc_tolset_resolve(set, "/a", exact[i]);
+    assert_int_equal(tol.set, PC_TOL_MAX_MISMATCH_FRACTION);
+    assert_true(tol.max_mismatch_fraction == 0);
+  }
+  pc_tolset_free(set);
+}
+
+static void test_builtin_comes_first_once(void **state) {
+  (void)state;
+  pc_tolset *set = set_of("version: 1\ndefaults: {float32: {atol: 0.5}}\n");
+  pc_error err = {0};
+  /* Loaded after a user file, it still sits under it; a second load changes nothing. */
+  assert_int_equal(pc_tolset_load_builtin(set, &err), PC_OK);
+  assert_int_equal(pc_tolset_load_builtin(set, &err), PC_OK);
+  pc_tol tol = pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32);
+  assert_true(tol.atol == 0.5);
+  assert_true(tol.rtol == 1.3e-6);
+  assert_int_equal(pc_tolset_load_builtin(NULL, &err), PC_EUSAGE);
+  pc_tolset_free(set);
+}
+
+/* ---- Errors ----------------------------------------------------------------------------- */
+
+static void test_invalid_yaml(void **state) {
+  (void)state;
+  expect_error("version: 1\ndefaults: \"unterminated\n",
+               NAME ":3:1: invalid YAML: found unexpected end of stream"
+                    " (while scanning a quoted scalar)");
+  expect_error("version: 1\n\tdefaults: {}\n",
+               NAME ":2:1: invalid YAML: found a tab character that violates indentation"
+                    " (while scanning a plain scalar)");
+  /* A reader (encoding) error: positions come from the byte offset. */
+  expect_error("version: 1\n\xff\n", NAME ":2:1: invalid YAML: invalid leading UTF-8 octet");
+}
+
+static void test_unknown_keys(void **state) {
+  (void)state;
+  expect_error("version: 1\nrulez: []\n", NAME ":2:1: unknown key 'rulez' in the top level"
+                                               " (expected one of: version, defaults, rules)");
+  expect_error("version: 1\ndefaults:\n  float33: {}\n",
+               NAME ":3:3: unknown key 'float33' in 'defaults' (expected one of: float64, float32,"
+                    " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all)");
+  expect_error("version: 1\ndefaults:\n  float32: {atol: 1, atoll: 2}\n",
+               NAME ":3:22: unknown key 'atoll' in 'float32'"
+                    " (expected one of: atol, rtol, max_ulp, max_mismatch_fraction)");
+  expect_error("version: 1\nrules:\n  - match: /a\n    int8: {}\n",
+               NAME ":4:5: unknown key 'int8' in a rule (expected one of: float64, float32,"
+                    " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all, match)");
+  /* "match" belongs to rules only. */
+  expect_error("version: 1\ndefaults: {match: /a}\n",
+               NAME ":2:12: unknown key 'match' in 'defaults' (expected one of: float64, float32,"
+                    " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all)");
+}
+
+static void test_wrong_types(void **state) {
+  (void)state;
+  expect_error("- version: 1\n", NAME ":1:1: the top level must be a mapping, got a sequence");
+  expect_error("version: 1\nrules: {match: /a}\n",
+               NAME ":2:8: 'rules' must be a sequence, got a mapping");
+  expect_error("version: 1\ndefaults: [1]\n",
+               NAME ":2:11: 'defaults' must be a mapping, got a sequence");
+  expect_error("version: 1\ndefaults: {float32: 1.0}\n",
+               NAME ":2:21: 'float32' must be a mapping, got a plain scalar");
+  expect_error("version: 1\nrules:\n  - /a\n",
+               NAME ":3:5: a rule must be a mapping, got a plain scalar");
+  expect_error("version: 1\nrules:\n  - match: {a: 1}\n",
+               NAME ":3:12: 'match' must be a string, got a mapping");
+  expect_error("version: 1\nrules:\n  - match: null\n",
+               NAME ":3:12: 'match' must be a string, got null");
+  expect_error("version: 1\n? [a]\n: 1\n",
+               NAME ":2:3: a key in the top level must be a string, got a sequence");
+  expect_error("version: 1\ndefaults:\n  all: {atol: \"1e-5\"}\n",
+               NAME ":3:15: 'atol' must be a number, got a quoted string");
+  expect_error("version: '1'\n", NAME ":1:10: 'version' must be a number, got a quoted string");
+  expect_error("version: 1\ndefaults: {all: {atol: true}}\n",
+               NAME ":2:24: 'atol' must be a number, got 'true'");
+  expect_error("version: 1\ndefaults: {all: {atol: 1_000}}\n",
+               NAME ":2:24: 'atol' must be a number, got '1_000'");
+}
+
+static void test_deep_nesting(void **state) {
+  (void)state;
+  expect_error("version: 1\ndefaults:\n  float32:\n    atol:\n      deeper: {x: [1]}\n",
+               NAME ":5:7: 'atol' must be a number, got a mapping");
+  /* Ten thousand open brackets: refused at the first one the schema does not allow. */
+  enum { DEPTH = 10000 };
+  static const char head[] = "version: 1\nrules: ";
+  char *yaml = malloc(sizeof head + DEPTH);
+  assert_non_null(yaml);
+  memcpy(yaml, head, sizeof head - 1);
+  memset(yaml + sizeof head - 1, '[', DEPTH);
+  yaml[sizeof head - 1 + DEPTH] = '\0';
+  expect_error(yaml, NAME ":2:9: a rule must be a mapping, got a sequence");
+  free(yaml);
+}
+
+static void test_missing_required(void **state) {
+  (void)state;
+  expect_error("", NAME ":1:1: missing version");
+  expect_error("# only a comment\n", NAME ":2:1: missing version");
+  expect_error("---\n", NAME ":2:1: missing version");
+  expect_error("defaults: {}\n", NAME ":1:1: missing version");
+  expect_error("version: 1\nrules:\n  - float32: {rtol: 1}\n",
+               NAME ":3:5: a rule must have 'match'");
+  /* NULL text with no length is an empty file; no name gives "<string>". */
+  pc_tolset *set = pc_tolset_new();
+  pc_error err = {0};
+  assert_int_equal(pc_tolset_load_string(set, NULL, NULL, 0, &err), PC_EPARSE);
+  assert_string_equal(err.message, "<string>:1:1: missing version");
+  assert_int_equal(pc_tolset_load_string(set, NAME, NULL, 1, &err), PC_EUSAGE);
+  assert_int_equal(pc_tolset_load_string(NULL, NAME, "", 0, &err), PC_EUSAGE);
+  pc_tolset_free(set);
+}
+
+static void test_bad_version(void **state) {
+  (void)state;
+  expect_error("version: 2\n", NAME ":1:10: unsupported version 2 (this build reads version 1)");
+  expect_error("version: 1.0\n", NAME ":1:10: 'version' must be a non-negative integer, got '1.0'");
+}
+
+static void test_bad_numbers(void **state) {
+  (void)state;
+  /* Every value sits at column 24 of "defaults: {all: {KEY: VALUE}}" when KEY is "atol"/"rtol". */
+  expect_error("version: 1\ndefaults: {all: {atol: 1e999}}\n",
+               NAME ":2:24: 'atol' is out of range: '1e999'");
+  expect_error("version: 1\ndefaults: {all: {rtol: -1e-3}}\n",
+               NAME ":2:24: 'rtol' must be >= 0, got '-1e-3'");
+  expect_error("version: 1\ndefaults: {all: {atol: .nan}}\n",
+               NAME ":2:24: 'atol' must be finite, got '.nan'");
+  expect_error("version: 1\ndefaults: {all: {atol: nan}}\n",
+               NAME ":2:24: 'atol' must be finite, got 'nan'");
+  expect_error("version: 1\ndefaults: {all: {rtol: -.Inf}}\n",
+               NAME ":2:24: 'rtol' must be finite, got '-.Inf'");
+  expect_error("version: 1\ndefaults: {all: {rtol: inf}}\n",
+               NAME ":2:24: 'rtol' must be finite, got 'inf'");
+  /* "defaults: {all: {max_ulp: " puts the value at column 27. */
+  expect_error("version: 1\ndefaults: {all: {max_ulp: 1.5}}\n",
+               NAME ":2:27: 'max_ulp' must be a non-negative integer, got '1.5'");
+  expect_error("version: 1\ndefaults: {all: {max_ulp: -1}}\n",
+               NAME ":2:27: 'max_ulp' must be a non-negative integer, got '-1'");
+  expect_error("version: 1\ndefaults: {all: {max_ulp: 1e6}}\n",
+               NAME ":2:27: 'max_ulp' must be a non-negative integer, got '1e6'");
+  expect_error("version: 1\ndefaults: {all: {max_ulp: 18446744073709551616}}\n",
+               NAME ":2:27: 'max_ulp' is out of range (at most 18446744073709551615):"
+                    " '18446744073709551616'");
+  expect_error("version: 1\ndefaults: {all: {max_ulp: '4'}}\n",
+               NAME ":2:27: 'max_ulp' must be a number, got a quoted string");
+  /* "defaults: {all: {max_mismatch_fraction: " puts the value at column 41. */
+  expect_error("version: 1\ndefaults: {all: {max_mismatch_fraction: 1.5}}\n",
+               NAME ":2:41: 'max_mismatch_fraction' must be <= 1, got '1.5'");
+  expect_error("version: 1\ndefaults: {all: {max_mismatch_fraction: -0.1}}\n",
+               NAME ":2:41: 'max_mismatch_fraction' must be >= 0, got '-0.1'");
+}
+
+static void test_duplicate_keys(void **state) {
+  (void)state;
+  expect_error("version: 1\nversion: 1\n", NAME ":2:1: duplicate key 'version' in the top level");
+  expect_error("version: 1\ndefaults:\n  float32: {atol: 1}\n  float32: {rtol: 1}\n",
+               NAME ":4:3: duplicate key 'float32' in 'defaults'");
+  expect_error("version: 1\ndefaults: {all: {atol: 1, atol: 2}}\n",
+               NAME ":2:27: duplicate key 'atol' in 'all'");
+  expect_error("version: 1\nrules: [{match: /a, match: /b}]\n",
+               NAME ":2:21: duplicate key 'match' in a rule");
+}
+
+static void test_anchors_aliases_tags(void **state) {
+  (void)state;
+  expect_error("version: 1\ndefaults:\n  float32: &f {atol: 1}\n  float16: *f\n",
+               NAME ":3:12: anchors are not supported");
+  expect_error("version: 1\ndefaults:\n  float16: *f\n", NAME ":3:12: aliases are not supported");
+  expect_error("version: 1\ndefaults: {all: {atol: !!float 1}}\n",
+               NAME ":2:24: tags are not supported");
+}
+
+static void test_multiple_documents(void **state) {
+  (void)state;
+  expect_error("version: 1\n---\nversion: 1\n", NAME ":2:1: only one YAML document is allowed");
+  expect_error("---\nversion: 1\n...\n---\nversion: 1\n",
+               NAME ":4:1: only one YAML document is allowed");
+}
+
+static void test_bad_globs(void **state) {
+  (void)state;
+  /* The value of "  - {match: " starts at column 13. */
+  expect_error("version: 1\nrules:\n  - {match: \"/a[b\"}\n",
+               NAME ":3:13: bad glob '/a[b': unbalanced '['");
+  expect_error("version: 1\nrules:\n  - {match: '/a\\'}\n",
+               NAME ":3:13: bad glob '/a\\': trailing backslash");
+  expect_error("version: 1\nrules:\n  - {match: '/[a\\]'}\n",
+               NAME ":3:13: bad glob '/[a\\]': unbalanced '['");
+  expect_error("version: 1\nrules:\n  - {match: '/[[:foo:]]'}\n",
+               NAME ":3:13: bad glob '/[[:foo:]]': unknown character class");
+  expect_error("version: 1\nrules:\n  - {match: '/[[:alpha]'}\n",
+               NAME ":3:13: bad glob '/[[:alpha]': unterminated character class");
+  expect_error("version: 1\nrules:\n  - {match: '/[[.a.]]'}\n",
+               NAME ":3:13: bad glob '/[[.a.]]': collating symbols and equivalence classes are not"
+                    " supported");
+  expect_error("version: 1\nrules:\n  - {match: ''}\n", NAME ":3:13: 'match' must not be empty");
+  expect_error("version: 1\nrules:\n  - {match: \"/a\\0b\"}\n",
+               NAME ":3:13: 'match' must not contain NUL characters");
+}
+
+/* A file with `n` one-line rules, each at column 3 of its line. */
+static char *rules_file(size_t n) {
+  static const char head[] = "version: 1\nrules:\n";
+  static const char rule[] = "- {match: /a}\n";
+  size_t len = sizeof head - 1 + n * (sizeof rule - 1);
+  char *yaml = malloc(len + 1);
+  assert_non_null(yaml);
+  memcpy(yaml, head, sizeof head - 1);
+  for (size_t i = 0; i < n; i++)
+    memcpy(yaml + sizeof head - 1 + i * (sizeof rule - 1), rule, sizeof rule - 1);
+  yaml[len] = '\0';
+  return yaml;
+}
+
+static void test_rule_cap_counts_all_files(void **state) {
+  (void)state;
+  enum { CAP = 100000 };
+  char *full = rules_file(CAP);
+  pc_tolset *set = set_of(full);
+  free(full);
+  pc_error err = {0};
+  static const char one[] = "version: 1\nrules:\n- {match: /b}\n";
+  assert_int_equal(pc_tolset_load_string(set, NAME, one, sizeof one - 1, &err), PC_EPARSE);
+  assert_string_equal(err.message,
+                      NAME ":3:3: too many rules (at most 100000 in all loaded files)");
+  pc_tolset_free(set);
+
+  char *over = rules_file(CAP + 1);
+  set = pc_tolset_new();
+  assert_int_equal(pc_tolset_load_string(set, NAME, over, strlen(over), &err), PC_EPARSE);
+  assert_string_equal(err.message,
+                      NAME ":100003:3: too many rules (at most 100000 in all loaded files)");
+  assert_int_equal(pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32).set, 0);
+  pc_tolset_free(set);
+  free(over);
+}
+
+/* ---- Files ------------------------------------------------------------------------------ */
+
+static void test_load_file(void **state) {
+  (void)state;
+  char path[] = "/tmp/test_tolerance_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  static const char yaml[] = "version: 1\n"
+                             "rules:\n"
+                             "  - match: \"/encoder/*\"\n"
+                             "    all: {max_ulp: 4}\n"
+                             "    float32: {rtol: 1.0e-4}\n";
+  assert_int_equal(write(fd, yaml, sizeof yaml - 1), (ssize_t)(sizeof yaml - 1));
+  close(fd);
+  pc_tolset *set = pc_tolset_new();
+  pc_error err = {0};
+  assert_int_equal(pc_tolset_load_file(set, path, &err), PC_OK);
+  pc_tol tol = pc_tolset_resolve(set, "/encoder/x", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, PC_TOL_MAX_ULP | PC_TOL_RTOL);
+  assert_int_equal(tol.max_ulp, 4);
+  assert_true(tol.rtol == 1.0e-4);
+
+  /* Errors name the file by its path. */
+  fd = open(path, O_WRONLY | O_TRUNC);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "version: 3\n", 11), 11);
+  close(fd);
+  char expected[sizeof path + 64];
+  snprintf(expected, sizeof expected, "%s:1:10: unsupported version 3 (this build reads version 1)",
+           path);
+  assert_int_equal(pc_tolset_load_file(set, path, &err), PC_EPARSE);
+  assert_string_equal(err.message, expected);
+  assert_int_equal(pc_tolset_resolve(set, "/encoder/x", PC_DTYPE_FLOAT32).max_ulp, 4);
+  unlink(path);
+  pc_tolset_free(set);
+}
+
+static void test_file_errors(void **state) {
+  (void)state;
+  pc_tolset *set = pc_tolset_new();
+  pc_error err = {0};
+  assert_int_equal(pc_tolset_load_file(set, "/nonexistent/tol.yaml", &err), PC_EIO);
+  assert_int_equal(err.code, PC_EIO);
+  assert_string_equal(err.message, "/nonexistent/tol.yaml: No such file or directory");
+
+  char dir[] = "/tmp/test_tolerance_dir_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char expected[sizeof dir + 64];
+  snprintf(expected, sizeof expected, "%s: Is a directory", dir);
+  assert_int_equal(pc_tolset_load_file(set, dir, &err), PC_EIO);
+  assert_string_equal(err.message, expected);
+  rmdir(dir);
+
+  /* One byte over the 16 MiB limit (a sparse file, so it costs no disk). */
+  char big[] = "/tmp/test_tolerance_big_XXXXXX";
+  int fd = mkstemp(big);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, ((off_t)16 << 20) + 1), 0);
+  close(fd);
+  snprintf(expected, sizeof expected, "%s: File too large (at most 16777216 bytes)", big);
+  assert_int_equal(pc_tolset_load_file(set, big, &err), PC_EIO);
+  assert_string_equal(err.message, expected);
+  unlink(big);
+
+  assert_int_equal(pc_tolset_load_file(NULL, "x", &err), PC_EUSAGE);
+  assert_int_equal(pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32).set, 0);
+  pc_tolset_free(set);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_empty_set_sets_nothing),
+      cmocka_unit_test(test_defaults_apply_to_their_dtype),
+      cmocka_unit_test(test_later_file_wins),
+      cmocka_unit_test(test_rules_follow_all_defaults_in_order),
+      cmocka_unit_test(test_specific_key_beats_all_in_one_mapping),
+      cmocka_unit_test(test_later_all_beats_earlier_specific),
+      cmocka_unit_test(test_null_unsets),
+      cmocka_unit_test(test_integer_key_covers_integers_and_bool),
+      cmocka_unit_test(test_glob_star_crosses_slash),
+      cmocka_unit_test(test_valid_bracket_forms),
+      cmocka_unit_test(test_numbers_in_range_are_read_exactly),
+      cmocka_unit_test(test_null_sections_and_version_only),
+      cmocka_unit_test(test_docs_example),
+      cmocka_unit_test(test_builtin_matches_torch),
+      cmocka_unit_test(test_builtin_comes_first_once),
+      cmocka_unit_test(test_invalid_yaml),
+      cmocka_unit_test(test_unknown_keys),
+      cmocka_unit_test(test_wrong_types),
+      cmocka_unit_test(test_deep_nesting),
+      cmocka_unit_test(test_missing_required),
+      cmocka_unit_test(test_bad_version),
+      cmocka_unit_test(test_bad_numbers),
+      cmocka_unit_test(test_duplicate_keys),
+      cmocka_unit_test(test_anchors_aliases_tags),
+      cmocka_unit_test(test_multiple_documents),
+      cmocka_unit_test(test_bad_globs),
+      cmocka_unit_test(test_rule_cap_counts_all_files),
+      cmocka_unit_test(test_load_file),
+      cmocka_unit_test(test_file_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
