@@ -307,7 +307,7 @@ static int pc_check_filters(pc_dataset *d, hid_t dset) {
 
 static int pc_describe_dataset(pc_file *f, hid_t loc, const char *name, const char *path,
                                pc_error *err) {
-  pc_dataset *d;
+  pc_dataset *d = NULL;
   int rc = pc_file_add(f, &d, path, err);
   if (rc < 0)
     return rc;
@@ -365,7 +365,7 @@ static int pc_first_visit(pc_file *f, hid_t obj, bool *first) {
 }
 
 static int pc_add_skipped(pc_file *f, const char *path, const char *why, pc_error *err) {
-  pc_dataset *d;
+  pc_dataset *d = NULL;
   int rc = pc_file_add(f, &d, path, err);
   if (rc == PC_OK && pc_set_reason(d, PC_KIND_SKIPPED, why) < 0)
     rc = pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);

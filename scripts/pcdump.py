@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""pcdump: dump a PyTorch model's per-module outputs (and chosen gradients) to HDF5
+in the layout paritycheck compares.
+
+Works with torch >= 1.13, h5py and numpy.
+
+Layout of one file
+------------------
+/                       file attributes: backend ("cpu"/"cuda"), device_name, policy,
+                        allow_tf32_matmul, allow_tf32_cudnn, float32_matmul_precision,
+                        torch_version, cuda_version, cudnn_version, ... (created with
+                        track_order=True)
+/activations/NNN_<module.path>          one dataset per tensor output of a hooked module
+/activations/NNN_<module.path>/0, /1    tuple/list outputs: one dataset per tensor element
+                                        (nested tuples nest further: .../1/0)
+/gradients/<param name>                 after backward(), via Dumper.dump_gradients()
+/<anything>                             via Dumper.save(name, tensor) (e.g. inputs/x)
+
+NNN is the zero-padded execution index of the module call (a module called twice gets
+two entries), so creation order and name order agree.  Every group is created with
+track_order=True.
+
+dtypes: bfloat16 tensors are stored as float32 with string attribute dtype="bfloat16";
+float16 natively (h5py's 16-bit float); float32/float64 natively; integers/bool natively.
+
+Dataset attributes: module, module_type, call_index, torch_dtype, and where known
+reduction_length (K, the length of the longest inner reduction producing one output
+element) and accumulation_dtype.  K is inferred for nn.Linear (in_features),
+nn.Conv1d/2d/3d (in_channels / groups * prod(kernel_size)), nn.LayerNorm
+(prod(normalized_shape)) and nn.Softmax (input.shape[dim]); a module attribute
+``reduction_length`` or the user-supplied dict ``reduction_lengths={path: K}`` overrides.
+
+Usage
+-----
+    from pcdump import Dumper
+    with Dumper(model, "out.h5", policy="fp32") as d:
+        with d.policy_context():          # sets TF32 flags / autocast for the policy
+            y = model(x)
+            loss = y.float().pow(2).mean()
+        loss.backward()
+        d.dump_gradients(["fc.weight"])     # or None for all parameters with a grad
+
+CLI: python3 scripts/pcdump.py --help
+"""
+
+import argparse
+import contextlib
+import datetime
+import importlib
+import math
+import os
+import platform
+import sys
+import warnings
+
+import h5py
+import numpy as np
+import torch
+import torch.nn as nn
+
+__all__ = ["Dumper", "POLICIES", "policy_context", "apply_policy_to_model",
+           "backend_attrs", "infer_reduction_length"]
+
+# policy -> (module/input dtype, autocast dtype or None, tf32 on?)
+POLICIES = {
+    "fp64": (torch.float64, None, False),
+    "fp32": (torch.float32, None, False),
+    "tf32": (torch.float32, None, True),
+    "bf16-autocast": (torch.float32, torch.bfloat16, False),
+    "fp16-autocast": (torch.float32, torch.float16, False),
+    "bf16": (torch.bfloat16, None, False),
+    "fp16": (torch.float16, None, False),
+}
+
+_NP_NAMES = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16",
+             torch.bfloat16: "bfloat16"}
+
+
+def _check_policy(policy):
+    if policy not in POLICIES:
+        raise ValueError("unknown policy %r (known: %s)" % (policy, ", ".join(POLICIES)))
+
+
+def _set_tf32(on):
+    """Set the TF32 switches through the pre-2.9 API (works on 1.13 and 2.x; torch >= 2.9
+    maps it onto its fp32_precision settings and warns that it is deprecated)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.backends.cuda.matmul.allow_tf32 = bool(on)
+        torch.backends.cudnn.allow_tf32 = bool(on)
+        if hasattr(torch, "set_float32_matmul_precision"):
+            torch.set_float32_matmul_precision("high" if on else "highest")
+
+
+@contextlib.contextmanager
+def policy_context(policy, device):
+    """Context in which a forward (and backward) runs under ``policy`` on ``device``:
+    sets the TF32 switches (restored on exit) and enters autocast for *-autocast."""
+    _check_policy(policy)
+    _, ac_dtype, tf32 = POLICIES[policy]
+    dev_type = torch.device(device).type
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+                 torch.get_float32_matmul_precision()
+                 if hasattr(torch, "get_float32_matmul_precision") else None)
+    _set_tf32(tf32)
+    try:
+        if ac_dtype is not None:
+            with torch.autocast(device_type=dev_type, dtype=ac_dtype):
+                yield
+        else:
+            yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.backends.cuda.matmul.allow_tf32 = saved[0]
+            torch.backends.cudnn.allow_tf32 = saved[1]
+            if saved[2] is not None:
+                torch.set_float32_matmul_precision(saved[2])
+
+
+def apply_policy_to_model(model, policy, device):
+    """Move the model to ``device`` and cast it to the policy's parameter dtype."""
+    _check_policy(policy)
+    return model.to(device=device, dtype=POLICIES[policy][0])
+
+
+def cast_input(x, policy, device):
+    """Move a floating input to the device and the policy's input dtype (others: device only)."""
+    _check_policy(policy)
+    if torch.is_tensor(x):
+        if x.is_floating_point():
+            return x.to(device=device, dtype=POLICIES[policy][0])
+        return x.to(device)
+    if isinstance(x, (tuple, list)):
+        return type(x)(cast_input(v, policy, device) for v in x)
+    return x
+
+
+def _safe(fn, default=None):
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - attribute collection must never fail the dump
+        return default
+
+
+def backend_attrs(device, policy):
+    """File attributes describing the backend, as plain str/int/bool/float values."""
+    dev = torch.device(device)
+    a = {
+        "backend": dev.type,
+        "policy": policy,
+        "torch_version": torch.__version__,
+        "numpy_version": np.__version__,
+        "h5py_version": h5py.__version__,
+        "python_version": platform.python_version(),
+        "host_machine": platform.machine(),
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "created_by": "scripts/pcdump.py",
+    }
+    if dev.type == "cuda":
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        a["device_name"] = _safe(lambda: torch.cuda.get_device_name(idx), "unknown")
+        cap = _safe(lambda: torch.cuda.get_device_capability(idx))
+        if cap:
+            a["device_capability"] = "%d.%d" % cap
+        a["cuda_version"] = str(torch.version.cuda)
+        a["cudnn_version"] = str(_safe(torch.backends.cudnn.version, "none"))
+    else:
+        a["device_name"] = platform.processor() or platform.machine()
+        a["num_threads"] = torch.get_num_threads()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a["allow_tf32_matmul"] = bool(_safe(lambda: torch.backends.cuda.matmul.allow_tf32, False))
+        a["allow_tf32_cudnn"] = bool(_safe(lambda: torch.backends.cudnn.allow_tf32, False))
+        # torch >= 2.9: the fp32_precision settings the switches above resolved to
+        for key, get in (("fp32_precision_matmul", lambda: torch.backends.cuda.matmul.fp32_precision),
+                         ("fp32_precision_cudnn_conv", lambda: torch.backends.cudnn.conv.fp32_precision),
+                         ("fp32_precision_cudnn_rnn", lambda: torch.backends.cudnn.rnn.fp32_precision)):
+            v = _safe(get)
+            if isinstance(v, str):
+                a[key] = v
+    p = _safe(torch.get_float32_matmul_precision) if hasattr(torch, "get_float32_matmul_precision") else None
+    if p is not None:
+        a["float32_matmul_precision"] = str(p)
+    for flag in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        if dev.type != "cuda":
+            break
+        v = _safe(lambda f=flag: getattr(torch.backends.cuda.matmul, f))
+        if v is not None:
+            a[flag] = bool(v)
+    ac = POLICIES.get(policy, (None, None, None))[1]
+    if ac is not None:
+        a["autocast_dtype"] = _NP_NAMES[ac]
+    return a
+
+
+def infer_reduction_length(module, inputs):
+    """K for one output element of ``module``, or None when not known."""
+    K = getattr(module, "reduction_length", None)
+    if isinstance(K, int):
+        return K
+    if isinstance(module, nn.Linear):
+        return int(module.in_features)
+    if isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        return int(module.in_channels // module.groups * math.prod(module.kernel_size))
+    if isinstance(module, nn.LayerNorm):
+        return int(math.prod(module.normalized_shape))
+    if isinstance(module, (nn.Softmax, nn.LogSoftmax)) and inputs and torch.is_tensor(inputs[0]):
+        dim = module.dim if module.dim is not None else -1
+        return int(inputs[0].shape[dim])
+    return None
+
+
+def _to_numpy(t):
+    """(numpy array, logical dtype name or None) of a tensor, copied to the CPU."""
+    t = t.detach()
+    if t.is_complex() or t.dtype in (torch.float64, torch.float32, torch.float16) or \
+            not t.is_floating_point():
+        t = t.cpu() if t.device.type != "cpu" else t.clone()
+        return t.numpy(), None
+    if t.dtype == torch.bfloat16:
+        return t.float().cpu().numpy(), "bfloat16"
+    # other floats (e.g. float8): stored as float32 with the logical dtype as attribute
+    return t.float().cpu().numpy(), str(t.dtype).replace("torch.", "")
+
+
+def _set_attrs(obj, attrs):
+    """Set HDF5 attributes; str subclasses (torch.__version__) become plain UTF-8 strings,
+    booleans 0/1 integers."""
+    for k, v in attrs.items():
+        if isinstance(v, str):
+            v = str.__str__(v)
+        elif isinstance(v, (bool, np.bool_)):
+            v = int(v)  # 0/1: easier for C readers than h5py's boolean enum
+        obj.attrs[k] = v
+
+
+def _flatten(out, prefix=()):
+    """Yield (suffix tuple, tensor) for every tensor in a (nested) output."""
+    if torch.is_tensor(out):
+        yield prefix, out
+    elif isinstance(out, (tuple, list)):
+        for i, v in enumerate(out):
+            yield from _flatten(v, prefix + (str(i),))
+    elif isinstance(out, dict):
+        for k, v in out.items():
+            yield from _flatten(v, prefix + (str(k).replace("/", "_"),))
+    elif hasattr(out, "data") and torch.is_tensor(getattr(out, "data")):  # PackedSequence
+        yield prefix, out.data
+
+
+class Dumper:
+    """Record module outputs of ``model`` during forward passes into an HDF5 file.
+
+    model              the nn.Module
+    path               output .h5 file (overwritten)
+    policy             dtype policy name (see POLICIES); recorded as attribute
+    device             device the model runs on (default: that of its first parameter)
+    modules            "leaves" (default: modules without children), "all", or an iterable
+                       of module paths ("" is the root module)
+    reduction_lengths  {module_path: K} overriding inferred K
+    accumulation_dtypes {module_path: dtype name} overriding the policy's nominal one
+    compression        None or "gzip" (with shuffle; used for datasets >= compress_min elements)
+    attrs              extra file attributes
+    index_width        digits of the execution index (default: as many as needed, at least 3)
+    """
+
+    def __init__(self, model, path, policy="fp32", device=None, modules="leaves",
+                 reduction_lengths=None, accumulation_dtypes=None, compression="gzip",
+                 compress_min=1024, attrs=None, index_width=None):
+        _check_policy(policy)
+        self.model = model
+        self.path = path
+        self.policy = policy
+        if device is None:
+            p = next(model.parameters(), None)
+            device = p.device if p is not None else torch.device("cpu")
+        self.device = torch.device(device)
+        self.modules = modules
+        self.reduction_lengths = dict(reduction_lengths or {})
+        self.accumulation_dtypes = dict(accumulation_dtypes or {})
+        self.compression = compression
+        self.compress_min = compress_min
+        self.extra_attrs = dict(attrs or {})
+        self.index_width = index_width
+        self._records = []  # (index, path, suffix, array, attrs)
+        self._other = []    # (name, array, attrs) written as is
+        self._handles = []
+        self._calls = 0
+        self._file_attrs = None
+        self.enabled = True
+
+    # ---- hooks -------------------------------------------------------------------
+    def _selected(self):
+        named = list(self.model.named_modules())
+        if self.modules == "leaves":
+            return [(n, m) for n, m in named if next(m.children(), None) is None]
+        if self.modules == "all":
+            return named
+        wanted = set(self.modules)
+        sel = [(n, m) for n, m in named if n in wanted]
+        missing = wanted - {n for n, _ in sel}
+        if missing:
+            raise KeyError("no such module(s): %s" % ", ".join(sorted(missing)))
+        return sel
+
+    def _nominal_accumulation(self):
+        if self.policy == "fp64":
+            return "float64"
+        if self.policy in ("fp32", "tf32"):
+            return "float32"
+        if self.device.type != "cuda":
+            return None
+        # autocast / pure low precision: cuBLAS computes in fp32 unless reduced-precision
+        # reductions are allowed (the default), then it is not known
+        flag = "allow_bf16_reduced_precision_reduction" if "bf16" in self.policy else \
+            "allow_fp16_reduced_precision_reduction"
+        v = _safe(lambda: getattr(torch.backends.cuda.matmul, flag))
+        return "float32" if v is False else None
+
+    def _hook(self, name):
+        def hook(module, inputs, output):
+            if not self.enabled:
+                return
+            idx = self._calls
+            self._calls += 1
+            K = self.reduction_lengths.get(name)
+            if K is None:
+                K = infer_reduction_length(module, inputs)
+            acc = self.accumulation_dtypes.get(name)
+            if acc is None and K is not None:
+                acc = self._nominal_accumulation()
+            for suffix, t in _flatten(output):
+                arr, logical = _to_numpy(t)
+                at = {"module": name or "root", "module_type": type(module).__name__,
+                      "call_index": idx, "torch_dtype": str(t.dtype).replace("torch.", "")}
+                if logical is not None:
+                    at["dtype"] = logical
+                if K is not None:
+                    at["reduction_length"] = int(K)
+                if acc is not None:
+                    at["accumulation_dtype"] = acc
+                self._records.append((idx, name or "root", suffix, arr, at))
+        return hook
+
+    def __enter__(self):
+        # backend attributes are read now (flags may be changed by policy_context later;
+        # they are re-read on the first forward call under policy_context, see below)
+        for name, m in self._selected():
+            self._handles.append(m.register_forward_hook(self._hook(name)))
+        self._handles.append(self.model.register_forward_pre_hook(self._snapshot_attrs))
+        return self
+
+    def _snapshot_attrs(self, module, inputs):
+        if self._file_attrs is None:
+            self._file_attrs = backend_attrs(self.device, self.policy)
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:  # still write what was recorded, marked as incomplete
+            self.extra_attrs["incomplete"] = "%s: %s" % (exc_type.__name__, exc)
+        self.close()
+        return False
+
+    # ---- helpers -------------------------------------------------------------------
+    def policy_context(self):
+        return policy_context(self.policy, self.device)
+
+    def save(self, name, tensor, **attrs):
+        """Store any tensor under ``name`` (e.g. "inputs/x", "outputs/loss")."""
+        arr, logical = _to_numpy(tensor)
+        at = {"torch_dtype": str(tensor.dtype).replace("torch.", "")}
+        if logical is not None:
+            at["dtype"] = logical
+        at.update(attrs)
+        self._other.append((name, arr, at))
+
+    def dump_gradients(self, names=None, reduction_lengths=None):
+        """Store .grad of the named parameters (all with a grad if None) under /gradients."""
+        reduction_lengths = reduction_lengths or {}
+        params = dict(self.model.named_parameters())
+        if names is None:
+            names = [n for n, p in params.items() if p.grad is not None]
+        for n in names:
+            g = params[n].grad
+            if g is None:
+                raise ValueError("parameter %s has no gradient" % n)
+            at = {"parameter": n}
+            if n in reduction_lengths:
+                at["reduction_length"] = int(reduction_lengths[n])
+            self.save("gradients/" + n, g, **at)
+
+    def _create(self, parent, name, arr, attrs):
+        kw = {}
+        if self.compression and arr.size >= self.compress_min and arr.ndim > 0:
+            kw = {"compression": self.compression, "shuffle": True}
+            if self.compression == "gzip":
+                kw["compression_opts"] = 6
+        ds = parent.create_dataset(name, data=arr, **kw)
+        _set_attrs(ds, attrs)
+        return ds
+
+    @staticmethod
+    def _group(root, parts):
+        g = root
+        for p in parts:
+            g = g[p] if p in g else g.create_group(p, track_order=True)
+        return g
+
+    def close(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if self._file_attrs is None:
+            self._file_attrs = backend_attrs(self.device, self.policy)
+        n = max(self._calls, 1)
+        width = self.index_width or max(3, len(str(n - 1)))
+        d = os.path.dirname(os.path.abspath(self.path))
+        os.makedirs(d, exist_ok=True)
+        with h5py.File(self.path, "w", track_order=True) as f:
+            _set_attrs(f, self._file_attrs)
+            _set_attrs(f, self.extra_attrs)
+            if self._records:
+                act = f.create_group("activations", track_order=True)
+                for idx, name, suffix, arr, at in self._records:
+                    base = "%0*d_%s" % (width, idx, name)
+                    if suffix:
+                        g = self._group(act, (base,) + suffix[:-1])
+                        self._create(g, suffix[-1], arr, at)
+                    else:
+                        self._create(act, base, arr, at)
+            for name, arr, at in self._other:
+                parts = [p for p in name.split("/") if p]
+                g = self._group(f, parts[:-1])
+                self._create(g, parts[-1], arr, at)
+        self._records, self._other = [], []
+
+
+# ---- CLI ----------------------------------------------------------------------------
+def _load_factory(spec):
+    mod, _, fn = spec.partition(":")
+    if not fn:
+        raise SystemExit("--model wants module:function, got %r" % spec)
+    sys.path.insert(0, os.getcwd())
+    return getattr(importlib.import_module(mod), fn)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description="Dump every leaf module's output of a PyTorch model to HDF5 for paritycheck.",
+        epilog="The factory is called with no arguments and returns a model, or (model, inputs) "
+               "where inputs is a tensor or a tuple of tensors; with a bare model, --input-shape "
+               "gives a standard-normal input. The model is built on the CPU in fp32 after "
+               "torch.manual_seed(--seed), then moved and cast for --policy.")
+    ap.add_argument("--model", required=True, help="factory as module:function (module importable "
+                    "from the current directory or PYTHONPATH)")
+    ap.add_argument("--out", required=True, help="output .h5 file")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 ... (default cpu)")
+    ap.add_argument("--policy", default="fp32", choices=list(POLICIES))
+    ap.add_argument("--input-shape", help="comma-separated shape of a randn input, e.g. 2,3,32,32")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--modules", default="leaves",
+                    help="'leaves' (default), 'all', or comma-separated module paths")
+    ap.add_argument("--k", action="append", default=[], metavar="PATH=K",
+                    help="reduction length of a module (repeatable)")
+    ap.add_argument("--grad", nargs="?", const="all", metavar="P1,P2",
+                    help="backward of mean(output^2) and dump gradients (all, or the named params)")
+    ap.add_argument("--no-compress", action="store_true", help="store datasets uncompressed")
+    ap.add_argument("--eval", action="store_true", help="model.eval() before the forward")
+    a = ap.parse_args(argv)
+
+    torch.manual_seed(a.seed)
+    built = _load_factory(a.model)()
+    model, inputs = (built if isinstance(built, tuple) else (built, None))
+    if inputs is None:
+        if not a.input_shape:
+            raise SystemExit("the factory returned no inputs: give --input-shape")
+        inputs = torch.randn(*[int(s) for s in a.input_shape.split(",")])
+    if torch.is_tensor(inputs):
+        inputs = (inputs,)
+    if a.eval:
+        model.eval()
+    model = apply_policy_to_model(model, a.policy, a.device)
+    inputs = cast_input(tuple(inputs), a.policy, a.device)
+    ks = {}
+    for kv in a.k:
+        p, _, v = kv.rpartition("=")
+        ks[p] = int(v)
+    modules = a.modules if a.modules in ("leaves", "all") else a.modules.split(",")
+    with Dumper(model, a.out, policy=a.policy, device=a.device, modules=modules,
+                reduction_lengths=ks, compression=None if a.no_compress else "gzip") as d:
+        for i, x in enumerate(inputs):
+            if torch.is_tensor(x):
+                d.save("inputs/%d" % i, x)
+        with d.policy_context():
+            out = model(*inputs)
+            if a.grad:
+                first = next(t for _, t in _flatten(out))
+                loss = first.float().pow(2).mean()
+        if a.grad:
+            d.enabled = False
+            loss.backward()
+            d.save("outputs/loss", loss)
+            d.dump_gradients(None if a.grad == "all" else a.grad.split(","))
+    print("wrote %s (%d module calls)" % (a.out, d._calls))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
