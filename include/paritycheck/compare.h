@@ -77,7 +77,9 @@ typedef struct pc_tensor {
   uint64_t dims[PC_MAX_RANK];
   int rank_b; /* B's shape, for shape_mismatch */
   uint64_t dims_b[PC_MAX_RANK];
-  pc_tol tol; /* the tolerance applied */
+  uint64_t reduction_length; /* K from the dataset's attributes (A's, else B's); 0 = unknown */
+  pc_dtype accumulation;     /* accumulation dtype from the attributes; NONE = unknown */
+  pc_tol tol;                /* the tolerance applied */
   pc_stats stats;
 } pc_tensor;
 

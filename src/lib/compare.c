@@ -6,7 +6,7 @@
 
 #include <paritycheck/compare.h>
 
-#include <math.h>   /* INFINITY */
+#include <math.h>   /* sqrt */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
 #include <string.h> /* strcmp */
@@ -171,6 +171,42 @@ static int pc_stream_pair(const pc_pair *p) {
   return PC_OK;
 }
 
+/* One pass over A for the magnitude that tolerance models may scale with: max |a| and the
+ * RMS over finite elements (complex: the modulus). */
+static int pc_measure_magnitude(const pc_pair *p, pc_tol_context *ctx) {
+  pc_error e = {PC_OK, ""};
+  pc_reader *r = NULL;
+  pc_magnitude m = {0, 0, 0};
+  int rc = pc_reader_open(&r, p->fa, p->a, p->block, &e);
+  for (size_t n = 1; rc == PC_OK && n;) {
+    if ((rc = pc_reader_next(r, &n, &e)) == PC_OK && n)
+      pc_kernel_magnitude(&m, p->a->kind, pc_reader_values(r), pc_reader_ints(r),
+                          p->a->stored == PC_DTYPE_UINT64, n);
+  }
+  pc_reader_close(r);
+  if (rc < 0) {
+    p->t->verdict = PC_VERDICT_ERROR;
+    return rc == PC_ENOMEM ? rc : pc_set_text(&p->t->message, e.message);
+  }
+  ctx->has_magnitude = true;
+  ctx->max_abs_a = m.max_abs;
+  ctx->rms_a = m.count ? sqrt(m.sum_squares / (double)m.count) : 0;
+  return PC_OK;
+}
+
+/* The tolerance, measuring A's magnitude first when the tolerance model needs it. */
+static int pc_resolve_tol(pc_pair *p, const pc_tolset *tols) {
+  pc_tensor *t = p->t;
+  pc_tol_context ctx = {t->reduction_length, t->accumulation, false, 0, 0};
+  if (pc_tolset_needs_magnitude(tols, t->path, t->compare)) {
+    int rc = pc_measure_magnitude(p, &ctx);
+    if (rc < 0 || t->verdict == PC_VERDICT_ERROR)
+      return rc;
+  }
+  t->tol = pc_tolset_resolve_ctx(tols, t->path, t->compare, &ctx);
+  return PC_OK;
+}
+
 static pc_verdict pc_judge(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   double allowed = (t->tol.set & PC_TOL_MAX_MISMATCH_FRACTION) ? t->tol.max_mismatch_fraction : 0;
@@ -203,11 +239,12 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols) {
   if (!pc_pre_verdict(t, p->a, p->b, &rc))
     return rc;
   bool cross = false;
+  t->reduction_length = p->a->reduction_length ? p->a->reduction_length : p->b->reduction_length;
+  t->accumulation = p->a->accumulation ? p->a->accumulation : p->b->accumulation;
   t->is_complex = p->a->kind == PC_KIND_COMPLEX;
   t->compare = pc_dtype_compare(t->dtype_a, t->dtype_b, &cross);
-  t->tol = pc_tolset_resolve(tols, t->path, t->compare);
-  t->stats.max_abs = 0;
-  if ((rc = pc_note(t, cross)) < 0 || (rc = pc_stream_pair(p)) < 0)
+  if ((rc = pc_resolve_tol(p, tols)) < 0 || t->verdict == PC_VERDICT_ERROR ||
+      (rc = pc_note(t, cross)) < 0 || (rc = pc_stream_pair(p)) < 0)
     return rc;
   if (t->verdict != PC_VERDICT_ERROR)
     t->verdict = pc_judge(t);

@@ -2,6 +2,7 @@
  * docs/metrics.md; the figures are folded into pc_stats with exact counts, maxima and a 128-bit
  * ulp sum, so the result is independent of block boundaries. */
 #include "kernel.h"
+#include "loader.h" /* PC_KIND_COMPLEX */
 
 #include <math.h> /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
 
@@ -209,4 +210,23 @@ uint64_t pc_kernel_unrepresentable(const double *v, size_t n, pc_dtype dt) {
   for (size_t i = 0; i < n; i++)
     bad += !pc_dtype_representable(v[i], dt);
   return bad;
+}
+
+static void pc_magnitude_add(pc_magnitude *m, double v) {
+  if (!isfinite(v))
+    return;
+  double x = fabs(v);
+  m->max_abs = x > m->max_abs ? x : m->max_abs;
+  m->sum_squares += x * x;
+  m->count++;
+}
+
+void pc_kernel_magnitude(pc_magnitude *m, int kind, const double *vals, const int64_t *ints,
+                         bool u64, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (kind == PC_KIND_COMPLEX)
+      pc_magnitude_add(m, hypot(vals[2 * i], vals[2 * i + 1]));
+    else
+      pc_magnitude_add(m, vals ? vals[i] : pc_int_to_double(ints[i], u64));
+  }
 }

@@ -35,4 +35,16 @@ void pc_kernel_complex(const pc_kernel_args *k, const double *a, const double *b
 /** How many of the n values are not exactly representable in float dtype `dt`. */
 uint64_t pc_kernel_unrepresentable(const double *v, size_t n, pc_dtype dt);
 
+/* Running magnitude of one tensor: max |v| and the sum of v^2 over finite elements. */
+typedef struct pc_magnitude {
+  double max_abs;
+  double sum_squares;
+  uint64_t count;
+} pc_magnitude;
+
+/** Fold n elements of a dataset of kind `kind` (a pc_kind of loader.h): floats and complex from
+ * `vals`, integers from `ints` (`u64`: uint64 bit for bit). */
+void pc_kernel_magnitude(pc_magnitude *m, int kind, const double *vals, const int64_t *ints,
+                         bool u64, size_t n);
+
 #endif

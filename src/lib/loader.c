@@ -259,6 +259,33 @@ static void pc_logical_dtype(pc_dataset *d, hid_t dset) {
     d->logical = dt;
 }
 
+/* The dumper's hints for the tolerance model (docs/tolerances.md): the length K of the
+ * reduction that produced the tensor, and the dtype it accumulated in. Absent or malformed
+ * attributes leave the defaults (unknown). */
+static void pc_reduction_attrs(pc_dataset *d, hid_t dset) {
+  char name[64];
+  if (H5Aexists(dset, "reduction_length") > 0) {
+    hid_t attr = H5Aopen(dset, "reduction_length", H5P_DEFAULT);
+    hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
+    hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
+    long long k = 0;
+    if (type >= 0 && H5Tget_class(type) == H5T_INTEGER &&
+        H5Sget_simple_extent_npoints(space) == 1 && H5Aread(attr, H5T_NATIVE_LLONG, &k) >= 0 &&
+        k > 0)
+      d->reduction_length = (uint64_t)k;
+    if (type >= 0)
+      H5Tclose(type);
+    if (space >= 0)
+      H5Sclose(space);
+    if (attr >= 0)
+      H5Aclose(attr);
+  }
+  if (H5Aexists(dset, "accumulation_dtype") > 0 &&
+      pc_read_string_attr(dset, "accumulation_dtype", name, sizeof name))
+    d->accumulation = pc_dtype_from_name(strncmp(name, "torch.", 6) == 0 ? name + 6 : name);
+  H5Eclear2(H5E_DEFAULT);
+}
+
 /* --- shape and filters ------------------------------------------------------------------ */
 
 static int pc_read_shape(pc_dataset *d, hid_t dset) {
@@ -318,6 +345,7 @@ static int pc_describe_dataset(pc_file *f, hid_t loc, const char *name, const ch
     rc = pc_set_reason(d, PC_KIND_ERROR, pc_h5_error(h5err, sizeof h5err));
   } else if ((rc = pc_classify_type(d, type)) == PC_OK && d->kind != PC_KIND_SKIPPED) {
     pc_logical_dtype(d, dset);
+    pc_reduction_attrs(d, dset);
     rc = pc_check_filters(d, dset);
   }
   if (type >= 0)

@@ -33,7 +33,9 @@ typedef struct pc_dataset {
   int rank;
   uint64_t dims[PC_MAX_RANK];
   uint64_t count;
-  char *reason; /* for PC_KIND_SKIPPED and PC_KIND_ERROR */
+  char *reason;              /* for PC_KIND_SKIPPED and PC_KIND_ERROR */
+  uint64_t reduction_length; /* attribute `reduction_length` (K); 0 when absent */
+  pc_dtype accumulation;     /* attribute `accumulation_dtype`; PC_DTYPE_NONE when absent */
 } pc_dataset;
 
 typedef struct pc_file pc_file;

@@ -13,7 +13,6 @@
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strerror */
 
-
 /* 17 significant digits make every double round-trip. jansson 2.8 and later always dump keys in
  * insertion order; the flag asks for it on older ones. */
 enum { JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };

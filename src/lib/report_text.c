@@ -12,7 +12,6 @@
 #include <stdio.h>    /* fprintf, snprintf */
 #include <string.h>   /* strlen, strerror */
 
-
 /* Paths longer than this keep their tail (the most specific part) behind "...". */
 enum { PATH_WIDTH_MAX = 60 };
 /* "[" and "]", up to 20 digits and a comma per dimension, NUL. */
