@@ -59,6 +59,13 @@ typedef struct pc_stats {
   double worst_rel;
   uint64_t worst_ulp;
   int worst_class; /* 0 finite, 1 mismatch, 2 inf mismatch, 3 nan mismatch: internal ranking */
+  /* Sums over the elements where a and b are both finite (complex: |.|^2 and Re(a conj b)),
+   * in row-major order, for the aggregate figures of docs/metrics.md. */
+  uint64_t finite_terms;
+  double sum_sq_a;    /* sum of a^2 */
+  double sum_sq_b;    /* sum of b^2 */
+  double sum_ab;      /* sum of a*b */
+  double sum_sq_diff; /* sum of (b - a)^2 */
 } pc_stats;
 
 /** mean_ulp of docs/metrics.md: the exact sum divided by ulp_terms (0 when there are none). */

@@ -43,6 +43,18 @@ static bool pc_worse(const pc_stats *s, int cls, double abs) {
   return cls == s->worst_class && cls != PC_CLASS_NONFINITE && abs > s->worst_abs;
 }
 
+/* Aggregate sums: only where all four parts are finite, so one inf or NaN cannot poison them. */
+static void pc_fold_sums(pc_stats *s, const double a[2], const double b[2]) {
+  if (!isfinite(a[0]) || !isfinite(a[1]) || !isfinite(b[0]) || !isfinite(b[1]))
+    return;
+  double d0 = b[0] - a[0], d1 = b[1] - a[1];
+  s->finite_terms++;
+  s->sum_sq_a += a[0] * a[0] + a[1] * a[1];
+  s->sum_sq_b += b[0] * b[0] + b[1] * b[1];
+  s->sum_ab += a[0] * b[0] + a[1] * b[1];
+  s->sum_sq_diff += d0 * d0 + d1 * d1;
+}
+
 static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, const double a[2],
                     const double b[2], double abs_a) {
   pc_stats *s = k->stats;
@@ -59,6 +71,7 @@ static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, con
     s->ulp_sum_hi += s->ulp_sum_lo < e->ulp; /* carry out of the low word */
     s->ulp_terms++;
   }
+  pc_fold_sums(s, a, b);
   int cls = (e->nan_mis || e->inf_mis) ? PC_CLASS_NONFINITE
             : pass                     ? PC_CLASS_PASS
                                        : PC_CLASS_MISMATCH;
@@ -106,6 +119,7 @@ static void pc_real_element(const pc_kernel_args *k, double a, double b, uint64_
   if (na || nb) {
     e.equal = na && nb;
     e.nan_mis = !e.equal;
+    e.abs = e.rel = e.nan_mis ? NAN : 0; /* reported for the worst element only */
   } else {
     e = pc_measure_real(a, b, k->compare);
   }
@@ -185,6 +199,7 @@ static pc_elem pc_measure_complex(const double *a, const double *b, pc_dtype dt)
   if (na || nb) {
     e.equal = na && nb;
     e.nan_mis = !e.equal;
+    e.abs = e.rel = e.nan_mis ? NAN : 0; /* reported for the worst element only */
     return e;
   }
   double dr = pc_component_diff(a[0], b[0], &e.inf_mis);

@@ -35,3 +35,10 @@ void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]) {
     flat = d ? flat / d : 0;
   }
 }
+
+const pc_tensor *pc_report_first_divergence(const pc_run *run) {
+  for (size_t i = 0; i < run->ntensors; i++)
+    if (pc_verdict_is_failure(run->tensors[i].verdict))
+      return &run->tensors[i];
+  return NULL;
+}

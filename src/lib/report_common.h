@@ -19,4 +19,9 @@ bool pc_report_has_stats(pc_verdict v);
 /** The row-major multi-index of t's worst element. */
 void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]);
 
+/** The first divergence of a run: its first tensor, in run order (execution order for dumps
+ * that track it), whose verdict is a failure; NULL when none fails. Downstream tensors that a
+ * bug spoiled come after it, so this is where to look first. */
+const pc_tensor *pc_report_first_divergence(const pc_run *run);
+
 #endif

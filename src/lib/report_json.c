@@ -165,11 +165,9 @@ static json_t *tensor_json(const pc_tensor *t) {
   return finish(o, rc);
 }
 
-static json_t *first_failure_json(const pc_run *run) {
-  for (size_t i = 0; i < run->ntensors; i++)
-    if (pc_verdict_is_failure(run->tensors[i].verdict))
-      return string_json(run->tensors[i].path);
-  return json_null();
+static json_t *first_divergence_json(const pc_run *run) {
+  const pc_tensor *t = pc_report_first_divergence(run);
+  return t ? string_json(t->path) : json_null();
 }
 
 static json_t *summary_json(const pc_run *run) {
@@ -182,7 +180,6 @@ static json_t *summary_json(const pc_run *run) {
       failures += run->by_verdict[v];
   }
   rc |= json_object_set_new(o, "failures", count_json(failures));
-  rc |= json_object_set_new(o, "first_failure", first_failure_json(run));
   return finish(o, rc);
 }
 
@@ -200,6 +197,7 @@ static json_t *run_json(const pc_run *run) {
   rc |= json_object_set_new(o, "a", string_json(run->path_a));
   rc |= json_object_set_new(o, "b", string_json(run->path_b));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
+  rc |= json_object_set_new(o, "first_divergence", first_divergence_json(run));
   rc |= json_object_set_new(o, "tensors", tensors_json(run));
   rc |= json_object_set_new(o, "summary", summary_json(run));
   return finish(o, rc);

@@ -333,13 +333,13 @@ static void put_pass_summary(FILE *out, const pc_run *run, bool color) {
   fputc('\n', out);
 }
 
-/* "FAIL: 3 of 120 tensors fail (2 drift, 1 missing_in_b), 1 skipped; first failure: /enc/3/out",
+/* "FAIL: 3 of 120 tensors fail (2 drift, 1 missing_in_b), 1 skipped; first divergence: /enc/3/out",
  * or for a run with unreadable tensors "ERROR: 1 of 120 tensors could not be read (first: /x);
  * 3 fail (...), ...". */
 static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
   size_t fails = failure_count(run);
   size_t skipped = run->by_verdict[PC_VERDICT_SKIPPED];
-  const pc_tensor *first_fail = first_where(run, pc_verdict_is_failure);
+  const pc_tensor *first_fail = pc_report_first_divergence(run);
   if (run->verdict == PC_RUN_ERROR) {
     const pc_tensor *first_error = first_where(run, is_error);
     put_summary_word(out, "ERROR", PC_VERDICT_ERROR, color);
@@ -358,7 +358,7 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
   if (skipped)
     fprintf(out, ", %zu skipped", skipped);
   if (first_fail)
-    fprintf(out, "; first failure: %s", first_fail->path);
+    fprintf(out, "; first divergence: %s", first_fail->path);
   fputc('\n', out);
 }
 

@@ -237,8 +237,11 @@ static const json_t *tensor_at(const json_t *root, size_t i) {
 static void test_json_top_level(void **state) {
   (void)state;
   json_t *root = render_json(&run);
-  static const char *const keys[] = {"version", "a", "b", "verdict", "tensors", "summary"};
-  assert_keys(root, keys, 6);
+  static const char *const keys[] = {"version", "a",       "b",      "verdict",
+                                     "first_divergence", "tensors", "summary"};
+  assert_keys(root, keys, 7);
+  /* The first failing tensor in run order: /enc/0/out passes, /enc/1/attn drifts. */
+  assert_string_equal(string_at(root, "first_divergence"), "/enc/1/attn");
   assert_int_equal(int_at(root, "version"), 1);
   assert_string_equal(string_at(root, "a"), "ref.h5");
   assert_string_equal(string_at(root, "b"), "cand.h5");
@@ -418,13 +421,12 @@ static void test_json_summary(void **state) {
   const json_t *s = json_object_get(root, "summary");
   static const char *const keys[] = {
       "tensors",        "pass",    "drift", "missing_in_a", "missing_in_b", "shape_mismatch",
-      "dtype_mismatch", "skipped", "error", "failures",     "first_failure"};
-  assert_keys(s, keys, 11);
+      "dtype_mismatch", "skipped", "error", "failures"};
+  assert_keys(s, keys, 10);
   static const json_int_t counts[] = {8, 1, 2, 1, 1, 1, 0, 1, 1};
   for (size_t i = 0; i < 9; i++)
     assert_int_equal(int_at(s, keys[i]), counts[i]);
   assert_int_equal(int_at(s, "failures"), 5); /* 2 drift + missing_in_a/b + shape_mismatch */
-  assert_string_equal(string_at(s, "first_failure"), "/enc/1/attn");
   json_decref(root);
 
   pc_run pass = {.path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1};
@@ -432,7 +434,7 @@ static void test_json_summary(void **state) {
   root = render_json(&pass);
   s = json_object_get(root, "summary");
   assert_int_equal(int_at(s, "failures"), 0);
-  assert_true(json_is_null(json_object_get(s, "first_failure")));
+  assert_true(json_is_null(json_object_get(root, "first_divergence")));
   json_decref(root);
 }
 
@@ -540,7 +542,7 @@ static void test_text_lines(void **state) {
       "skipped         /meta/names    -                 -        both sides are strings\n",
       "ERROR           /enc/3/broken  float32           [10]     filter 32001 not available\n",
       "ERROR: 1 of 8 tensors could not be read (first: /enc/3/broken); 5 fail (2 drift, "
-      "1 missing_in_a, 1 missing_in_b, 1 shape_mismatch), 1 skipped; first failure: "
+      "1 missing_in_a, 1 missing_in_b, 1 shape_mismatch), 1 skipped; first divergence: "
       "/enc/1/attn\n"};
   for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
     if (!strstr(text, wanted[i]))
@@ -596,7 +598,7 @@ static void test_text_summaries(void **state) {
   r.verdict = PC_RUN_DRIFT;
   text = render_text(&r, false, false);
   assert_non_null(strstr(text, "\nFAIL: 1 of 3 tensors fails (1 missing_in_b), 1 skipped; "
-                               "first failure: /dec/only_a\n"));
+                               "first divergence: /dec/only_a\n"));
   free(text);
 }
 
