@@ -214,8 +214,8 @@ static pc_verdict pc_judge(const pc_tensor *t) {
     return PC_VERDICT_DRIFT;
   if (s->mismatches == 0)
     return PC_VERDICT_PASS;
-  /* mismatches / count <= allowed, without dividing: count > 0 here. */
-  return (double)s->mismatches <= allowed * (double)s->count ? PC_VERDICT_PASS : PC_VERDICT_DRIFT;
+  /* count > 0 here: a tensor without elements has no mismatch. */
+  return (double)s->mismatches / (double)s->count <= allowed ? PC_VERDICT_PASS : PC_VERDICT_DRIFT;
 }
 
 static int pc_note(pc_tensor *t, bool cross_grid) {

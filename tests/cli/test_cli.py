@@ -1,0 +1,539 @@
+#!/usr/bin/python3
+"""End-to-end tests of the paritycheck binary.
+
+    /usr/bin/python3 tests/cli/test_cli.py PATH/TO/paritycheck FIXTURES_DIR
+
+FIXTURES_DIR is made by scripts/make_fixtures.py; its expected.json holds numpy's figures
+(scripts/pc_reference.py, docs/metrics.md) for every tensor. The tolerance files are the YAML files
+beside this script. Prints one line per failure and a last line "N passed, M failed"; the exit
+status is 1 when anything failed.
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
+import pc_reference as ref  # noqa: E402
+
+BIN = None
+FIX = None
+EXPECTED = None
+STRICT = os.path.join(HERE, 'strict.yaml')
+LOOSE = os.path.join(HERE, 'loose.yaml')
+BAD_KEY = os.path.join(HERE, 'bad_key.yaml')
+BAD_SYNTAX = os.path.join(HERE, 'bad_syntax.yaml')
+TMP = None
+
+ANSI = re.compile(r'\x1b\[')
+PASSED = 0
+FAILED = []
+
+
+def check(name, cond, detail=''):
+    """Record one check."""
+    global PASSED
+    if cond:
+        PASSED += 1
+    else:
+        FAILED.append(name)
+        print('FAIL %s%s' % (name, (': ' + detail) if detail else ''))
+    return cond
+
+
+def env():
+    e = dict(os.environ)
+    e.pop('NO_COLOR', None)
+    return e
+
+
+def run(args, timeout=120):
+    return subprocess.run([BIN] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env(), timeout=timeout, errors='replace', text=True)
+
+
+def fx(name):
+    return os.path.join(FIX, name)
+
+
+def pair_paths(pair):
+    p = EXPECTED['pairs'][pair]
+    return fx(p['a']), fx(p['b'])
+
+
+_JSON_N = [0]
+
+
+def run_json(pair, extra=(), tol=True):
+    """Run on a fixture pair with --json FILE; returns (process, report or None)."""
+    a, b = pair_paths(pair)
+    _JSON_N[0] += 1
+    out = os.path.join(TMP, '%s_%d.json' % (pair, _JSON_N[0]))
+    args = (['-t', STRICT] if tol else []) + list(extra) + ['--json', out, a, b]
+    proc = run(args)
+    report = None
+    try:
+        with open(out) as fh:
+            report = json.load(fh)
+    except (OSError, ValueError) as e:
+        proc.json_error = str(e)
+    return proc, report
+
+
+def short(proc):
+    return 'rc=%s stderr=%r' % (proc.returncode, proc.stderr[-600:])
+
+
+# ------------------------------------------------------------------------------------------
+# Figures
+# ------------------------------------------------------------------------------------------
+
+INT_FIELDS = ('count', 'mismatches', 'nan_mismatches', 'inf_mismatches', 'max_ulp')
+FLOAT_FIELDS = ('max_abs', 'max_rel')
+
+
+def tensor_problems(exp, got):
+    """Differences between an expected.json entry and a report tensor (list of strings)."""
+    probs = []
+    if got.get('verdict') != exp['verdict']:
+        probs.append('verdict: want %r, got %r (message %r)' % (exp['verdict'], got.get('verdict'),
+                                                                 got.get('message')))
+    if 'count' not in exp:
+        if exp.get('message_contains'):
+            msg = got.get('message') or ''
+            if exp['message_contains'].lower() not in msg.lower():
+                probs.append('message %r lacks %r' % (msg, exp['message_contains']))
+        for k in ('count', 'max_abs', 'max_rel', 'max_ulp', 'mean_ulp', 'worst'):
+            if k in got and got[k] is not None:
+                probs.append('%s present for a %s tensor' % (k, exp['verdict']))
+        return probs
+    for k in ('compare_dtype', 'dtype_a', 'dtype_b'):
+        if got.get(k) != exp[k]:
+            probs.append('%s: want %r, got %r' % (k, exp[k], got.get(k)))
+    if list(got.get('shape') or []) != exp['shape'] or 'shape' not in got:
+        probs.append('shape: want %r, got %r' % (exp['shape'], got.get('shape')))
+    for k in INT_FIELDS:
+        if not ref.same_int(exp[k], got.get(k)):
+            probs.append('%s: want %r, got %r' % (k, exp[k], got.get(k)))
+    for k in ('not_representable_a', 'not_representable_b'):
+        if not ref.same_int(exp[k], got.get(k, 0)):
+            probs.append('%s: want %r, got %r' % (k, exp[k], got.get(k)))
+    for k in FLOAT_FIELDS:
+        if not ref.same_float(exp[k], got.get(k)):
+            probs.append('%s: want %r, got %r' % (k, exp[k], got.get(k)))
+    want_mean = float(ref.from_json_number(exp['mean_ulp']))
+    gm = ref.from_json_number(got.get('mean_ulp'))
+    if not isinstance(gm, (int, float)) or isinstance(gm, bool) or \
+            not abs(float(gm) - want_mean) <= 1e-12 * abs(want_mean):
+        probs.append('mean_ulp: want %r, got %r' % (want_mean, gm))
+    # tolerance applied: the same criteria set, to the same values
+    gt = got.get('tolerance')
+    if not isinstance(gt, dict):
+        probs.append('tolerance missing: %r' % (gt,))
+    else:
+        for k in ('atol', 'rtol', 'max_ulp', 'max_mismatch_fraction'):
+            w, g = exp['tolerance'].get(k), gt.get(k)
+            if k == 'max_mismatch_fraction' and w is None:
+                w = 0.0  # unset means 0: either spelling is right
+                g = 0.0 if g is None else g
+            if (w is None) != (g is None) or (w is not None and not ref.same_float(w, g)):
+                probs.append('tolerance %s: want %r, got %r' % (k, w, g))
+    if exp.get('cross_grid') and not got.get('note'):
+        probs.append('cross-grid pair without a note')
+    ew, gw = exp.get('worst'), got.get('worst')
+    if ew is None:
+        if gw:
+            probs.append('worst present for an empty tensor: %r' % (gw,))
+    elif not isinstance(gw, dict):
+        probs.append('worst missing')
+    else:
+        if list(gw.get('index', [None])) != ew['index']:
+            probs.append('worst index: want %r, got %r' % (ew['index'], gw.get('index')))
+        for k in ('a', 'b'):
+            wv, gv = ew[k], gw.get(k)
+            if isinstance(wv, list):
+                ok = isinstance(gv, list) and len(gv) == 2 and all(
+                    ref.same_float(x, y) for x, y in zip(wv, gv))
+            else:
+                ok = ref.same_float(wv, gv)
+            if not ok:
+                probs.append('worst %s: want %r, got %r' % (k, wv, gv))
+        for k in ('abs', 'rel'):
+            if not ref.same_float(ew[k], gw.get(k)):
+                probs.append('worst %s: want %r, got %r' % (k, ew[k], gw.get(k)))
+        if not ref.same_int(ew['ulp'], gw.get('ulp')):
+            probs.append('worst ulp: want %r, got %r' % (ew['ulp'], gw.get('ulp')))
+    return probs
+
+
+def check_report(pair, report, label=None):
+    """Every tensor of the report against expected.json, plus order and run verdict."""
+    label = label or pair
+    exp = EXPECTED['pairs'][pair]
+    if not check('%s: JSON report written' % label, isinstance(report, dict)):
+        return
+    check('%s: JSON version' % label, report.get('version') == 1, repr(report.get('version')))
+    check('%s: JSON run verdict' % label, report.get('verdict') == exp['verdict'],
+          'want %r, got %r' % (exp['verdict'], report.get('verdict')))
+    tensors = report.get('tensors') or []
+    got = {}
+    for t in tensors:
+        check('%s: %s listed once' % (label, t.get('path')), t.get('path') not in got)
+        got[t.get('path')] = t
+    for path, e in exp['tensors'].items():
+        name = '%s: %s' % (label, path)
+        if 'either' in e:
+            if path not in got:
+                check(name, 'absent' in e['either'], 'absent from the report')
+                continue
+            t = got[path]
+            outcomes = [o for o in e['either'] if o != 'absent']
+            if t.get('verdict') in outcomes:
+                check(name, True)
+                continue
+            same = [o for o in outcomes if o.startswith('same_as:')]
+            if same:
+                probs = tensor_problems(e['same_as'], t)
+                check(name, not probs, '; '.join(probs))
+            else:
+                check(name, False, 'verdict %r not among %r' % (t.get('verdict'), e['either']))
+            continue
+        if not check(name, path in got, 'missing from the report'):
+            continue
+        probs = tensor_problems(e, got[path])
+        check(name, not probs, '; '.join(probs))
+    extra = [p for p in got if p not in exp['tensors']]
+    check('%s: no unexpected tensors' % label, not extra, repr(extra))
+    order = [t.get('path') for t in tensors]
+    if exp.get('order') == 'by_name':
+        check('%s: report order by name' % label, order == sorted(order), repr(order))
+    elif exp.get('order'):
+        check('%s: report order' % label, order == exp['order'],
+              'want %r, got %r' % (exp['order'], order))
+
+
+# ------------------------------------------------------------------------------------------
+# Tests
+# ------------------------------------------------------------------------------------------
+
+
+def test_tolerance_file_matches_expected():
+    import yaml
+    with open(STRICT) as fh:
+        spec = yaml.safe_load(fh)
+    check('strict.yaml == make_fixtures.STRICT_TOLERANCES', spec == EXPECTED['tolerances']['spec'],
+          'regenerate or edit one of them')
+
+
+def test_exit_codes_and_figures():
+    for pair in ('pass', 'drift', 'missing', 'shape', 'order', 'order_plain', 'dtypes',
+                 'layouts'):
+        proc, report = run_json(pair)
+        exp = EXPECTED['pairs'][pair]
+        check('%s: exit %d' % (pair, exp['exit']), proc.returncode == exp['exit'], short(proc))
+        check_report(pair, report)
+        if report is not None and pair in ('dtypes', 'layouts', 'pass', 'drift'):
+            # independent read-back: h5py + numpy recompute every compared tensor of the report
+            a, b = pair_paths(pair)
+            path = os.path.join(TMP, 'check_%s.json' % pair)
+            with open(path, 'w') as fh:
+                json.dump(report, fh)
+            rp = subprocess.run([sys.executable, REFERENCE, 'check', path, a, b],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                timeout=300)
+            check('%s: pc_reference check of the report' % pair, rp.returncode == 0,
+                  rp.stdout[-3000:])
+
+
+REFERENCE = os.path.join(HERE, '..', '..', 'scripts', 'pc_reference.py')
+
+
+def test_reference_selftest():
+    rp = subprocess.run([sys.executable, REFERENCE, 'selftest'], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, timeout=300)
+    check('pc_reference selftest', rp.returncode == 0, rp.stdout[-2000:])
+
+
+def test_builtin_defaults():
+    proc = run(list(pair_paths('pass')))
+    check('pass pair with built-in tolerances only: exit 0', proc.returncode == 0, short(proc))
+    # Other tolerances, other mismatch counts and verdicts: numpy recomputes them from the
+    # tolerance each tensor reports.
+    for pair in ('dtypes', 'layouts'):
+        proc, report = run_json(pair, tol=False)
+        if not check('%s, built-in tolerances: JSON written' % pair, report is not None,
+                     short(proc)):
+            continue
+        a, b = pair_paths(pair)
+        path = os.path.join(TMP, 'builtin_%s.json' % pair)
+        with open(path, 'w') as fh:
+            json.dump(report, fh)
+        rp = subprocess.run([sys.executable, REFERENCE, 'check', path, a, b],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=300)
+        check('%s, built-in tolerances: pc_reference check' % pair, rp.returncode == 0,
+              rp.stdout[-3000:])
+
+
+def test_later_tolerance_file_wins():
+    a, b = pair_paths('drift')
+    p = run(['-t', STRICT, '-t', LOOSE, a, b])
+    check('-t strict -t loose: drift pair passes (exit 0)', p.returncode == 0, short(p))
+    p = run(['-t', LOOSE, '-t', STRICT, a, b])
+    check('-t loose -t strict: drift pair drifts (exit 1)', p.returncode == 1, short(p))
+
+
+def test_missing_names():
+    a, b = pair_paths('missing')
+    p = run(['-t', STRICT, a, b])
+    check('missing: exit 1', p.returncode == 1, short(p))
+    check('missing: text names /only_a', '/only_a' in p.stdout, p.stdout)
+    check('missing: text names /only_b', '/only_b' in p.stdout, p.stdout)
+    _, report = run_json('missing')
+    if report:
+        v = {t.get('path'): t.get('verdict') for t in report.get('tensors', [])}
+        check('missing: JSON /only_a missing_in_b', v.get('/only_a') == 'missing_in_b', repr(v))
+        check('missing: JSON /only_b missing_in_a', v.get('/only_b') == 'missing_in_a', repr(v))
+
+
+def test_shape_mismatch_text():
+    a, b = pair_paths('shape')
+    p = run(['-t', STRICT, a, b])
+    check('shape: exit 1', p.returncode == 1, short(p))
+    check('shape: text names /x', re.search(r'(^|\s)/x\b', p.stdout, re.M) is not None, p.stdout)
+
+
+def _names_file(p, path, label):
+    check('%s: exit 2' % label, p.returncode == 2, short(p))
+    check('%s: stderr names the file' % label, path in p.stderr, repr(p.stderr))
+    check('%s: error line starts with "paritycheck: "' % label,
+          any(line.startswith('paritycheck: ') and path in line
+              for line in p.stderr.splitlines()), repr(p.stderr))
+    check('%s: no HDF5-DIAG without --debug' % label, 'HDF5-DIAG' not in p.stderr,
+          repr(p.stderr[:400]))
+
+
+def test_bad_files():
+    good = pair_paths('pass')[1]
+    files = EXPECTED['files']
+    for kind in ('corrupt', 'not_hdf5', 'empty'):
+        path = fx(files[kind])
+        _names_file(run(['-t', STRICT, path, good]), path, '%s as A' % kind)
+        _names_file(run(['-t', STRICT, good, path]), path, '%s as B' % kind)
+    missing = os.path.join(FIX, 'no_such_file.h5')
+    _names_file(run([missing, good]), missing, 'nonexistent A')
+    _names_file(run([good, missing]), missing, 'nonexistent B')
+    p = run(['--debug', fx(files['corrupt']), good])
+    check('corrupt with --debug: exit 2', p.returncode == 2, short(p))
+    check('corrupt with --debug: HDF5 error stack shown', 'HDF5-DIAG' in p.stderr,
+          repr(p.stderr[:400]))
+
+
+def test_usage_errors():
+    a, b = pair_paths('pass')
+    for label, args in (('no arguments', []), ('one argument', [a]),
+                        ('three arguments', [a, b, b]), ('unknown option', ['--bogus', a, b]),
+                        ('unknown short option', ['-Z', a, b]),
+                        ('-t without value', ['-t']),
+                        ('--block-elems 0', ['--block-elems', '0', a, b]),
+                        ('--block-elems x', ['--block-elems', 'x', a, b])):
+        p = run(args)
+        check('usage: %s: exit 2' % label, p.returncode == 2, short(p))
+        check('usage: %s: message on stderr' % label, p.stderr.strip() != '', short(p))
+    p = run(['-t', BAD_KEY, a, b])
+    check('bad -t (unknown key): exit 2', p.returncode == 2, short(p))
+    m = re.search(re.escape(BAD_KEY) + r':(\d+):(\d+):', p.stderr)
+    check('bad -t (unknown key): stderr has file:line:col', m is not None, repr(p.stderr))
+    if m:
+        check('bad -t (unknown key): line 6', m.group(1) == '6', m.group(0))
+        check('bad -t (unknown key): column 5', m.group(2) == '5', m.group(0))
+    p = run(['-t', BAD_SYNTAX, a, b])
+    check('bad -t (syntax): exit 2', p.returncode == 2, short(p))
+    check('bad -t (syntax): stderr has file:line:col',
+          re.search(re.escape(BAD_SYNTAX) + r':\d+:\d+:', p.stderr) is not None, repr(p.stderr))
+    nofile = os.path.join(TMP, 'no_such_tolerances.yaml')
+    p = run(['-t', nofile, a, b])
+    check('-t nonexistent file: exit 2', p.returncode == 2, short(p))
+    check('-t nonexistent file: named', nofile in p.stderr, repr(p.stderr))
+
+
+def test_help_version():
+    p = run(['-h'])
+    check('-h: exit 0', p.returncode == 0, short(p))
+    check('-h: usage on stdout', 'Usage' in p.stdout or 'usage' in p.stdout, p.stdout[:200])
+    p = run(['--help'])
+    check('--help: exit 0', p.returncode == 0, short(p))
+    p = run(['-V'])
+    check('-V: exit 0', p.returncode == 0, short(p))
+    check('-V: prints the version', re.search(r'paritycheck \d+\.\d+', p.stdout) is not None,
+          p.stdout)
+
+
+def test_lzf():
+    a, b = pair_paths('layouts')
+    p = run(['-t', STRICT, a, b])
+    check('lzf: run exit 2', p.returncode == 2, short(p))
+    lines = [ln for ln in (p.stdout + p.stderr).splitlines() if '/lzf' in ln]
+    check('lzf: /lzf reported naming the filter', any('lzf' in ln.lower().replace('/lzf', '')
+                                                      for ln in lines), repr(lines))
+    check('lzf: other tensors still reported', '/big3d' in p.stdout and '/chunked_gzip' in
+          p.stdout, p.stdout[:500])
+
+
+def _path_line(out, path):
+    m = re.search(r'(^|\s)' + re.escape(path) + r'(\s|$|:)', out, re.M)
+    return m.start() if m else None
+
+
+def test_text_order():
+    for pair in ('order', 'order_plain'):
+        a, b = pair_paths(pair)
+        p = run(['-t', STRICT, a, b])
+        pos = [_path_line(p.stdout, q) for q in EXPECTED['pairs'][pair]['order']]
+        check('%s: text lists every tensor' % pair, None not in pos, p.stdout)
+        if None not in pos:
+            check('%s: text order' % pair, pos == sorted(pos), p.stdout)
+
+
+def test_quiet():
+    a, b = pair_paths('drift')
+    p = run(['-t', STRICT, a, b])
+    check('drift text: lists passing /x', _path_line(p.stdout, '/x') is not None, p.stdout)
+    q = run(['-t', STRICT, '-q', a, b])
+    check('-q: exit 1', q.returncode == 1, short(q))
+    check('-q: lists failing /w', _path_line(q.stdout, '/w') is not None, q.stdout)
+    check('-q: omits passing /x', _path_line(q.stdout, '/x') is None, q.stdout)
+    check('-q: summary line', q.stdout.strip() != '' and len(q.stdout.strip().splitlines()) <
+          len(p.stdout.strip().splitlines()), q.stdout)
+    check('-q: last line is the same summary', q.stdout.strip().splitlines()[-1:] ==
+          p.stdout.strip().splitlines()[-1:], '%r vs %r' % (q.stdout, p.stdout))
+    q = run(['-t', STRICT, '--quiet', *pair_paths('pass')])
+    check('--quiet on a passing run: no tensor lines',
+          all(_path_line(q.stdout, t) is None for t in ('/x', '/y', '/z')), q.stdout)
+
+
+def _run_pty(args):
+    """Run with stdout on a pseudo-terminal; returns (rc, output)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([BIN] + args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
+                            env=env())
+    os.close(slave)
+    chunks = []
+    while True:
+        r, _, _ = select.select([master], [], [], 60)
+        if not r:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    rc = proc.wait(timeout=60)
+    os.close(master)
+    return rc, b''.join(chunks).decode('utf-8', 'replace')
+
+
+def test_color():
+    a, b = pair_paths('drift')
+    for label, args in (('default', ['-t', STRICT, a, b]),
+                        ('--no-color', ['-t', STRICT, '--no-color', a, b])):
+        p = run(args)
+        check('no ANSI escapes when not a TTY (%s)' % label,
+              not ANSI.search(p.stdout + p.stderr), repr(p.stdout[:200]))
+    rc, out = _run_pty(['-t', STRICT, a, b])
+    check('TTY: colours used', rc == 1 and ANSI.search(out) is not None, repr(out[:300]))
+    rc, out = _run_pty(['-t', STRICT, '--no-color', a, b])
+    check('TTY --no-color: no ANSI escapes', rc == 1 and not ANSI.search(out), repr(out[:300]))
+    e = env()
+    e['NO_COLOR'] = '1'
+    p = subprocess.run([BIN, '-t', STRICT, a, b], capture_output=True, text=True, env=e)
+    check('NO_COLOR: no ANSI escapes', not ANSI.search(p.stdout), repr(p.stdout[:200]))
+
+
+def test_json_stdout():
+    for pair in ('dtypes', 'missing'):
+        a, b = pair_paths(pair)
+        p = run(['-t', STRICT, '--json', '-', a, b])
+        check('--json - (%s): exit %d' % (pair, EXPECTED['pairs'][pair]['exit']),
+              p.returncode == EXPECTED['pairs'][pair]['exit'], short(p))
+        try:
+            doc = json.loads(p.stdout)
+        except ValueError as e:
+            check('--json - (%s): stdout is valid JSON' % pair, False, '%s: %r' % (e, p.stdout[:300]))
+            continue
+        check('--json - (%s): stdout is valid JSON' % pair, True)
+        _, rep = run_json(pair)
+        check('--json - (%s): same report as --json FILE' % pair, doc == rep)
+
+
+def test_block_elems():
+    for pair in ('dtypes', 'layouts', 'pass'):
+        _, base = run_json(pair)
+        for n in ('7', '1', '4096'):
+            p, rep = run_json(pair, ['--block-elems', n])
+            check('--block-elems %s (%s): exit' % (n, pair),
+                  p.returncode == EXPECTED['pairs'][pair]['exit'], short(p))
+            same = rep is not None and base is not None and rep == base
+            detail = ''
+            if not same and rep and base:
+                diff = [t1.get('path') for t1, t2 in zip(base.get('tensors', []),
+                                                         rep.get('tensors', [])) if t1 != t2]
+                detail = 'tensors differ: %r' % diff
+            check('--block-elems %s (%s): JSON identical to default' % (n, pair), same, detail)
+
+
+TESTS = [
+    test_tolerance_file_matches_expected,
+    test_exit_codes_and_figures,
+    test_reference_selftest,
+    test_builtin_defaults,
+    test_later_tolerance_file_wins,
+    test_missing_names,
+    test_shape_mismatch_text,
+    test_bad_files,
+    test_usage_errors,
+    test_help_version,
+    test_lzf,
+    test_text_order,
+    test_quiet,
+    test_color,
+    test_json_stdout,
+    test_block_elems,
+]
+
+
+def main(argv):
+    global BIN, FIX, EXPECTED, TMP
+    if len(argv) != 2:
+        print('usage: test_cli.py PARITYCHECK_BINARY FIXTURES_DIR', file=sys.stderr)
+        return 2
+    BIN = os.path.abspath(argv[0])
+    FIX = os.path.abspath(argv[1])
+    with open(os.path.join(FIX, 'expected.json')) as fh:
+        EXPECTED = json.load(fh)
+    only = os.environ.get('PC_TEST_ONLY')  # e.g. PC_TEST_ONLY=test_quiet
+    with tempfile.TemporaryDirectory(prefix='pc_cli_') as tmp:
+        TMP = tmp
+        for t in TESTS:
+            if only and t.__name__ not in only.split(','):
+                continue
+            try:
+                t()
+            except Exception as e:  # a crash in one test is one failure, the others still run
+                import traceback
+                traceback.print_exc()
+                check('%s raised %s' % (t.__name__, type(e).__name__), False, str(e))
+    print('%d passed, %d failed' % (PASSED, len(FAILED)))
+    return 1 if FAILED else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
