@@ -37,6 +37,14 @@ const char *pc_verdict_name(pc_verdict v);
 /** True for the verdicts that make a run drift (everything but pass, skipped and error). */
 bool pc_verdict_is_failure(pc_verdict v);
 
+enum {
+  PC_ULP_BUCKETS = 65, /* log2 buckets of ulp: 0, 1, 2-3, 4-7, ..., [2^63, 2^64) */
+  PC_NQUANTILES = 4    /* p50, p90, p99, p99.9 */
+};
+
+/** The quantile levels of pc_stats.q_*: 0.5, 0.9, 0.99, 0.999. */
+extern const double pc_quantile_levels[PC_NQUANTILES];
+
 /* Per-tensor figures, each defined in docs/metrics.md. */
 typedef struct pc_stats {
   uint64_t count;
@@ -66,7 +74,29 @@ typedef struct pc_stats {
   double sum_sq_b;    /* sum of b^2 */
   double sum_ab;      /* sum of a*b */
   double sum_sq_diff; /* sum of (b - a)^2 */
+  /* Distribution of the errors over the elements of mean_ulp (all but nan mismatches). */
+  double sum_abs;                    /* mean_abs = sum_abs / ulp_terms */
+  double sum_rel;                    /* mean_rel = sum_rel / ulp_terms */
+  uint64_t ulp_hist[PC_ULP_BUCKETS]; /* [0]: ulp 0; [k >= 1]: ulp in [2^(k-1), 2^k) */
+  bool has_quantiles;                /* q_* below are filled */
+  double q_abs[PC_NQUANTILES];       /* quantiles of abs, rel and ulp at pc_quantile_levels: */
+  double q_rel[PC_NQUANTILES];       /* approximations from a log-bucketed histogram, */
+  double q_ulp[PC_NQUANTILES];       /* docs/metrics.md says how close */
 } pc_stats;
+
+/* Aggregate figures of a tensor, derived from pc_stats (docs/metrics.md, "Aggregates"). */
+typedef struct pc_aggregates {
+  double mean_abs; /* sum_abs / ulp_terms */
+  double mean_rel;
+  double rms;     /* sqrt(sum_sq_diff / finite_terms) */
+  double rel_rms; /* sqrt(sum_sq_diff / sum_sq_a) */
+  double cosine;  /* sum_ab / sqrt(sum_sq_a * sum_sq_b) */
+  double snr_db;  /* 10 log10(sum_sq_a / sum_sq_diff) */
+} pc_aggregates;
+
+/** The aggregate figures of s, with the edge cases of docs/metrics.md (no elements, zero
+ * vectors, no error). */
+pc_aggregates pc_stats_aggregates(const pc_stats *s);
 
 /** mean_ulp of docs/metrics.md: the exact sum divided by ulp_terms (0 when there are none). */
 double pc_stats_mean_ulp(const pc_stats *s);

@@ -43,6 +43,16 @@ static bool pc_worse(const pc_stats *s, int cls, double abs) {
   return cls == s->worst_class && cls != PC_CLASS_NONFINITE && abs > s->worst_abs;
 }
 
+/* Bucket k >= 1 holds [2^(k-1), 2^k): the bit length of ulp. */
+static int pc_ulp_bucket(uint64_t ulp) {
+  int k = 0;
+  while (ulp) {
+    ulp >>= 1;
+    k++;
+  }
+  return k;
+}
+
 /* Aggregate sums: only where all four parts are finite, so one inf or NaN cannot poison them. */
 static void pc_fold_sums(pc_stats *s, const double a[2], const double b[2]) {
   if (!isfinite(a[0]) || !isfinite(a[1]) || !isfinite(b[0]) || !isfinite(b[1]))
@@ -70,6 +80,9 @@ static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, con
     s->ulp_sum_lo += e->ulp;
     s->ulp_sum_hi += s->ulp_sum_lo < e->ulp; /* carry out of the low word */
     s->ulp_terms++;
+    s->sum_abs += e->abs;
+    s->sum_rel += e->rel;
+    s->ulp_hist[pc_ulp_bucket(e->ulp)]++;
   }
   pc_fold_sums(s, a, b);
   int cls = (e->nan_mis || e->inf_mis) ? PC_CLASS_NONFINITE
