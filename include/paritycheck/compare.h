@@ -134,14 +134,21 @@ typedef struct pc_run {
   pc_run_verdict verdict; /* its value is also the process exit code */
 } pc_run;
 
+/* Reports how far a comparison has got: stored bytes read of both files so far, of `total`.
+ * Called on the thread that called pc_compare_files. */
+typedef void (*pc_progress_fn)(void *user, uint64_t done, uint64_t total);
+
 #define PC_OPTIONS_VERSION 1
 typedef struct pc_options {
-  int version;           /* PC_OPTIONS_VERSION */
-  const pc_tolset *tols; /* required */
-  size_t block_elems;    /* elements per read block; 0 = default */
+  int version;             /* PC_OPTIONS_VERSION */
+  const pc_tolset *tols;   /* required */
+  size_t block_elems;      /* elements per read block; 0 = default */
+  unsigned threads;        /* worker threads; 0 = one per online core; 1 = none */
+  pc_progress_fn progress; /* may be NULL */
+  void *progress_user;
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
-  { PC_OPTIONS_VERSION, NULL, 0 }
+  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL }
 
 /** Compare the HDF5 files at path_a (reference) and path_b (candidate). On success *out holds
  * the run (free it with pc_run_free); datasets that cannot be read are tensors with verdict

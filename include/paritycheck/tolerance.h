@@ -3,7 +3,10 @@
  *   1. the built-in profile (tolerances/default.yaml, embedded at build time) if loaded;
  *   2. then the `defaults` of every loaded file, in load order;
  *   3. then every rule of every file, in load order, whose glob matches the path.
- * Each step overrides only the criteria it sets (or unsets with null), so a later file wins. */
+ * Each step overrides only the keys it sets (or unsets with null), so a later file wins.
+ * Besides fixed criteria, a file may give the coefficients of the reduction-aware model
+ * (docs/tolerance-model.md), which scale with the unit roundoff, the reduction length K and the
+ * magnitude of A; resolution turns them into the plain figures of a pc_tol. */
 #ifndef PARITYCHECK_TOLERANCE_H
 #define PARITYCHECK_TOLERANCE_H
 
@@ -23,17 +26,23 @@ enum {
   PC_TOL_ATOL = 1u << 0,
   PC_TOL_RTOL = 1u << 1,
   PC_TOL_MAX_ULP = 1u << 2,
-  PC_TOL_MAX_MISMATCH_FRACTION = 1u << 3
+  PC_TOL_MAX_MISMATCH_FRACTION = 1u << 3,
+  PC_TOL_MAX_REL_RMS = 1u << 4, /* tensor-level: rel_rms <= max_rel_rms */
+  PC_TOL_MAX_SCALE = 1u << 5    /* tensor-level: |scale_error| <= max_scale + max_scale_sqrt_n/sqrt(N) */
 };
 
 /* The tolerance applied to one tensor. A field is meaningful only when its bit is in `set`;
- * an unset max_mismatch_fraction means 0. */
+ * an unset max_mismatch_fraction means 0. The last three are tensor-level criteria on the
+ * aggregate figures of docs/metrics.md (pc_tol_check_aggregates). */
 typedef struct pc_tol {
   unsigned set;
   double atol;                  /* >= 0, finite */
   double rtol;                  /* >= 0, finite */
   uint64_t max_ulp;             /* any value */
   double max_mismatch_fraction; /* in [0, 1] */
+  double max_rel_rms;           /* >= 0, finite */
+  double max_scale;             /* >= 0, finite: the systematic part of the scale allowance */
+  double max_scale_sqrt_n;      /* >= 0, finite: the sampling part, divided by sqrt(N) */
 } pc_tol;
 
 typedef struct pc_tolset pc_tolset;
@@ -57,7 +66,7 @@ int pc_tolset_load_string(pc_tolset *set, const char *name, const char *text, si
                           pc_error *err);
 
 /* What the tolerance model may know of a tensor besides its path and dtype
- * (docs/tolerances.md): the dumper's reduction hints and the magnitude of A. */
+ * (docs/tolerance-model.md): the dumper's reduction hints and the magnitude of A. */
 typedef struct pc_tol_context {
   uint64_t reduction_length; /* K, from the dataset attribute `reduction_length`; 0 = unknown */
   pc_dtype accumulation;     /* attribute `accumulation_dtype`; PC_DTYPE_NONE = unknown */
@@ -71,13 +80,22 @@ typedef struct pc_tol_context {
 bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare);
 
 /** The tolerance for dataset `path` compared in `compare`, given what is known of the tensor
- * (ctx may be NULL: nothing is known). */
+ * (ctx may be NULL: nothing is known). Model coefficients that need what ctx does not give (K,
+ * a measured magnitude) contribute nothing; for a compare dtype that is not a float the model
+ * takes no part at all. */
 pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,
                              const pc_tol_context *ctx);
 
 /** The tolerance for dataset `path` (e.g. "/enc/layer0/out") compared in dtype `compare`
- * (the component dtype for complex data). */
+ * (the component dtype for complex data); pc_tolset_resolve_ctx with nothing known. */
 pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare);
+
+/** The tensor-level criteria of `tol` that a tensor breaks, as PC_TOL_MAX_REL_RMS and
+ * PC_TOL_MAX_SCALE bits (0: none). rel_rms and scale_error are the figures of docs/metrics.md
+ * over the tensor's n finite pairs; a NaN figure breaks its criterion, and with n = 0 nothing
+ * is broken. */
+unsigned pc_tol_check_aggregates(const pc_tol *tol, double rel_rms, double scale_error,
+                                 uint64_t n);
 
 #ifdef __cplusplus
 }

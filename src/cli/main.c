@@ -2,21 +2,46 @@
  * tolerances, compare, write reports, exit 0 (pass), 1 (drift) or 2 (error). */
 #include <paritycheck/paritycheck.h>
 
+#include <float.h>  /* DBL_MAX */
 #include <getopt.h> /* getopt_long */
 #include <stdio.h>  /* fprintf */
-#include <stdlib.h> /* strtoull, getenv */
+#include <stdlib.h> /* strtoull, strtod, getenv */
 #include <string.h> /* strcmp */
+#include <time.h>   /* clock_gettime */
 #include <unistd.h> /* isatty */
 
 enum { EXIT_PASS = 0, EXIT_DRIFT = 1, EXIT_ERROR = 2 };
 
-enum { OPT_JSON = 256, OPT_NO_COLOR, OPT_BLOCK, OPT_DEBUG };
+enum { PC_MAX_JOBS = 256 }; /* more threads than this only adds contention */
+
+enum { OPT_JSON = 256, OPT_NO_COLOR, OPT_BLOCK, OPT_DEBUG, OPT_JOBS };
+
+/* Options of the report files, sorting and the baseline gate. */
+enum {
+  OPT_MARKDOWN = 512,
+  OPT_JUNIT,
+  OPT_HTML,
+  OPT_SORT,
+  OPT_SAVE_BASELINE,
+  OPT_BASELINE,
+  OPT_BASELINE_FACTOR
+};
+
+typedef struct outputs {
+  const char *markdown, *junit, *html; /* report files; "-" is stdout */
+  const char *save_baseline, *baseline;
+  double baseline_factor; /* 0 until given: PC_BASELINE_FACTOR_DEFAULT */
+  pc_sort sort;
+  bool verbose;
+} outputs;
 
 typedef struct cli {
   const char *path_a, *path_b;
   const char *json;
   bool quiet, no_color, debug;
   size_t block_elems;
+  outputs out;
+  size_t jobs;
 } cli;
 
 static void usage(FILE *out) {
@@ -30,9 +55,23 @@ static void usage(FILE *out) {
         "                         always come first\n"
         "      --json FILE        also write the JSON report to FILE (\"-\": stdout, instead of\n"
         "                         the text report)\n"
+        "      --markdown FILE    also write a Markdown delta table (docs/reports.md)\n"
+        "      --junit FILE       also write JUnit XML, one testcase per tensor\n"
+        "      --html FILE        also write a self-contained HTML page\n"
+        "                         (\"-\" for any one of these: stdout, instead of the text)\n"
+        "      --sort worst|order row order of the Markdown and HTML tables (default worst)\n"
+        "  -v, --verbose          error statistics under every compared tensor\n"
+        "      --save-baseline FILE\n"
+        "                         write this run's per-tensor figures as a baseline\n"
+        "      --baseline FILE    fail only for tensors that newly fail, or whose drift grew\n"
+        "                         beyond the factor, since the baseline FILE\n"
+        "      --baseline-factor X\n"
+        "                         growth factor of --baseline, >= 1 (default 2)\n"
         "  -q, --quiet            print only failing tensors and the summary\n"
         "      --no-color         no colours (they are used only when stdout is a terminal)\n"
         "      --block-elems N    elements per read block (default 262144)\n"
+        "  -j, --jobs N           worker threads (default: one per core); results do not\n"
+        "                         depend on N\n"
         "      --debug            show HDF5's own error stack on stderr\n"
         "  -V, --version          print the version and exit\n"
         "  -h, --help             print this help and exit\n"
@@ -60,15 +99,60 @@ static bool parse_count(const char *s, size_t *out) {
   return true;
 }
 
-static const struct option long_opts[] = {{"tolerances", required_argument, NULL, 't'},
-                                          {"json", required_argument, NULL, OPT_JSON},
-                                          {"quiet", no_argument, NULL, 'q'},
-                                          {"no-color", no_argument, NULL, OPT_NO_COLOR},
-                                          {"block-elems", required_argument, NULL, OPT_BLOCK},
-                                          {"debug", no_argument, NULL, OPT_DEBUG},
-                                          {"version", no_argument, NULL, 'V'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+static const struct option long_opts[] = {
+    {"tolerances", required_argument, NULL, 't'},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"markdown", required_argument, NULL, OPT_MARKDOWN},
+    {"junit", required_argument, NULL, OPT_JUNIT},
+    {"html", required_argument, NULL, OPT_HTML},
+    {"sort", required_argument, NULL, OPT_SORT},
+    {"verbose", no_argument, NULL, 'v'},
+    {"save-baseline", required_argument, NULL, OPT_SAVE_BASELINE},
+    {"baseline", required_argument, NULL, OPT_BASELINE},
+    {"baseline-factor", required_argument, NULL, OPT_BASELINE_FACTOR},
+    {"quiet", no_argument, NULL, 'q'},
+    {"no-color", no_argument, NULL, OPT_NO_COLOR},
+    {"block-elems", required_argument, NULL, OPT_BLOCK},
+    {"jobs", required_argument, NULL, 'j'},
+    {"debug", no_argument, NULL, OPT_DEBUG},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0}};
+
+static bool is_output_option(int opt) {
+  return opt == 'v' || (opt >= OPT_MARKDOWN && opt <= OPT_BASELINE_FACTOR);
+}
+
+/* False (after the message) for a bad value. */
+static bool parse_output_option(int opt, const char *arg, outputs *o) {
+  char *end;
+  if (opt == 'v')
+    o->verbose = true;
+  else if (opt == OPT_MARKDOWN)
+    o->markdown = arg;
+  else if (opt == OPT_JUNIT)
+    o->junit = arg;
+  else if (opt == OPT_HTML)
+    o->html = arg;
+  else if (opt == OPT_SAVE_BASELINE)
+    o->save_baseline = arg;
+  else if (opt == OPT_BASELINE)
+    o->baseline = arg;
+  else if (opt == OPT_SORT && (strcmp(arg, "worst") == 0 || strcmp(arg, "order") == 0))
+    o->sort = strcmp(arg, "worst") == 0 ? PC_SORT_WORST : PC_SORT_ORDER;
+  else if (opt == OPT_SORT) {
+    usage_error("--sort wants worst or order", arg);
+    return false;
+  } else if (opt == OPT_BASELINE_FACTOR) {
+    o->baseline_factor = strtod(arg, &end);
+    /* written so that NaN fails too */
+    if (end == arg || *end || !(o->baseline_factor >= 1 && o->baseline_factor <= DBL_MAX)) {
+      usage_error("--baseline-factor wants a finite number >= 1", arg);
+      return false;
+    }
+  }
+  return true;
+}
 
 /* Tolerance files are loaded as they come, so that their order is the command line's.
  * Returns -1 to go on, else the exit code. */
@@ -76,7 +160,7 @@ static int parse_args(int argc, char **argv, cli *c, pc_tolset *tols) {
   pc_error err;
   int opt;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, ":t:qVh", long_opts, NULL)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":t:j:qvVh", long_opts, NULL)) != -1) {
     if (opt == 't' && pc_tolset_load_file(tols, optarg, &err) < 0) {
       fprintf(stderr, "paritycheck: %s\n", err.message);
       return EXIT_ERROR;
@@ -88,6 +172,10 @@ static int parse_args(int argc, char **argv, cli *c, pc_tolset *tols) {
       c->no_color = true;
     } else if (opt == OPT_BLOCK && !parse_count(optarg, &c->block_elems)) {
       return usage_error("--block-elems wants a whole number from 1 to 2^32", optarg);
+    } else if (opt == 'j' && (!parse_count(optarg, &c->jobs) || c->jobs > PC_MAX_JOBS)) {
+      return usage_error("-j wants a whole number from 1 to 256", optarg);
+    } else if (is_output_option(opt) && !parse_output_option(opt, optarg, &c->out)) {
+      return EXIT_ERROR;
     } else if (opt == OPT_DEBUG) {
       c->debug = true;
     } else if (opt == 'V') {
@@ -109,31 +197,115 @@ static int parse_args(int argc, char **argv, cli *c, pc_tolset *tols) {
   return -1;
 }
 
-static int report(const cli *c, const pc_run *run) {
+static int fail(const pc_error *err) {
+  fprintf(stderr, "paritycheck: %s\n", err->message);
+  return EXIT_ERROR;
+}
+
+static bool is_stdout(const char *path) {
+  return path && strcmp(path, "-") == 0;
+}
+
+/* How many reports go to stdout; when one does, the text report stays away from it. */
+static int stdout_users(const cli *c) {
+  const outputs *o = &c->out;
+  return is_stdout(c->json) + is_stdout(o->markdown) + is_stdout(o->junit) + is_stdout(o->html);
+}
+
+/* The run judged against --baseline; *gate stays NULL without one. */
+static int judge(const cli *c, const pc_run *run, pc_gate **gate) {
   pc_error err;
-  bool json_to_stdout = c->json && strcmp(c->json, "-") == 0;
-  if (!json_to_stdout) {
-    pc_text_options o = {!c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout)), c->quiet};
-    if (pc_report_text(stdout, run, &o, &err) < 0) {
-      fprintf(stderr, "paritycheck: %s\n", err.message);
-      return EXIT_ERROR;
-    }
+  pc_baseline *base = NULL;
+  double factor = c->out.baseline_factor ? c->out.baseline_factor : PC_BASELINE_FACTOR_DEFAULT;
+  *gate = NULL;
+  if (!c->out.baseline)
+    return EXIT_PASS;
+  int rc = pc_baseline_load(&base, c->out.baseline, &err);
+  if (rc == PC_OK)
+    rc = pc_gate_new(gate, base, c->out.baseline, run, factor, &err);
+  pc_baseline_free(base);
+  return rc < 0 ? fail(&err) : EXIT_PASS;
+}
+
+/* Every report from the one run. */
+static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
+  pc_error err;
+  const outputs *o = &c->out;
+  pc_report_options ro = {.profile = NULL, .sort = o->sort, .max_rows = 0, .gate = gate};
+  if (stdout_users(c) > 1)
+    return usage_error("only one report can go to standard output (\"-\")", NULL);
+  if (!stdout_users(c)) {
+    pc_text_options to = {.color = !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout)),
+                          .quiet = c->quiet,
+                          .verbose = o->verbose,
+                          .gate = gate};
+    if (pc_report_text(stdout, run, &to, &err) < 0)
+      return fail(&err);
   }
-  if (c->json && pc_report_json(c->json, run, &err) < 0) {
-    fprintf(stderr, "paritycheck: %s\n", err.message);
-    return EXIT_ERROR;
-  }
-  return (int)run->verdict;
+  if ((c->json && pc_report_json(c->json, run, &ro, &err) < 0) ||
+      (o->markdown && pc_report_markdown(o->markdown, run, &ro, &err) < 0) ||
+      (o->junit && pc_report_junit(o->junit, run, &ro, &err) < 0) ||
+      (o->html && pc_report_html(o->html, run, &ro, &err) < 0) ||
+      (o->save_baseline && pc_baseline_save(o->save_baseline, run, ro.profile, &err) < 0))
+    return fail(&err);
+  return EXIT_PASS;
+}
+
+/* The exit code follows the gate when there is one. */
+static int report(const cli *c, const pc_run *run) {
+  pc_gate *gate = NULL;
+  int code = judge(c, run, &gate);
+  if (code == EXIT_PASS)
+    code = write_reports(c, run, gate);
+  if (code == EXIT_PASS)
+    code = (int)(gate ? gate->verdict : run->verdict);
+  pc_gate_free(gate);
+  return code;
+}
+
+/* Progress on a terminal: bytes read of both files, and the rate, a few times a second. */
+#define PROGRESS_AFTER_S 0.5
+typedef struct progress {
+  struct timespec start, last;
+  bool shown;
+} progress;
+
+static double seconds_since(const struct timespec *t0) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - t0->tv_sec) + 1e-9 * (double)(now.tv_nsec - t0->tv_nsec);
+}
+
+static void show_progress(void *user, uint64_t done, uint64_t total) {
+  progress *p = user;
+  /* Quick runs stay silent; long ones update a few times a second. */
+  if (seconds_since(&p->start) < PROGRESS_AFTER_S || (p->shown && seconds_since(&p->last) < 0.2))
+    return;
+  clock_gettime(CLOCK_MONOTONIC, &p->last);
+  double mib = 1024.0 * 1024.0, secs = seconds_since(&p->start);
+  fprintf(stderr, "\rparitycheck: %.1f of %.1f MiB (%.0f MiB/s)\033[K", (double)done / mib,
+          (double)total / mib, secs > 0 ? (double)done / mib / secs : 0.0);
+  p->shown = true;
 }
 
 static int run_cli(const cli *c, const pc_tolset *tols) {
   pc_error err;
   pc_options opts = PC_OPTIONS_INIT;
+  progress prog = {{0, 0}, {0, 0}, false};
+  clock_gettime(CLOCK_MONOTONIC, &prog.start);
   opts.tols = tols;
   opts.block_elems = c->block_elems;
+  opts.threads = (unsigned)c->jobs;
+  if (isatty(fileno(stderr))) {
+    opts.progress = show_progress;
+    opts.progress_user = &prog;
+  }
   pc_set_debug(c->debug);
   pc_run *run = NULL;
-  if (pc_compare_files(&run, c->path_a, c->path_b, &opts, &err) < 0) {
+  int rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err);
+  if (prog.shown)
+    fputs("\r\033[K", stderr); /* the report starts on a clean line */
+  if (rc < 0) {
     fprintf(stderr, "paritycheck: %s\n", err.message);
     return EXIT_ERROR;
   }
@@ -144,7 +316,7 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
 
 int main(int argc, char **argv) {
   pc_error err;
-  cli c = {NULL, NULL, NULL, false, false, false, 0};
+  cli c = {.path_a = NULL}; /* every other field zero or false */
   pc_tolset *tols = pc_tolset_new();
   if (!tols) {
     fputs("paritycheck: out of memory\n", stderr);

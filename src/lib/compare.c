@@ -3,13 +3,15 @@
 #include "kernel.h"
 #include "loader.h"
 #include "pc_internal.h"
+#include "stream.h"
 
 #include <paritycheck/compare.h>
 
-#include <math.h>   /* sqrt */
+#include <math.h>   /* sqrt, INFINITY */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, free */
 #include <string.h> /* strcmp */
+#include <unistd.h> /* sysconf */
 
 /* Large enough to amortise one HDF5 read, small enough that buffers stay a few MiB. */
 enum { PC_DEFAULT_BLOCK_ELEMS = 1 << 18 };
@@ -109,67 +111,15 @@ static bool pc_pre_verdict(pc_tensor *t, const pc_dataset *a, const pc_dataset *
   return false;
 }
 
-/* --- streaming one pair ----------------------------------------------------------------- */
+/* --- one pair ---------------------------------------------------------------------------- */
 
 typedef struct pc_pair {
   pc_file *fa, *fb;
   const pc_dataset *a, *b;
   pc_tensor *t;
   size_t block;
+  pc_stream *stream;
 } pc_pair;
-
-static void pc_block_stats(pc_tensor *t, const pc_dataset *a, const pc_dataset *b,
-                           const pc_reader *ra, const pc_reader *rb, size_t n, uint64_t base) {
-  pc_kernel_args k = {&t->stats, &t->tol, t->compare, base, n};
-  if (a->kind == PC_KIND_COMPLEX) {
-    pc_kernel_complex(&k, pc_reader_values(ra), pc_reader_values(rb));
-  } else if (a->kind == PC_KIND_INTEGER && b->kind == PC_KIND_INTEGER) {
-    pc_kernel_int(&k, pc_reader_ints(ra), a->stored == PC_DTYPE_UINT64, pc_reader_ints(rb),
-                  b->stored == PC_DTYPE_UINT64);
-  } else if (a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT) {
-    pc_kernel_float(&k, pc_reader_values(ra), pc_reader_values(rb));
-  } else {
-    pc_kernel_mixed(
-        &k, a->kind == PC_KIND_INTEGER ? NULL : pc_reader_values(ra),
-        a->kind == PC_KIND_INTEGER ? pc_reader_ints(ra) : NULL, a->stored == PC_DTYPE_UINT64,
-        b->kind == PC_KIND_INTEGER ? NULL : pc_reader_values(rb),
-        b->kind == PC_KIND_INTEGER ? pc_reader_ints(rb) : NULL, b->stored == PC_DTYPE_UINT64);
-  }
-  /* Only real float datasets carry a logical dtype other than their stored one. */
-  if (a->logical != a->stored)
-    t->stats.not_representable_a += pc_kernel_unrepresentable(pc_reader_values(ra), n, a->logical);
-  if (b->logical != b->stored)
-    t->stats.not_representable_b += pc_kernel_unrepresentable(pc_reader_values(rb), n, b->logical);
-}
-
-/* Streams both datasets block by block; a read failure makes the tensor an error. */
-static int pc_stream_pair(const pc_pair *p) {
-  pc_error e = {PC_OK, ""};
-  pc_reader *ra = NULL, *rb = NULL;
-  int rc = pc_reader_open(&ra, p->fa, p->a, p->block, &e);
-  if (rc == PC_OK)
-    rc = pc_reader_open(&rb, p->fb, p->b, p->block, &e);
-  uint64_t base = 0;
-  while (rc == PC_OK) {
-    size_t na = 0, nb = 0;
-    if ((rc = pc_reader_next(ra, &na, &e)) < 0 || (rc = pc_reader_next(rb, &nb, &e)) < 0)
-      break;
-    if (na == 0)
-      break;
-    pc_block_stats(p->t, p->a, p->b, ra, rb, na, base);
-    base += na;
-  }
-  pc_reader_close(ra);
-  pc_reader_close(rb);
-  if (rc == PC_ENOMEM)
-    return rc;
-  if (rc < 0) {
-    memset(&p->t->stats, 0, sizeof p->t->stats);
-    p->t->verdict = PC_VERDICT_ERROR;
-    return pc_set_text(&p->t->message, e.message);
-  }
-  return PC_OK;
-}
 
 /* One pass over A for the magnitude that tolerance models may scale with: max |a| and the
  * RMS over finite elements (complex: the modulus). */
@@ -177,7 +127,7 @@ static int pc_measure_magnitude(const pc_pair *p, pc_tol_context *ctx) {
   pc_error e = {PC_OK, ""};
   pc_reader *r = NULL;
   pc_magnitude m = {0, 0, 0};
-  int rc = pc_reader_open(&r, p->fa, p->a, p->block, &e);
+  int rc = pc_reader_open(&r, p->fa, p->a, p->block, NULL, &e);
   for (size_t n = 1; rc == PC_OK && n;) {
     if ((rc = pc_reader_next(r, &n, &e)) == PC_OK && n)
       pc_kernel_magnitude(&m, p->a->kind, pc_reader_values(r), pc_reader_ints(r),
@@ -207,15 +157,27 @@ static int pc_resolve_tol(pc_pair *p, const pc_tolset *tols) {
   return PC_OK;
 }
 
+/* scale_error of docs/metrics.md: the least-squares scale of B on A, minus 1. */
+static double pc_scale_error(const pc_stats *s) {
+  if (s->sum_sq_a == 0)
+    return s->sum_sq_b == 0 ? 0 : INFINITY;
+  return s->sum_ab / s->sum_sq_a - 1;
+}
+
+/* Elements first (nan/inf mismatches, then the mismatch fraction), then the tensor-level
+ * criteria on the aggregate figures. */
 static pc_verdict pc_judge(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   double allowed = (t->tol.set & PC_TOL_MAX_MISMATCH_FRACTION) ? t->tol.max_mismatch_fraction : 0;
   if (s->nan_mismatches || s->inf_mismatches)
     return PC_VERDICT_DRIFT;
-  if (s->mismatches == 0)
-    return PC_VERDICT_PASS;
-  /* count > 0 here: a tensor without elements has no mismatch. */
-  return (double)s->mismatches / (double)s->count <= allowed ? PC_VERDICT_PASS : PC_VERDICT_DRIFT;
+  /* count > 0 when there are mismatches: a tensor without elements has none. */
+  if (s->mismatches && (double)s->mismatches / (double)s->count > allowed)
+    return PC_VERDICT_DRIFT;
+  double rel_rms = pc_stats_aggregates(s).rel_rms;
+  return pc_tol_check_aggregates(&t->tol, rel_rms, pc_scale_error(s), s->finite_terms)
+             ? PC_VERDICT_DRIFT
+             : PC_VERDICT_PASS;
 }
 
 static int pc_note(pc_tensor *t, bool cross_grid) {
@@ -227,7 +189,14 @@ static int pc_note(pc_tensor *t, bool cross_grid) {
   return pc_set_text(&t->note, note);
 }
 
-static int pc_compare_pair(pc_pair *p, const pc_tolset *tols) {
+/* The pipeline calls this once the tensor's figures are complete. */
+static void pc_tensor_done(void *user, pc_tensor *t) {
+  (void)user;
+  if (t->verdict != PC_VERDICT_ERROR)
+    t->verdict = pc_judge(t);
+}
+
+static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   pc_tensor *t = p->t;
   t->dtype_a = pc_numeric_dtype(p->a);
   t->dtype_b = pc_numeric_dtype(p->b);
@@ -244,11 +213,9 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols) {
   t->is_complex = p->a->kind == PC_KIND_COMPLEX;
   t->compare = pc_dtype_compare(t->dtype_a, t->dtype_b, &cross);
   if ((rc = pc_resolve_tol(p, tols)) < 0 || t->verdict == PC_VERDICT_ERROR ||
-      (rc = pc_note(t, cross)) < 0 || (rc = pc_stream_pair(p)) < 0)
+      (rc = pc_note(t, cross)) < 0)
     return rc;
-  if (t->verdict != PC_VERDICT_ERROR)
-    t->verdict = pc_judge(t);
-  return PC_OK;
+  return pc_stream_tensor(p->stream, t, p->fa, p->a, p->fb, p->b, err);
 }
 
 /* --- the run ---------------------------------------------------------------------------- */
@@ -264,18 +231,18 @@ static int pc_run_alloc(pc_run **out, const char *pa, const char *pb, size_t cap
   return run->path_a && run->path_b && run->tensors ? PC_OK : PC_ENOMEM;
 }
 
-static int pc_run_tensor(pc_run *run, pc_pair *p, const pc_tolset *tols) {
+static int pc_run_tensor(pc_run *run, pc_pair *p, const pc_tolset *tols, pc_error *err) {
   pc_tensor *t = &run->tensors[run->ntensors++];
   p->t = t;
   t->path = pc_strdup((p->a ? p->a : p->b)->path);
   if (!t->path)
-    return PC_ENOMEM;
-  int rc = pc_compare_pair(p, tols);
-  run->by_verdict[t->verdict]++;
-  return rc;
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  return pc_compare_pair(p, tols, err);
 }
 
 static void pc_run_finish(pc_run *run) {
+  for (size_t i = 0; i < run->ntensors; i++)
+    run->by_verdict[run->tensors[i].verdict]++;
   run->verdict = PC_RUN_PASS;
   for (size_t v = 0; v < PC_VERDICT_COUNT_; v++)
     if (run->by_verdict[v] && pc_verdict_is_failure((pc_verdict)v))
@@ -284,21 +251,51 @@ static void pc_run_finish(pc_run *run) {
     run->verdict = PC_RUN_ERROR;
 }
 
+/* Stored bytes of every pair that will be streamed, for progress reports. */
+static uint64_t pc_total_bytes(const pc_file *fa, const pc_file *fb) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < pc_file_count(fa); i++) {
+    const pc_dataset *a = pc_file_dataset(fa, i), *b = pc_file_find(fb, a->path);
+    if (b && pc_is_numeric(a) && pc_is_numeric(b) && pc_same_shape(a, b))
+      total += a->count * (a->elem_size + b->elem_size);
+  }
+  return total;
+}
+
+static unsigned pc_threads(const pc_options *o) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return o->threads ? o->threads : cores > 0 ? (unsigned)cores : 1;
+}
+
 /* A's datasets in A's order, each with its namesake in B, then B's own in B's order. */
-static int pc_run_all(pc_run *run, pc_file *fa, pc_file *fb, const pc_options *o) {
-  pc_pair p = {fa, fb, NULL, NULL, NULL, o->block_elems ? o->block_elems : PC_DEFAULT_BLOCK_ELEMS};
+static int pc_run_pairs(pc_run *run, pc_pair *p, const pc_tolset *tols, pc_error *err) {
   int rc = PC_OK;
-  for (size_t i = 0; i < pc_file_count(fa) && rc == PC_OK; i++) {
-    p.a = pc_file_dataset(fa, i);
-    p.b = pc_file_find(fb, p.a->path);
-    rc = pc_run_tensor(run, &p, o->tols);
+  for (size_t i = 0; i < pc_file_count(p->fa) && rc == PC_OK; i++) {
+    p->a = pc_file_dataset(p->fa, i);
+    p->b = pc_file_find(p->fb, p->a->path);
+    rc = pc_run_tensor(run, p, tols, err);
   }
-  for (size_t i = 0; i < pc_file_count(fb) && rc == PC_OK; i++) {
-    p.b = pc_file_dataset(fb, i);
-    p.a = NULL;
-    if (!pc_file_find(fa, p.b->path))
-      rc = pc_run_tensor(run, &p, o->tols);
+  for (size_t i = 0; i < pc_file_count(p->fb) && rc == PC_OK; i++) {
+    p->b = pc_file_dataset(p->fb, i);
+    p->a = NULL;
+    if (!pc_file_find(p->fa, p->b->path))
+      rc = pc_run_tensor(run, p, tols, err);
   }
+  return rc;
+}
+
+static int pc_run_all(pc_run *run, pc_file *fa, pc_file *fb, const pc_options *o, pc_error *err) {
+  size_t block = o->block_elems ? o->block_elems : PC_DEFAULT_BLOCK_ELEMS;
+  pc_stream_config cfg = {
+      pc_threads(o),         block, pc_tensor_done, NULL, o->progress, o->progress_user,
+      pc_total_bytes(fa, fb)};
+  pc_pair p = {fa, fb, NULL, NULL, NULL, block, NULL};
+  int rc = pc_stream_new(&p.stream, &cfg, err);
+  if (rc == PC_OK)
+    rc = pc_run_pairs(run, &p, o->tols, err);
+  if (rc == PC_OK)
+    rc = pc_stream_finish(p.stream, err);
+  pc_stream_free(p.stream);
   pc_run_finish(run);
   return rc;
 }
@@ -315,10 +312,10 @@ int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const
     rc = pc_file_open(&fb, path_b, err);
   if (rc == PC_OK) {
     rc = pc_run_alloc(&run, path_a, path_b, pc_file_count(fa) + pc_file_count(fb));
-    if (rc == PC_OK)
-      rc = pc_run_all(run, fa, fb, opts);
     if (rc == PC_ENOMEM)
       pc_error_set(err, rc, "out of memory");
+    else
+      rc = pc_run_all(run, fa, fb, opts, err);
   }
   pc_file_close(fa);
   pc_file_close(fb);

@@ -4,7 +4,8 @@
 #include "kernel.h"
 #include "loader.h" /* PC_KIND_COMPLEX */
 
-#include <math.h> /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
+#include <math.h>   /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
+#include <string.h> /* memcpy, memset */
 
 /* Ranks of an element for the choice of the worst one (docs/metrics.md, "worst"). */
 enum { PC_CLASS_PASS = 0, PC_CLASS_MISMATCH = 1, PC_CLASS_NONFINITE = 2 };
@@ -44,13 +45,16 @@ static bool pc_worse(const pc_stats *s, int cls, double abs) {
 }
 
 /* Bucket k >= 1 holds [2^(k-1), 2^k): the bit length of ulp. */
-static int pc_ulp_bucket(uint64_t ulp) {
-  int k = 0;
-  while (ulp) {
-    ulp >>= 1;
-    k++;
-  }
-  return k;
+static inline int pc_ulp_bucket(uint64_t ulp) {
+  return (ulp != 0) * (64 - __builtin_clzll(ulp | 1)); /* no branch: ulp = 0 is common */
+}
+
+static inline void pc_hist_add(pc_qhist **h, double abs, double rel, uint64_t ulp) {
+  if (!h)
+    return;
+  pc_qhist_add(h[PC_HIST_ABS], abs);
+  pc_qhist_add(h[PC_HIST_REL], rel);
+  pc_qhist_add(h[PC_HIST_ULP], (double)ulp);
 }
 
 /* Aggregate sums: only where all four parts are finite, so one inf or NaN cannot poison them. */
@@ -83,6 +87,7 @@ static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, con
     s->sum_abs += e->abs;
     s->sum_rel += e->rel;
     s->ulp_hist[pc_ulp_bucket(e->ulp)]++;
+    pc_hist_add(k->hist, e->abs, e->rel, e->ulp);
   }
   pc_fold_sums(s, a, b);
   int cls = (e->nan_mis || e->inf_mis) ? PC_CLASS_NONFINITE
@@ -139,9 +144,195 @@ static void pc_real_element(const pc_kernel_args *k, double a, double b, uint64_
   pc_fold(k, &e, idx, av, bv, fabs(a));
 }
 
+/* Positions on the ordered line of docs/metrics.md for the two compare dtypes of the fast
+ * path; they agree with pc_dtype_ordinal (tests/unit/test_kernel.c checks it). The conversion
+ * to float rounds to nearest even and overflows to inf (IEEE 754, C Annex F). */
+/* Signs of real data are random, so these avoid branches: with m = 0 or all ones from the sign
+ * bit, (magnitude ^ m) - m is the magnitude or its negation. */
+static inline int64_t pc_ord32(double x) {
+  float f = (float)x;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  uint64_t m = (uint64_t)0 - (u >> 31);
+  return (int64_t)(((uint64_t)(u & INT32_MAX) ^ m) - m);
+}
+
+static inline int64_t pc_ord64(double x) {
+  uint64_t u;
+  memcpy(&u, &x, sizeof u);
+  uint64_t m = (uint64_t)0 - (u >> 63);
+  return (int64_t)(((u & INT64_MAX) ^ m) - m);
+}
+
+static inline uint64_t pc_ord_distance(int64_t a, int64_t b) {
+  uint64_t d = (uint64_t)a - (uint64_t)b, m = (uint64_t)0 - (uint64_t)(a < b);
+  return (d ^ m) - m;
+}
+
+static inline void pc_fast_worst(pc_stats *s, int cls, double abs, uint64_t idx, double a, double b,
+                                 double rel, uint64_t ulp) {
+  if (!pc_worse(s, cls, abs))
+    return;
+  s->has_worst = true;
+  s->worst_class = cls;
+  s->worst_index = idx;
+  s->worst_a[0] = a;
+  s->worst_b[0] = b;
+  s->worst_abs = abs;
+  s->worst_rel = rel;
+  s->worst_ulp = ulp;
+}
+
+/* Bucket ranges the fast loop touched, kept in registers and handed to the histograms once. */
+typedef struct pc_span {
+  uint32_t lo[PC_NHISTS], hi[PC_NHISTS];
+} pc_span;
+
+static inline void pc_span_add(pc_span *sp, pc_qhist **h, int which, double x) {
+  uint32_t i = pc_qhist_bucket(x);
+  h[which]->count[i]++;
+  sp->lo[which] = i < sp->lo[which] ? i : sp->lo[which];
+  sp->hi[which] = i > sp->hi[which] ? i : sp->hi[which];
+}
+
+/* The figures of a block's finite pairs. Each accumulator is a local variable, not a field of a
+ * struct in memory, so that the loop keeps them in registers; they are merged into pc_stats
+ * once per block. The figures are those of pc_real_element, element for element. */
+static void pc_fast_float(const pc_kernel_args *k, const double *a, const double *b, bool f64) {
+  const pc_tol *t = k->tol;
+  const double atol = (t->set & PC_TOL_ATOL) ? t->atol : -1; /* -1: abs >= 0 never passes */
+  const double rtol = (t->set & PC_TOL_RTOL) ? t->rtol : -1;
+  const bool use_ulp = (t->set & PC_TOL_MAX_ULP) != 0;
+  pc_qhist **h = k->hist;
+  pc_stats f;
+  memset(&f, 0, sizeof f);
+  pc_span sp = {{PC_QH_BUCKETS, PC_QH_BUCKETS, PC_QH_BUCKETS}, {0, 0, 0}};
+  uint64_t count = 0, mism = 0, max_ulp = 0, lo = 0, hi = 0;
+  double max_abs = 0, max_rel = 0, sabs = 0, srel = 0, ssa = 0, ssb = 0, sab = 0, ssd = 0;
+  for (size_t i = 0; i < k->n; i++) {
+    double x = a[i], y = b[i];
+    if (!isfinite(x) || !isfinite(y)) {
+      pc_real_element(k, x, y, k->base + i);
+      continue;
+    }
+    uint64_t ulp =
+        f64 ? pc_ord_distance(pc_ord64(x), pc_ord64(y)) : pc_ord_distance(pc_ord32(x), pc_ord32(y));
+    double d = y - x, abs = fabs(d), abs_a = fabs(x);
+    double rel = abs_a != 0 ? abs / abs_a : abs == 0 ? 0 : INFINITY;
+    bool pass = (x == y) | (abs <= atol) | (abs <= rtol * abs_a) | (use_ulp & (ulp <= t->max_ulp));
+    count++;
+    mism += !pass;
+    max_abs = abs > max_abs ? abs : max_abs;
+    max_rel = rel > max_rel ? rel : max_rel;
+    max_ulp = ulp > max_ulp ? ulp : max_ulp;
+    lo += ulp;
+    hi += lo < ulp;
+    sabs += abs;
+    srel += rel;
+    ssa += x * x;
+    ssb += y * y;
+    sab += x * y;
+    ssd += d * d;
+    f.ulp_hist[pc_ulp_bucket(ulp)]++;
+    if (h) {
+      pc_span_add(&sp, h, PC_HIST_ABS, abs);
+      pc_span_add(&sp, h, PC_HIST_REL, rel);
+      pc_span_add(&sp, h, PC_HIST_ULP, (double)ulp);
+    }
+    pc_fast_worst(&f, pass ? PC_CLASS_PASS : PC_CLASS_MISMATCH, abs, k->base + i, x, y, rel, ulp);
+  }
+  for (int w = 0; h && w < PC_NHISTS; w++)
+    pc_qhist_touch(h[w], sp.lo[w], sp.hi[w]);
+  f.count = f.ulp_terms = f.finite_terms = count;
+  f.mismatches = mism;
+  f.max_abs = max_abs;
+  f.max_rel = max_rel;
+  f.max_ulp = max_ulp;
+  f.ulp_sum_lo = lo;
+  f.ulp_sum_hi = hi;
+  f.sum_abs = sabs;
+  f.sum_rel = srel;
+  f.sum_sq_a = ssa;
+  f.sum_sq_b = ssb;
+  f.sum_ab = sab;
+  f.sum_sq_diff = ssd;
+  pc_stats_merge(k->stats, &f);
+}
+
 void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b) {
+  if (k->compare == PC_DTYPE_FLOAT32 || k->compare == PC_DTYPE_FLOAT64) {
+    pc_fast_float(k, a, b, k->compare == PC_DTYPE_FLOAT64);
+    return;
+  }
   for (size_t i = 0; i < k->n; i++)
     pc_real_element(k, a[i], b[i], k->base + i);
+}
+
+void pc_kernel_identical(const pc_kernel_args *k, const double *a) {
+  pc_stats *s = k->stats;
+  if (k->n && !s->has_worst)
+    pc_fast_worst(s, PC_CLASS_PASS, 0, k->base, a[0], a[0], 0, 0);
+  for (size_t i = 0; i < k->n; i++) {
+    if (isfinite(a[i])) {
+      double sq = a[i] * a[i];
+      s->finite_terms++;
+      s->sum_sq_a += sq;
+      s->sum_sq_b += sq;
+      s->sum_ab += sq;
+    }
+  }
+  s->count += k->n;
+  s->ulp_terms += k->n;
+  s->ulp_hist[0] += k->n;
+  if (k->hist)
+    for (int h = 0; h < PC_NHISTS; h++)
+      pc_qhist_add_zeros(k->hist[h], k->n);
+}
+
+/* True when src's worst element should replace dst's: a higher class, or the same class with a
+ * larger abs (non-finite: any), ties to the lower index. */
+static bool pc_merge_worse(const pc_stats *dst, const pc_stats *src) {
+  if (!src->has_worst)
+    return false;
+  if (!dst->has_worst || src->worst_class != dst->worst_class)
+    return !dst->has_worst || src->worst_class > dst->worst_class;
+  if (src->worst_class != PC_CLASS_NONFINITE && src->worst_abs != dst->worst_abs)
+    return src->worst_abs > dst->worst_abs;
+  return src->worst_index < dst->worst_index;
+}
+
+void pc_stats_merge(pc_stats *dst, const pc_stats *src) {
+  dst->count += src->count;
+  dst->mismatches += src->mismatches;
+  dst->nan_mismatches += src->nan_mismatches;
+  dst->inf_mismatches += src->inf_mismatches;
+  dst->not_representable_a += src->not_representable_a;
+  dst->not_representable_b += src->not_representable_b;
+  dst->max_abs = src->max_abs > dst->max_abs ? src->max_abs : dst->max_abs;
+  dst->max_rel = src->max_rel > dst->max_rel ? src->max_rel : dst->max_rel;
+  dst->max_ulp = src->max_ulp > dst->max_ulp ? src->max_ulp : dst->max_ulp;
+  dst->ulp_sum_lo += src->ulp_sum_lo;
+  dst->ulp_sum_hi += src->ulp_sum_hi + (dst->ulp_sum_lo < src->ulp_sum_lo);
+  dst->ulp_terms += src->ulp_terms;
+  dst->finite_terms += src->finite_terms;
+  dst->sum_sq_a += src->sum_sq_a;
+  dst->sum_sq_b += src->sum_sq_b;
+  dst->sum_ab += src->sum_ab;
+  dst->sum_sq_diff += src->sum_sq_diff;
+  dst->sum_abs += src->sum_abs;
+  dst->sum_rel += src->sum_rel;
+  for (int i = 0; i < PC_ULP_BUCKETS; i++)
+    dst->ulp_hist[i] += src->ulp_hist[i];
+  if (pc_merge_worse(dst, src)) {
+    dst->has_worst = true;
+    dst->worst_class = src->worst_class;
+    dst->worst_index = src->worst_index;
+    memcpy(dst->worst_a, src->worst_a, sizeof dst->worst_a);
+    memcpy(dst->worst_b, src->worst_b, sizeof dst->worst_b);
+    dst->worst_abs = src->worst_abs;
+    dst->worst_rel = src->worst_rel;
+    dst->worst_ulp = src->worst_ulp;
+  }
 }
 
 static double pc_int_to_double(int64_t v, bool u64) {

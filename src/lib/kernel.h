@@ -4,18 +4,31 @@
 #ifndef PC_KERNEL_H
 #define PC_KERNEL_H
 
+#include "qhist.h"
+
 #include <paritycheck/compare.h>
 
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* int64_t, uint64_t */
 
+enum { PC_HIST_ABS = 0, PC_HIST_REL = 1, PC_HIST_ULP = 2, PC_NHISTS = 3 };
+
 typedef struct pc_kernel_args {
   pc_stats *stats;
+  pc_qhist **hist; /* PC_NHISTS histograms of abs, rel and ulp for the quantiles, or NULL */
   const pc_tol *tol;
   pc_dtype compare; /* the compare dtype (component dtype for complex) */
   uint64_t base;    /* row-major index of the block's first element */
   size_t n;         /* elements in the block */
 } pc_kernel_args;
+
+/** dst += src, where src holds the elements that follow dst's in row-major order. Exact for
+ * counts, maxima, the ulp sum and the worst element; double sums add in this order. */
+void pc_stats_merge(pc_stats *dst, const pc_stats *src);
+
+/** Fold a block whose stored bytes are identical on both sides (so every pair is equal): only
+ * the aggregate sums need the values. */
+void pc_kernel_identical(const pc_kernel_args *k, const double *a);
 
 /** Real floats on both sides. */
 void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b);

@@ -588,38 +588,75 @@ const pc_dataset *pc_file_find(const pc_file *f, const char *path) {
 
 /* --- block reads ------------------------------------------------------------------------ */
 
+/* The chunk cache of one open dataset: room for a row of chunks that blocks cross, bounded
+ * so that memory stays small. */
+enum { PC_CHUNK_CACHE_BYTES = 8 << 20, PC_CHUNK_CACHE_SLOTS = 10007, PC_CHUNK_ALIGN_MAX = 4 };
+
 struct pc_reader {
   const pc_file *f;
   const pc_dataset *ds;
   hid_t dset, fspace, memtype;
-  size_t block;   /* elements per block at most */
   int split;      /* the dimension stepped through; -1: the whole dataset in one read */
   uint64_t inner; /* elements in one index step of dimension `split` */
   uint64_t step;  /* index steps of dimension `split` per read */
   hsize_t pos[PC_MAX_RANK];
   uint64_t done;
-  unsigned char *raw;
+  unsigned char *raw; /* for pc_reader_next */
   double *values;
   int64_t *ints;
 };
 
+/* The dataset's chunk extent along dimension k, or 0 when it is not chunked. */
+static uint64_t pc_chunk_extent(hid_t dset, int rank, int k) {
+  hsize_t cdims[H5S_MAX_RANK];
+  hid_t dcpl = H5Dget_create_plist(dset);
+  uint64_t c = 0;
+  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED && H5Pget_chunk(dcpl, rank, cdims) == rank)
+    c = cdims[k];
+  if (dcpl >= 0)
+    H5Pclose(dcpl);
+  return c;
+}
+
 /* Blocks are row-major runs: the largest suffix of dimensions that fits in a block is read
- * whole, stepping through the dimension before it. */
-static void pc_reader_plan(pc_reader *r) {
+ * whole, stepping through the dimension before it, by whole chunks where the chunk allows. */
+static void pc_reader_plan(pc_reader *r, size_t block) {
   const pc_dataset *d = r->ds;
   uint64_t inner = 1;
   int j = d->count == 0 ? 0 : d->rank; /* an empty dataset is one (empty) read */
-  while (j > 0 && d->dims[j - 1] <= r->block / inner) {
+  while (j > 0 && d->dims[j - 1] <= block / inner) {
     inner *= d->dims[j - 1];
     j--;
   }
   r->split = j - 1;
   r->inner = inner;
-  r->step = r->block / inner;
+  r->step = block / inner;
+  if (r->split < 0)
+    return;
+  uint64_t c = pc_chunk_extent(r->dset, d->rank, r->split);
+  if (c && r->step >= c)
+    r->step -= r->step % c;
+  else if (c && c * inner <= PC_CHUNK_ALIGN_MAX * (uint64_t)block)
+    r->step = c;
+}
+
+size_t pc_reader_max_block(const pc_reader *r) {
+  uint64_t n = r->split < 0 ? r->ds->count : r->step * r->inner;
+  return (size_t)(n ? n : 1);
+}
+
+static hid_t pc_open_dataset(const pc_file *f, const char *path) {
+  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+  if (dapl >= 0)
+    H5Pset_chunk_cache(dapl, PC_CHUNK_CACHE_SLOTS, PC_CHUNK_CACHE_BYTES, 1.0);
+  hid_t dset = H5Dopen2(f->fid, path, dapl >= 0 ? dapl : H5P_DEFAULT);
+  if (dapl >= 0)
+    H5Pclose(dapl);
+  return dset;
 }
 
 int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t block_elems,
-                   pc_error *err) {
+                   const pc_reader *like, pc_error *err) {
   char h5err[256];
   *out = NULL;
   pc_reader *r = calloc(1, sizeof *r);
@@ -627,26 +664,22 @@ int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t blo
     return pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", f->path, ds->path);
   r->f = f;
   r->ds = ds;
-  r->block = block_elems;
-  r->dset = H5Dopen2(f->fid, ds->path, H5P_DEFAULT);
+  r->dset = pc_open_dataset(f, ds->path);
   r->fspace = r->dset < 0 ? -1 : H5Dget_space(r->dset);
   r->memtype = r->dset < 0 ? -1 : H5Dget_type(r->dset);
-  uint64_t cap = ds->count < block_elems ? ds->count : block_elems;
-  size_t per = ds->kind == PC_KIND_COMPLEX ? 2 : 1;
-  r->raw = malloc((cap ? cap : 1) * ds->elem_size);
-  if (ds->kind == PC_KIND_INTEGER)
-    r->ints = malloc((cap ? cap : 1) * sizeof *r->ints);
-  else
-    r->values = malloc((cap ? cap : 1) * per * sizeof *r->values);
-  if (r->memtype < 0 || r->fspace < 0 || !r->raw || (!r->ints && !r->values)) {
-    int rc = r->memtype < 0 || r->fspace < 0
-                 ? pc_error_set(err, PC_EDATA, "%s: %s: %s", f->path, ds->path,
-                                pc_h5_error(h5err, sizeof h5err))
-                 : pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", f->path, ds->path);
+  if (r->memtype < 0 || r->fspace < 0) {
+    int rc = pc_error_set(err, PC_EDATA, "%s: %s: %s", f->path, ds->path,
+                          pc_h5_error(h5err, sizeof h5err));
     pc_reader_close(r);
     return rc;
   }
-  pc_reader_plan(r);
+  if (like) {
+    r->split = like->split;
+    r->inner = like->inner;
+    r->step = like->step;
+  } else {
+    pc_reader_plan(r, block_elems);
+  }
   *out = r;
   return PC_OK;
 }
@@ -673,22 +706,23 @@ static uint64_t pc_reader_select(pc_reader *r) {
   return steps * r->inner;
 }
 
-static void pc_reader_decode(pc_reader *r, size_t n) {
-  const pc_dataset *d = r->ds;
+void pc_dataset_decode(const pc_dataset *d, const void *raw, size_t n, double *vals,
+                       int64_t *ints) {
   if (d->kind == PC_KIND_INTEGER) {
-    pc_dtype_decode_int(d->stored, r->raw, n, d->swap, r->ints);
+    pc_dtype_decode_int(d->stored, raw, n, d->swap, ints);
   } else if (d->kind == PC_KIND_FLOAT) {
-    pc_dtype_decode_float(d->stored, r->raw, n, d->swap, r->values);
+    pc_dtype_decode_float(d->stored, raw, n, d->swap, vals);
   } else {
+    const unsigned char *bytes = raw;
     for (size_t i = 0; i < n; i++) {
-      const unsigned char *e = r->raw + i * d->elem_size;
-      pc_dtype_decode_float(d->stored, e + d->re_offset, 1, d->swap, &r->values[2 * i]);
-      pc_dtype_decode_float(d->stored, e + d->im_offset, 1, d->swap, &r->values[2 * i + 1]);
+      const unsigned char *e = bytes + i * d->elem_size;
+      pc_dtype_decode_float(d->stored, e + d->re_offset, 1, d->swap, &vals[2 * i]);
+      pc_dtype_decode_float(d->stored, e + d->im_offset, 1, d->swap, &vals[2 * i + 1]);
     }
   }
 }
 
-int pc_reader_next(pc_reader *r, size_t *n, pc_error *err) {
+int pc_reader_next_raw(pc_reader *r, void *raw, size_t *n, pc_error *err) {
   char h5err[256];
   *n = 0;
   if (r->done >= r->ds->count)
@@ -696,17 +730,37 @@ int pc_reader_next(pc_reader *r, size_t *n, pc_error *err) {
   uint64_t k = pc_reader_select(r);
   hsize_t mdims[1] = {k};
   hid_t mspace = H5Screate_simple(1, mdims, NULL);
-  herr_t st =
-      mspace < 0 ? -1 : H5Dread(r->dset, r->memtype, mspace, r->fspace, H5P_DEFAULT, r->raw);
+  herr_t st = mspace < 0 ? -1 : H5Dread(r->dset, r->memtype, mspace, r->fspace, H5P_DEFAULT, raw);
   if (mspace >= 0)
     H5Sclose(mspace);
   if (st < 0)
     return pc_error_set(err, PC_EDATA, "%s: %s: cannot read: %s", r->f->path, r->ds->path,
                         pc_h5_error(h5err, sizeof h5err));
-  pc_reader_decode(r, (size_t)k);
   r->done += k;
   *n = (size_t)k;
   return PC_OK;
+}
+
+/* Buffers for pc_reader_next, made on first use: the streaming pipeline brings its own. */
+static int pc_reader_buffers(pc_reader *r) {
+  size_t cap = pc_reader_max_block(r);
+  size_t per = r->ds->kind == PC_KIND_COMPLEX ? 2 : 1;
+  r->raw = malloc(cap * r->ds->elem_size);
+  if (r->ds->kind == PC_KIND_INTEGER)
+    r->ints = malloc(cap * sizeof *r->ints);
+  else
+    r->values = malloc(cap * per * sizeof *r->values);
+  return r->raw && (r->ints || r->values) ? PC_OK : PC_ENOMEM;
+}
+
+int pc_reader_next(pc_reader *r, size_t *n, pc_error *err) {
+  *n = 0;
+  if (!r->raw && pc_reader_buffers(r) < 0)
+    return pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", r->f->path, r->ds->path);
+  int rc = pc_reader_next_raw(r, r->raw, n, err);
+  if (rc == PC_OK)
+    pc_dataset_decode(r->ds, r->raw, *n, r->values, r->ints);
+  return rc;
 }
 
 const double *pc_reader_values(const pc_reader *r) {

@@ -60,10 +60,24 @@ const char *pc_file_path(const pc_file *f);
 
 typedef struct pc_reader pc_reader;
 
-/** Start reading numeric dataset `ds` of `f` in row-major blocks of at most `block_elems`
- * elements (> 0). */
+/** Start reading numeric dataset `ds` of `f` in row-major blocks of about `block_elems`
+ * elements (> 0): blocks follow the dataset's chunks where that costs at most 4x the size.
+ * With `like` (a reader of a dataset of the same shape, or NULL) the blocks are cut exactly as
+ * like's, so that two datasets can be read side by side whatever their chunking. */
 int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t block_elems,
-                   pc_error *err);
+                   const pc_reader *like, pc_error *err);
+
+/** The most elements one block of r can hold. */
+size_t pc_reader_max_block(const pc_reader *r);
+
+/** Read the next block's stored bytes, undecoded, into `raw` (room for pc_reader_max_block
+ * elements of ds->elem_size bytes); *n = its elements, 0 when done. PC_EDATA on failure. */
+int pc_reader_next_raw(pc_reader *r, void *raw, size_t *n, pc_error *err);
+
+/** Decode n stored elements of `ds` from raw: floats into vals (two doubles an element for
+ * complex: re, im), integers into ints (uint64 bit for bit). Pure and thread-safe. */
+void pc_dataset_decode(const pc_dataset *ds, const void *raw, size_t n, double *vals,
+                       int64_t *ints);
 
 /** Read and decode the next block; *n = its number of elements, 0 when the dataset is done.
  * Floats land in pc_reader_values (two doubles an element for complex: re, im), integers in

@@ -1,7 +1,18 @@
 /* Helpers that every report writer shares (report_common.h). */
 #include "report_common.h"
 
-#include <stdio.h> /* snprintf */
+#include "pc_internal.h"
+
+#include <errno.h>    /* errno */
+#include <inttypes.h> /* PRIu64 */
+#include <math.h>     /* isnan, INFINITY */
+#include <stdarg.h>   /* va_list */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, qsort */
+#include <string.h>   /* strcmp, strlen, strerror */
+
+/* Significant digits of the figures in tables, and the most a double ever needs. */
+enum { READING_DIGITS = 3, ROUND_TRIP_DIGITS = 17 };
 
 const char *pc_report_dtype_name(char *buf, size_t size, pc_dtype dt, bool is_complex) {
   const char *name = pc_dtype_name(dt);
@@ -17,6 +28,30 @@ const char *pc_report_dtype_name(char *buf, size_t size, pc_dtype dt, bool is_co
     return buf;
   }
   snprintf(buf, size, "%s", name);
+  return buf;
+}
+
+void pc_report_dtypes(char *buf, size_t size, const pc_tensor *t) {
+  char a[40], b[40];
+  const char *na = t->dtype_a == PC_DTYPE_NONE
+                       ? "-"
+                       : pc_report_dtype_name(a, sizeof a, t->dtype_a, t->is_complex);
+  const char *nb = t->dtype_b == PC_DTYPE_NONE
+                       ? "-"
+                       : pc_report_dtype_name(b, sizeof b, t->dtype_b, t->is_complex);
+  if (strcmp(na, nb) == 0)
+    snprintf(buf, size, "%s", na);
+  else
+    snprintf(buf, size, "%s/%s", na, nb);
+}
+
+const char *pc_report_dims(char buf[PC_DIMS_TEXT_MAX], int rank, const uint64_t *dims) {
+  if (rank < 0)
+    return "-";
+  size_t n = (size_t)snprintf(buf, PC_DIMS_TEXT_MAX, "[");
+  for (int k = 0; k < rank; k++)
+    n += (size_t)snprintf(buf + n, PC_DIMS_TEXT_MAX - n, "%s%" PRIu64, k ? "," : "", dims[k]);
+  snprintf(buf + n, PC_DIMS_TEXT_MAX - n, "]");
   return buf;
 }
 
@@ -41,4 +76,351 @@ const pc_tensor *pc_report_first_divergence(const pc_run *run) {
     if (pc_verdict_is_failure(run->tensors[i].verdict))
       return &run->tensors[i];
   return NULL;
+}
+
+double pc_report_mismatch_fraction(const pc_stats *s) {
+  return s->count ? (double)s->mismatches / (double)s->count : 0;
+}
+
+bool pc_report_fails(const pc_run *run, const pc_gate *gate, size_t i) {
+  if (!pc_verdict_is_failure(run->tensors[i].verdict))
+    return false;
+  return !gate || gate->tensors[i].fails;
+}
+
+pc_run_verdict pc_report_verdict(const pc_run *run, const pc_gate *gate) {
+  return gate ? gate->verdict : run->verdict;
+}
+
+/* ---- row order ---- */
+
+/* The sort key of one row, most significant first (docs/reports.md, "Row order"). */
+typedef struct row_key {
+  int group;       /* 0 error, 1 failing, 2 failure accepted by the gate, 3 pass, 4 skipped */
+  int kind;        /* 0 not compared, 1 with nan/inf mismatches, 2 other compared */
+  double fraction; /* mismatch fraction; larger first */
+  uint64_t max_ulp;
+  double max_rel; /* NaN counts as the largest */
+  size_t index;   /* run order breaks ties */
+} row_key;
+
+static int row_group(const pc_run *run, const pc_gate *gate, size_t i) {
+  pc_verdict v = run->tensors[i].verdict;
+  if (v == PC_VERDICT_ERROR)
+    return 0;
+  if (pc_verdict_is_failure(v))
+    return pc_report_fails(run, gate, i) ? 1 : 2;
+  return v == PC_VERDICT_PASS ? 3 : 4;
+}
+
+static row_key make_key(const pc_run *run, const pc_gate *gate, size_t i) {
+  const pc_tensor *t = &run->tensors[i];
+  row_key k = {row_group(run, gate, i), 0, 0, 0, 0, i};
+  if (!pc_report_has_stats(t->verdict))
+    return k;
+  k.kind = t->stats.nan_mismatches + t->stats.inf_mismatches ? 1 : 2;
+  k.fraction = pc_report_mismatch_fraction(&t->stats);
+  k.max_ulp = t->stats.max_ulp;
+  k.max_rel = isnan(t->stats.max_rel) ? INFINITY : t->stats.max_rel;
+  return k;
+}
+
+/* -1 when x should come first, for fields where the larger value is the worse. */
+static int larger_first(double x, double y) {
+  return x > y ? -1 : x < y ? 1 : 0;
+}
+
+static int compare_keys(const void *pa, const void *pb) {
+  const row_key *a = pa, *b = pb;
+  int c;
+  if (a->group != b->group)
+    return a->group < b->group ? -1 : 1;
+  if (a->kind != b->kind)
+    return a->kind < b->kind ? -1 : 1;
+  if ((c = larger_first(a->fraction, b->fraction)) != 0)
+    return c;
+  if (a->max_ulp != b->max_ulp)
+    return a->max_ulp > b->max_ulp ? -1 : 1;
+  if ((c = larger_first(a->max_rel, b->max_rel)) != 0)
+    return c;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+size_t *pc_report_row_order(const pc_run *run, const pc_gate *gate, pc_sort sort) {
+  size_t n = run->ntensors;
+  size_t *order = malloc((n ? n : 1) * sizeof *order);
+  row_key *keys = sort == PC_SORT_WORST ? malloc((n ? n : 1) * sizeof *keys) : NULL;
+  if (!order || (sort == PC_SORT_WORST && !keys)) {
+    free(order);
+    free(keys);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++)
+    order[i] = i;
+  if (sort == PC_SORT_WORST) {
+    for (size_t i = 0; i < n; i++)
+      keys[i] = make_key(run, gate, i);
+    qsort(keys, n, sizeof *keys, compare_keys);
+    for (size_t i = 0; i < n; i++)
+      order[i] = keys[i].index;
+  }
+  free(keys);
+  return order;
+}
+
+/* ---- words ---- */
+
+static const char *plural(uint64_t n) {
+  return n == 1 ? "" : "s";
+}
+
+void pc_report_put_tally(FILE *out, const pc_run *run) {
+  size_t fails = 0;
+  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
+    if (pc_verdict_is_failure((pc_verdict)v))
+      fails += run->by_verdict[v];
+  fprintf(out, "%zu tensor%s: %zu pass", run->ntensors, plural(run->ntensors),
+          run->by_verdict[PC_VERDICT_PASS]);
+  if (fails) {
+    const char *sep = " (";
+    fprintf(out, ", %zu fail", fails);
+    for (int v = 0; v < PC_VERDICT_COUNT_; v++) {
+      if (!pc_verdict_is_failure((pc_verdict)v) || !run->by_verdict[v])
+        continue;
+      fprintf(out, "%s%zu %s", sep, run->by_verdict[v], pc_verdict_name((pc_verdict)v));
+      sep = ", ";
+    }
+    fputc(')', out);
+  }
+  if (run->by_verdict[PC_VERDICT_ERROR])
+    fprintf(out, ", %zu error", run->by_verdict[PC_VERDICT_ERROR]);
+  if (run->by_verdict[PC_VERDICT_SKIPPED])
+    fprintf(out, ", %zu skipped", run->by_verdict[PC_VERDICT_SKIPPED]);
+}
+
+/* Appends to buf at *n, never past size. */
+static void append(char *buf, size_t size, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void append(char *buf, size_t size, size_t *n, const char *fmt, ...) {
+  if (*n >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(buf + *n, size - *n, fmt, ap);
+  va_end(ap);
+  if (k > 0)
+    *n += (size_t)k;
+}
+
+/* Both ways to drift: too many mismatches, and any nan or inf mismatch. */
+static void drift_reason(char *buf, size_t size, const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  double allowed = t->tol.set & PC_TOL_MAX_MISMATCH_FRACTION ? t->tol.max_mismatch_fraction : 0;
+  size_t n = 0;
+  append(buf, size, &n, "%" PRIu64 " of %" PRIu64 " element%s (%.3g%%) outside tolerance, ",
+         s->mismatches, s->count, plural(s->count), 100 * pc_report_mismatch_fraction(s));
+  if (allowed > 0)
+    append(buf, size, &n, "%.3g%% allowed", 100 * allowed);
+  else
+    append(buf, size, &n, "none allowed");
+  if (s->nan_mismatches)
+    append(buf, size, &n, "; %" PRIu64 " nan mismatch%s", s->nan_mismatches,
+           s->nan_mismatches == 1 ? "" : "es");
+  if (s->inf_mismatches)
+    append(buf, size, &n, "; %" PRIu64 " inf mismatch%s", s->inf_mismatches,
+           s->inf_mismatches == 1 ? "" : "es");
+}
+
+void pc_report_reason(char *buf, size_t size, const pc_tensor *t) {
+  char a[PC_DIMS_TEXT_MAX], b[PC_DIMS_TEXT_MAX];
+  buf[0] = '\0';
+  switch (t->verdict) {
+  case PC_VERDICT_PASS:
+    return;
+  case PC_VERDICT_DRIFT:
+    drift_reason(buf, size, t);
+    return;
+  case PC_VERDICT_MISSING_IN_A:
+    snprintf(buf, size, "only in B");
+    return;
+  case PC_VERDICT_MISSING_IN_B:
+    snprintf(buf, size, "only in A");
+    return;
+  case PC_VERDICT_SHAPE_MISMATCH:
+    snprintf(buf, size, "shape %s vs %s", pc_report_dims(a, t->rank, t->dims),
+             pc_report_dims(b, t->rank_b, t->dims_b));
+    return;
+  default:
+    snprintf(buf, size, "%s", t->message ? t->message : pc_verdict_name(t->verdict));
+  }
+}
+
+/* The fewest significant digits, from READING_DIGITS up, at which x and y print differently. */
+static int telling_digits(double x, double y) {
+  char bx[40], by[40];
+  for (int p = READING_DIGITS; p < ROUND_TRIP_DIGITS; p++) {
+    snprintf(bx, sizeof bx, "%.*g", p, x);
+    snprintf(by, sizeof by, "%.*g", p, y);
+    if (strcmp(bx, by) != 0)
+      return p;
+  }
+  /* equal values (or NaNs) read best short; distinct ones always differ at 17 digits */
+  return x == y || (isnan(x) && isnan(y)) ? READING_DIGITS : ROUND_TRIP_DIGITS;
+}
+
+static void append_value(char *buf, size_t size, size_t *n, const char *label, const double v[2],
+                         const int digits[2], bool is_complex) {
+  if (is_complex)
+    append(buf, size, n, "%s=(%.*g, %.*g)", label, digits[0], v[0], digits[1], v[1]);
+  else
+    append(buf, size, n, "%s=%.*g", label, digits[0], v[0]);
+}
+
+void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  uint64_t index[PC_MAX_RANK];
+  char dims[PC_DIMS_TEXT_MAX];
+  size_t n = 0;
+  buf[0] = '\0';
+  if (!pc_report_has_stats(t->verdict) || !s->has_worst)
+    return;
+  pc_report_worst_index(t, index);
+  int digits[2] = {telling_digits(s->worst_a[0], s->worst_b[0]),
+                   telling_digits(s->worst_a[1], s->worst_b[1])};
+  append(buf, size, &n, "worst %s: ", pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index));
+  append_value(buf, size, &n, "a", s->worst_a, digits, t->is_complex);
+  append(buf, size, &n, ", ");
+  append_value(buf, size, &n, "b", s->worst_b, digits, t->is_complex);
+}
+
+const char *pc_report_change(const pc_gate *gate, size_t i) {
+  return gate ? pc_change_name(gate->tensors[i].change) : "";
+}
+
+void pc_report_bucket_label(char *buf, size_t size, int k) {
+  if (k <= 1) {
+    snprintf(buf, size, "%d", k);
+    return;
+  }
+  uint64_t lo = (uint64_t)1 << (k - 1);
+  snprintf(buf, size, "%" PRIu64 "-%" PRIu64, lo, lo + (lo - 1));
+}
+
+int pc_report_hist_used(const pc_stats *s) {
+  int used = 0;
+  for (int k = 0; k < PC_ULP_BUCKETS; k++)
+    if (s->ulp_hist[k])
+      used = k + 1;
+  return used;
+}
+
+bool pc_report_any_quantiles(const pc_run *run) {
+  for (size_t i = 0; i < run->ntensors; i++)
+    if (pc_report_has_stats(run->tensors[i].verdict) && run->tensors[i].stats.has_quantiles)
+      return true;
+  return false;
+}
+
+int pc_report_check(const pc_run *run, const pc_gate *gate, const char *who, pc_error *err) {
+  if (!run)
+    return pc_error_set(err, PC_EUSAGE, "%s: a run is required", who);
+  if (gate && gate->ntensors != run->ntensors)
+    return pc_error_set(err, PC_EUSAGE, "%s: the gate was made for another run", who);
+  return PC_OK;
+}
+
+const char *pc_report_profile(const pc_report_options *opts) {
+  return opts && opts->profile ? opts->profile : "default";
+}
+
+/* Overlong forms, surrogates and code points above U+10FFFF are not valid (RFC 3629). */
+size_t pc_report_utf8_len(const unsigned char *p) {
+  if (p[0] < 0x80)
+    return 1;
+  size_t len = p[0] >= 0xC2 && p[0] <= 0xDF   ? 2
+               : p[0] >= 0xE0 && p[0] <= 0xEF ? 3
+               : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4
+                                              : 0;
+  for (size_t k = 1; k < len; k++)
+    if ((p[k] & 0xC0) != 0x80)
+      return 0;
+  if ((len == 3 && p[0] == 0xE0 && p[1] < 0xA0) || (len == 3 && p[0] == 0xED && p[1] >= 0xA0) ||
+      (len == 4 && p[0] == 0xF0 && p[1] < 0x90) || (len == 4 && p[0] == 0xF4 && p[1] >= 0x90))
+    return 0;
+  return len;
+}
+
+/* XML 1.0's Char production: tab, newline, CR, U+0020 up, less surrogates (which valid UTF-8
+ * never encodes), U+FFFE and U+FFFF. */
+static bool xml_char(const unsigned char *p, size_t n) {
+  if (n == 1)
+    return *p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r';
+  return !(n == 3 && p[0] == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF));
+}
+
+static void put_xml_ascii(FILE *out, unsigned char c, bool attribute) {
+  switch (c) {
+  case '&':
+    fputs("&amp;", out);
+    return;
+  case '<':
+    fputs("&lt;", out);
+    return;
+  case '>':
+    fputs("&gt;", out);
+    return;
+  case '"':
+    fputs("&quot;", out);
+    return;
+  case '\'':
+    fputs("&apos;", out);
+    return;
+  default:
+    if (attribute && c < 0x20)
+      fprintf(out, "&#%d;", c); /* attribute normalisation would turn it into a space */
+    else
+      fputc(c, out);
+  }
+}
+
+void pc_report_put_xml(FILE *out, const char *s, bool attribute) {
+  pc_report_put_xml_n(out, s, strlen(s), attribute);
+}
+
+void pc_report_put_xml_n(FILE *out, const char *s, size_t len, bool attribute) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + len;
+  while (p < end) {
+    size_t n = pc_report_utf8_len(p);
+    if (n == 0 || !xml_char(p, n)) {
+      fputc('?', out);
+      p++;
+    } else if (n == 1) {
+      put_xml_ascii(out, *p++, attribute);
+    } else {
+      fwrite(p, 1, n, out);
+      p += n;
+    }
+  }
+}
+
+int pc_report_open(FILE **out, const char *path, pc_error *err) {
+  if (strcmp(path, "-") == 0) {
+    *out = stdout;
+    return PC_OK;
+  }
+  *out = fopen(path, "w");
+  if (!*out)
+    return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
+  return PC_OK;
+}
+
+int pc_report_close(FILE *f, const char *path, const char *what, pc_error *err) {
+  bool to_stdout = f == stdout;
+  bool bad = ferror(f) != 0;
+  bad = (to_stdout ? fflush(f) : fclose(f)) != 0 || bad;
+  if (bad)
+    return pc_error_set(err, PC_EIO, "%s: cannot write %s: %s",
+                        to_stdout ? "standard output" : path, what, strerror(errno));
+  return PC_OK;
 }

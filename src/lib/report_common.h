@@ -2,16 +2,33 @@
 #ifndef PC_REPORT_COMMON_H
 #define PC_REPORT_COMMON_H
 
-#include <paritycheck/compare.h> /* pc_tensor, pc_verdict */
+#include <paritycheck/baseline.h> /* pc_gate */
+#include <paritycheck/compare.h>  /* pc_tensor, pc_verdict */
+#include <paritycheck/error.h>    /* pc_error */
+#include <paritycheck/report.h>   /* pc_sort, pc_report_options */
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 #include <stdint.h>  /* uint64_t */
+#include <stdio.h>   /* FILE */
+
+/* "[" and "]", up to 20 digits and a comma per dimension, NUL. */
+enum { PC_DIMS_TEXT_MAX = 2 + PC_MAX_RANK * 21 + 1 };
+
+/* Room for one line of figures or reasons: a worst element with two complex values at full
+ * precision and its index, or a verdict's reason with a message. */
+enum { PC_REASON_MAX = 2048 };
 
 /** The name of a tensor's dtype for reports: the dtype's own name, or for complex data numpy's
  * name ("complex64" for float32 components), "complex_<name>" where numpy has none. Writes into
  * buf and returns it. */
 const char *pc_report_dtype_name(char *buf, size_t size, pc_dtype dt, bool is_complex);
+
+/** One dtype when both sides agree, else "a/b", with "-" for a side that has none. */
+void pc_report_dtypes(char *buf, size_t size, const pc_tensor *t);
+
+/** "[2,3]" ("[]" for a scalar), or "-" when rank < 0. Writes into buf and returns it. */
+const char *pc_report_dims(char buf[PC_DIMS_TEXT_MAX], int rank, const uint64_t *dims);
 
 /** True for the verdicts whose tensors were compared and so carry figures (pass, drift). */
 bool pc_report_has_stats(pc_verdict v);
@@ -23,5 +40,71 @@ void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]);
  * that track it), whose verdict is a failure; NULL when none fails. Downstream tensors that a
  * bug spoiled come after it, so this is where to look first. */
 const pc_tensor *pc_report_first_divergence(const pc_run *run);
+
+/** mismatches / count; 0 for an empty tensor. */
+double pc_report_mismatch_fraction(const pc_stats *s);
+
+/** Whether run tensor i fails: its verdict is a failure and, when a gate is given, it fails
+ * the gate too (a failure the baseline accepted does not). */
+bool pc_report_fails(const pc_run *run, const pc_gate *gate, size_t i);
+
+/** The verdict that decides the exit code: the gate's when there is one, else the run's. */
+pc_run_verdict pc_report_verdict(const pc_run *run, const pc_gate *gate);
+
+/** The rows of a table in `sort` order (docs/reports.md, "Row order"): a malloc'ed permutation
+ * of 0 .. ntensors - 1 that the caller frees, or NULL when out of memory. */
+size_t *pc_report_row_order(const pc_run *run, const pc_gate *gate, pc_sort sort);
+
+/** "8 tensors: 1 pass, 5 fail (2 drift, 1 shape_mismatch, ...), 1 error, 1 skipped", the parts
+ * that are zero left out (but for the pass count). */
+void pc_report_put_tally(FILE *out, const pc_run *run);
+
+/** Why a tensor that is not a pass has its verdict, in words: "7 of 60 elements (11.7%) outside
+ * tolerance, 1% allowed; 1 nan mismatch", "only in A", "shape [2,3] vs [3,2]", or the message.
+ * Empty for a pass. */
+void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
+
+/** "worst [2,1,2]: a=1.5, b=1.5000001": each value with the fewest significant digits, from 3 up,
+ * that tell a and b apart (both at 3 when they are equal). Empty when t has no worst element. */
+void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t);
+
+/** How a gate judged tensor i, for tables: "worse", "new", ...; "" without a gate. */
+const char *pc_report_change(const pc_gate *gate, size_t i);
+
+/** The label of ULP histogram bucket k: "0", "1", "2-3", "4-7", ... */
+void pc_report_bucket_label(char *buf, size_t size, int k);
+
+/** The number of ULP histogram buckets up to the last nonempty one (0 when all are empty). */
+int pc_report_hist_used(const pc_stats *s);
+
+/* Index of the p99 level in pc_quantile_levels, the quantile the tables show. */
+enum { PC_REPORT_P99 = 2 };
+
+/** True when any compared tensor of the run has quantiles (so tables get a p99 column). */
+bool pc_report_any_quantiles(const pc_run *run);
+
+/** PC_EUSAGE (naming `who`) unless run is set and gate, when set, was made for this run. */
+int pc_report_check(const pc_run *run, const pc_gate *gate, const char *who, pc_error *err);
+
+/** The profile name for headers. */
+const char *pc_report_profile(const pc_report_options *opts);
+
+/** Length of the valid UTF-8 sequence at p (1 to 4), or 0 when the bytes there are not one. */
+size_t pc_report_utf8_len(const unsigned char *p);
+
+/** s with XML's five special characters as entities, tab/newline/CR as character references
+ * when `attribute`, and control characters, U+FFFE/U+FFFF and invalid UTF-8 (which XML 1.0 cannot
+ * hold) as '?'. Good for HTML text and attributes too. */
+void pc_report_put_xml(FILE *out, const char *s, bool attribute);
+
+/** pc_report_put_xml of the first n bytes of s (n must not split a UTF-8 sequence). */
+void pc_report_put_xml_n(FILE *out, const char *s, size_t n, bool attribute);
+
+/** Open `path` for writing, or standard output for "-". */
+int pc_report_open(FILE **out, const char *path, pc_error *err);
+
+/** Close what pc_report_open opened (flush stdout), reporting any write error for `what`
+ * ("the Markdown report") as PC_EIO naming the path. */
+int pc_report_close(FILE *f, const char *path, const char *what, pc_error *err);
 
 #endif

@@ -1,5 +1,6 @@
 /* JSON report (schema: docs/report-json.md): the run as one object, built with jansson and
- * written with keys in insertion order, doubles at full precision. */
+ * written with keys in insertion order, doubles at full precision; every statistic of a compared
+ * tensor, and with a baseline the gate's judgement. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -10,6 +11,7 @@
 #include <errno.h>  /* errno */
 #include <math.h>   /* isnan, isinf */
 #include <stdint.h> /* INT64_MAX */
+#include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* strcmp, strerror */
 
@@ -113,6 +115,46 @@ static json_t *tolerance_json(const pc_tol *tol) {
   return finish(o, rc);
 }
 
+/* The buckets up to the last nonempty one: index k is bucket k of docs/metrics.md. */
+static json_t *hist_json(const pc_stats *s) {
+  json_t *a = json_array();
+  int rc = 0;
+  for (int k = 0; k < pc_report_hist_used(s); k++)
+    rc |= json_array_append_new(a, count_json(s->ulp_hist[k]));
+  return finish(a, rc);
+}
+
+/* {"p50": {"abs": .., "rel": .., "ulp": ..}, "p90": ...}, named after pc_quantile_levels. */
+static json_t *quantiles_json(const pc_stats *s) {
+  json_t *o = json_object();
+  int rc = 0;
+  for (int k = 0; k < PC_NQUANTILES; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "p%g", 100 * pc_quantile_levels[k]);
+    json_t *q = json_object();
+    rc |= json_object_set_new(q, "abs", real_json(s->q_abs[k]));
+    rc |= json_object_set_new(q, "rel", real_json(s->q_rel[k]));
+    rc |= json_object_set_new(q, "ulp", real_json(s->q_ulp[k]));
+    rc |= json_object_set_new(o, name, q);
+  }
+  return finish(o, rc);
+}
+
+/* Means, aggregates, the ULP histogram and (when the run has them) quantiles. */
+static int put_distribution(json_t *o, const pc_stats *s) {
+  pc_aggregates g = pc_stats_aggregates(s);
+  int rc = json_object_set_new(o, "mean_abs", real_json(g.mean_abs));
+  rc |= json_object_set_new(o, "mean_rel", real_json(g.mean_rel));
+  rc |= json_object_set_new(o, "rms", real_json(g.rms));
+  rc |= json_object_set_new(o, "rel_rms", real_json(g.rel_rms));
+  rc |= json_object_set_new(o, "cosine", real_json(g.cosine));
+  rc |= json_object_set_new(o, "snr_db", real_json(g.snr_db));
+  rc |= json_object_set_new(o, "ulp_hist", hist_json(s));
+  if (s->has_quantiles)
+    rc |= json_object_set_new(o, "quantiles", quantiles_json(s));
+  return rc;
+}
+
 /* The figures of a compared tensor; a tensor that was not compared has none (and no tolerance was
  * resolved for it, since that needs a compare dtype). */
 static int put_stats(json_t *o, const pc_tensor *t) {
@@ -125,6 +167,7 @@ static int put_stats(json_t *o, const pc_tensor *t) {
   rc |= json_object_set_new(o, "max_rel", real_json(s->max_rel));
   rc |= json_object_set_new(o, "max_ulp", count_json(s->max_ulp));
   rc |= json_object_set_new(o, "mean_ulp", real_json(pc_stats_mean_ulp(s)));
+  rc |= put_distribution(o, s);
   rc |= json_object_set_new(o, "worst", worst_json(t));
   rc |= json_object_set_new(o, "tolerance", tolerance_json(&t->tol));
   return rc;
@@ -156,12 +199,33 @@ static int put_remarks(json_t *o, const pc_tensor *t) {
   return rc;
 }
 
-static json_t *tensor_json(const pc_tensor *t) {
+/* The gate's judgement of one tensor, and what the baseline held for it. */
+static json_t *tensor_gate_json(const pc_gate_tensor *g) {
+  const pc_baseline_entry *e = &g->base;
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "change", json_string(pc_change_name(g->change)));
+  rc |= json_object_set_new(o, "fails_gate", json_boolean(g->fails));
+  if (!g->in_baseline)
+    return finish(o, rc);
+  rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(e->verdict)));
+  if (!pc_report_has_stats(e->verdict))
+    return finish(o, rc);
+  rc |= json_object_set_new(o, "compare_dtype", dtype_json(e->compare, false));
+  rc |= json_object_set_new(o, "count", count_json(e->count));
+  rc |= json_object_set_new(o, "mismatches", count_json(e->mismatches));
+  rc |= json_object_set_new(o, "nonfinite_mismatches", count_json(e->nonfinite));
+  rc |= json_object_set_new(o, "max_ulp", count_json(e->max_ulp));
+  return finish(o, rc);
+}
+
+static json_t *tensor_json(const pc_tensor *t, const pc_gate_tensor *g) {
   json_t *o = json_object();
   int rc = put_identity(o, t);
   if (pc_report_has_stats(t->verdict))
     rc |= put_stats(o, t);
   rc |= put_remarks(o, t);
+  if (g)
+    rc |= json_object_set_new(o, "baseline", tensor_gate_json(g));
   return finish(o, rc);
 }
 
@@ -183,23 +247,39 @@ static json_t *summary_json(const pc_run *run) {
   return finish(o, rc);
 }
 
-static json_t *tensors_json(const pc_run *run) {
+static json_t *tensors_json(const pc_run *run, const pc_gate *gate) {
   json_t *a = json_array();
   int rc = 0;
   for (size_t i = 0; i < run->ntensors; i++)
-    rc |= json_array_append_new(a, tensor_json(&run->tensors[i]));
+    rc |= json_array_append_new(a, tensor_json(&run->tensors[i], gate ? &gate->tensors[i] : NULL));
   return finish(a, rc);
 }
 
-static json_t *run_json(const pc_run *run) {
+static json_t *gate_json(const pc_gate *gate) {
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "file", string_json(gate->path));
+  rc |= json_object_set_new(o, "factor", real_json(gate->factor));
+  rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(gate->verdict)));
+  rc |= json_object_set_new(o, "fails_gate", count_json(gate->failures));
+  for (int c = 0; c < PC_CHANGE_COUNT_; c++)
+    rc |= json_object_set_new(o, pc_change_name((pc_change)c), count_json(gate->by_change[c]));
+  rc |= json_object_set_new(o, "baseline_only", count_json(gate->baseline_only));
+  return finish(o, rc);
+}
+
+static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
+  const pc_gate *gate = opts ? opts->gate : NULL;
   json_t *o = json_object();
   int rc = json_object_set_new(o, "version", json_integer(1));
   rc |= json_object_set_new(o, "a", string_json(run->path_a));
   rc |= json_object_set_new(o, "b", string_json(run->path_b));
+  rc |= json_object_set_new(o, "profile", string_json(pc_report_profile(opts)));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
   rc |= json_object_set_new(o, "first_divergence", first_divergence_json(run));
-  rc |= json_object_set_new(o, "tensors", tensors_json(run));
+  rc |= json_object_set_new(o, "tensors", tensors_json(run, gate));
   rc |= json_object_set_new(o, "summary", summary_json(run));
+  if (gate)
+    rc |= json_object_set_new(o, "baseline", gate_json(gate));
   return finish(o, rc);
 }
 
@@ -217,13 +297,15 @@ static int write_json(const json_t *root, const char *path, pc_error *err) {
   return PC_OK;
 }
 
-int pc_report_json(const char *path, const pc_run *run, pc_error *err) {
-  if (!path || !run)
-    return pc_error_set(err, PC_EUSAGE, "pc_report_json: path and run are required");
-  json_t *root = run_json(run);
+int pc_report_json(const char *path, const pc_run *run, const pc_report_options *opts,
+                   pc_error *err) {
+  int rc = pc_report_check(run, opts ? opts->gate : NULL, "pc_report_json", err);
+  if (rc < 0 || !path)
+    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_json: a path is required");
+  json_t *root = run_json(run, opts);
   if (!root)
     return pc_error_set(err, PC_ENOMEM, "out of memory building the JSON report");
-  int rc = write_json(root, path, err);
+  rc = write_json(root, path, err);
   json_decref(root);
   return rc;
 }

@@ -1,7 +1,8 @@
 /* Text report: a header, one aligned line per tensor (failures in upper case, coloured on a
- * terminal), a detail line under each drift, and a one-line summary. Every figure is defined in
- * docs/metrics.md. Passing tensors print their figures, never "0 differences": a line always says
- * how close the tensor came. */
+ * terminal), a detail line under each drift, and a one-line summary; with a baseline, a column
+ * of changes and a gate line. Verbose mode adds the error statistics under every compared tensor.
+ * Every figure is defined in docs/metrics.md. Passing tensors print their figures, never
+ * "0 differences": a line always says how close the tensor came. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -14,23 +15,11 @@
 
 /* Paths longer than this keep their tail (the most specific part) behind "...". */
 enum { PATH_WIDTH_MAX = 60 };
-/* "[" and "]", up to 20 digits and a comma per dimension, NUL. */
-enum { DIMS_TEXT_MAX = 2 + PC_MAX_RANK * 21 + 1 };
 
 static const char ELLIPSIS[] = "...";
 static const char GAP[] = "  ";
 
 #define ANSI_RESET "\033[0m"
-
-static const char *format_dims(char buf[DIMS_TEXT_MAX], int rank, const uint64_t *dims) {
-  if (rank < 0)
-    return "-";
-  size_t n = (size_t)snprintf(buf, DIMS_TEXT_MAX, "[");
-  for (int k = 0; k < rank; k++)
-    n += (size_t)snprintf(buf + n, DIMS_TEXT_MAX - n, "%s%" PRIu64, k ? "," : "", dims[k]);
-  snprintf(buf + n, DIMS_TEXT_MAX - n, "]");
-  return buf;
-}
 
 /* Failures and errors: upper case, and kept by quiet mode. */
 static bool stands_out(pc_verdict v) {
@@ -54,55 +43,51 @@ static const char *verdict_color(pc_verdict v) {
 /* The cells of one tensor line, each already formatted. */
 typedef struct cells {
   char verdict[32];
+  char change[16];
   char dtype[80];
-  char shape[DIMS_TEXT_MAX];
+  char shape[PC_DIMS_TEXT_MAX];
   char mismatches[48];
   char max_abs[32];
   char max_rel[32];
   char max_ulp[24];
+  char snr_db[32];
 } cells;
 
 typedef struct widths {
-  size_t verdict, path, dtype, shape, mismatches, max_abs, max_rel;
+  size_t verdict, change, path, dtype, shape, mismatches, max_abs, max_rel, max_ulp;
 } widths;
 
-static void format_verdict(char *buf, size_t size, pc_verdict v) {
-  const char *name = pc_verdict_name(v);
-  bool upper = stands_out(v);
+/* What every line is drawn from. */
+typedef struct view {
+  const pc_run *run;
+  const pc_text_options *opts;
+} view;
+
+static void copy_case(char *buf, size_t size, const char *name, bool upper) {
   size_t i = 0;
   for (; name[i] && i + 1 < size; i++)
     buf[i] = upper && name[i] >= 'a' && name[i] <= 'z' ? (char)(name[i] - 'a' + 'A') : name[i];
   buf[i] = '\0';
 }
 
-/* One dtype when both sides agree, else "a/b", with "-" for a side that has none. */
-static void format_dtypes(char *buf, size_t size, const pc_tensor *t) {
-  char a[40], b[40];
-  const char *na = t->dtype_a == PC_DTYPE_NONE
-                       ? "-"
-                       : pc_report_dtype_name(a, sizeof a, t->dtype_a, t->is_complex);
-  const char *nb = t->dtype_b == PC_DTYPE_NONE
-                       ? "-"
-                       : pc_report_dtype_name(b, sizeof b, t->dtype_b, t->is_complex);
-  if (strcmp(na, nb) == 0)
-    snprintf(buf, size, "%s", na);
-  else
-    snprintf(buf, size, "%s/%s", na, nb);
-}
-
-static void fill_cells(cells *c, const pc_tensor *t) {
-  char dims[DIMS_TEXT_MAX];
+static void fill_cells(cells *c, const view *v, size_t i) {
+  const pc_tensor *t = &v->run->tensors[i];
+  const pc_gate *gate = v->opts->gate;
+  char dims[PC_DIMS_TEXT_MAX];
   const pc_stats *s = &t->stats;
-  format_verdict(c->verdict, sizeof c->verdict, t->verdict);
-  format_dtypes(c->dtype, sizeof c->dtype, t);
-  snprintf(c->shape, sizeof c->shape, "%s", format_dims(dims, t->rank, t->dims));
-  c->mismatches[0] = c->max_abs[0] = c->max_rel[0] = c->max_ulp[0] = '\0';
+  copy_case(c->verdict, sizeof c->verdict, pc_verdict_name(t->verdict), stands_out(t->verdict));
+  /* a change that fails the gate is upper case, as a failing verdict is */
+  copy_case(c->change, sizeof c->change, pc_report_change(gate, i), gate && gate->tensors[i].fails);
+  pc_report_dtypes(c->dtype, sizeof c->dtype, t);
+  snprintf(c->shape, sizeof c->shape, "%s", pc_report_dims(dims, t->rank, t->dims));
+  c->mismatches[0] = c->max_abs[0] = c->max_rel[0] = c->max_ulp[0] = c->snr_db[0] = '\0';
   if (!pc_report_has_stats(t->verdict))
     return;
   snprintf(c->mismatches, sizeof c->mismatches, "%" PRIu64 "/%" PRIu64, s->mismatches, s->count);
   snprintf(c->max_abs, sizeof c->max_abs, "%.3g", s->max_abs);
   snprintf(c->max_rel, sizeof c->max_rel, "%.3g", s->max_rel);
   snprintf(c->max_ulp, sizeof c->max_ulp, "%" PRIu64, s->max_ulp);
+  snprintf(c->snr_db, sizeof c->snr_db, "%.3g", pc_stats_aggregates(s).snr_db);
 }
 
 /* The tail of path that fits PATH_WIDTH_MAX together with the ellipsis, never starting inside a
@@ -129,23 +114,26 @@ static size_t max_size(size_t a, size_t b) {
 }
 
 /* Column widths over the lines that will be shown (counted in *shown). */
-static widths measure(const pc_run *run, bool quiet, size_t *shown) {
-  widths w = {strlen("verdict"),    strlen("tensor"),  strlen("dtype"),  strlen("shape"),
-              strlen("mismatches"), strlen("max_abs"), strlen("max_rel")};
-  for (size_t i = 0; i < run->ntensors; i++) {
-    const pc_tensor *t = &run->tensors[i];
-    if (!is_shown(t->verdict, quiet))
+static widths measure(const view *v, size_t *shown) {
+  widths w = {strlen("verdict"), strlen("baseline"), strlen("tensor"),
+              strlen("dtype"),   strlen("shape"),    strlen("mismatches"),
+              strlen("max_abs"), strlen("max_rel"),  strlen("max_ulp")};
+  for (size_t i = 0; i < v->run->ntensors; i++) {
+    const pc_tensor *t = &v->run->tensors[i];
+    if (!is_shown(t->verdict, v->opts->quiet))
       continue;
     ++*shown;
     cells c;
-    fill_cells(&c, t);
+    fill_cells(&c, v, i);
     w.verdict = max_size(w.verdict, strlen(c.verdict));
+    w.change = max_size(w.change, strlen(c.change));
     w.path = max_size(w.path, path_width(t->path));
     w.dtype = max_size(w.dtype, strlen(c.dtype));
     w.shape = max_size(w.shape, strlen(c.shape));
     w.mismatches = max_size(w.mismatches, strlen(c.mismatches));
     w.max_abs = max_size(w.max_abs, strlen(c.max_abs));
     w.max_rel = max_size(w.max_rel, strlen(c.max_rel));
+    w.max_ulp = max_size(w.max_ulp, strlen(c.max_ulp));
   }
   return w;
 }
@@ -177,19 +165,6 @@ static bool is_structural(pc_verdict v) {
          v == PC_VERDICT_SHAPE_MISMATCH;
 }
 
-static void put_reason(FILE *out, const pc_tensor *t) {
-  char a[DIMS_TEXT_MAX], b[DIMS_TEXT_MAX];
-  if (t->verdict == PC_VERDICT_MISSING_IN_A)
-    fputs("only in B", out);
-  else if (t->verdict == PC_VERDICT_MISSING_IN_B)
-    fputs("only in A", out);
-  else if (t->verdict == PC_VERDICT_SHAPE_MISMATCH)
-    fprintf(out, "shape %s vs %s", format_dims(a, t->rank, t->dims),
-            format_dims(b, t->rank_b, t->dims_b));
-  else
-    fputs(t->message, out);
-}
-
 static void put_values(FILE *out, const char *label, const double v[2], bool is_complex) {
   if (is_complex)
     fprintf(out, " %s=(%.17g, %.17g)", label, v[0], v[1]);
@@ -209,10 +184,10 @@ static void put_item(FILE *out, size_t indent, bool *first) {
 static void put_worst(FILE *out, const pc_tensor *t, size_t indent, bool *first) {
   const pc_stats *s = &t->stats;
   uint64_t index[PC_MAX_RANK];
-  char dims[DIMS_TEXT_MAX];
+  char dims[PC_DIMS_TEXT_MAX];
   pc_report_worst_index(t, index);
   put_item(out, indent, first);
-  fprintf(out, "worst %s:", format_dims(dims, t->rank < 0 ? 0 : t->rank, index));
+  fprintf(out, "worst %s:", pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index));
   put_values(out, "a", s->worst_a, t->is_complex);
   put_values(out, "b", s->worst_b, t->is_complex);
   fprintf(out, " (abs %.3g, rel %.3g, ulp %" PRIu64 ")", s->worst_abs, s->worst_rel, s->worst_ulp);
@@ -225,21 +200,20 @@ static void put_count(FILE *out, uint64_t n, const char *what, size_t indent, bo
   fprintf(out, "%s: %" PRIu64, what, n);
 }
 
-/* Under a drift: where it is worst and why. Under a pass: only a dtype attribute the stored values
- * contradict, which is a problem of the data whatever the tolerance. */
-static void put_details(FILE *out, const pc_tensor *t, size_t indent) {
+/* Under a drift (and in verbose mode under a pass): where it is worst and why. Under a pass: a
+ * dtype attribute the stored values contradict, which is a problem of the data whatever the
+ * tolerance. */
+static void put_details(FILE *out, const pc_tensor *t, size_t indent, bool verbose) {
   const pc_stats *s = &t->stats;
   bool drift = t->verdict == PC_VERDICT_DRIFT;
   bool first = true;
-  if (!pc_report_has_stats(t->verdict))
-    return;
-  if (drift && s->has_worst)
+  if ((drift || verbose) && s->has_worst)
     put_worst(out, t, indent, &first);
   put_count(out, s->nan_mismatches, "nan mismatches", indent, &first);
   put_count(out, s->inf_mismatches, "inf mismatches", indent, &first);
   put_count(out, s->not_representable_a, "not representable in A's dtype", indent, &first);
   put_count(out, s->not_representable_b, "not representable in B's dtype", indent, &first);
-  if (drift && t->note) {
+  if ((drift || verbose) && t->note) {
     put_item(out, indent, &first);
     fputs(t->note, out);
   }
@@ -247,10 +221,47 @@ static void put_details(FILE *out, const pc_tensor *t, size_t indent) {
     fputc('\n', out);
 }
 
-static void put_tensor(FILE *out, const pc_tensor *t, const widths *w, bool color) {
+/* "abs 0/1e-07/2e-07/2e-07": a figure at the quantile levels, in the order of the levels. */
+static void put_quantiles(FILE *out, const char *what, const double q[PC_NQUANTILES], bool ulp) {
+  fprintf(out, "%s ", what);
+  for (int k = 0; k < PC_NQUANTILES; k++)
+    fprintf(out, ulp ? "%s%.0f" : "%s%.3g", k ? "/" : "", q[k]);
+}
+
+/* Verbose mode: means and aggregates, quantiles when the run has them, the ULP histogram. */
+static void put_statistics(FILE *out, const pc_stats *s, size_t indent) {
+  pc_aggregates g = pc_stats_aggregates(s);
+  fprintf(out,
+          "%*smean abs %.3g, rel %.3g, ulp %.3g; rms %.3g, rel_rms %.3g, cosine %.9g, "
+          "snr %.3g dB\n",
+          (int)indent, "", g.mean_abs, g.mean_rel, pc_stats_mean_ulp(s), g.rms, g.rel_rms, g.cosine,
+          g.snr_db);
+  if (s->has_quantiles) {
+    fprintf(out, "%*sp50/p90/p99/p99.9: ", (int)indent, "");
+    put_quantiles(out, "abs", s->q_abs, false);
+    put_quantiles(out, ", rel", s->q_rel, false);
+    put_quantiles(out, ", ulp", s->q_ulp, true);
+    fputc('\n', out);
+  }
+  fprintf(out, "%*sulp histogram:", (int)indent, "");
+  int used = pc_report_hist_used(s);
+  for (int k = 0; k < used; k++) {
+    char label[48];
+    if (!s->ulp_hist[k])
+      continue;
+    pc_report_bucket_label(label, sizeof label, k);
+    fprintf(out, " %s: %" PRIu64 "%s", label, s->ulp_hist[k], k + 1 < used ? "," : "");
+  }
+  fputs(used ? "\n" : " empty\n", out);
+}
+
+static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
+  const pc_tensor *t = &v->run->tensors[i];
   cells c;
-  fill_cells(&c, t);
-  put_verdict(out, &c, t->verdict, w->verdict, color);
+  fill_cells(&c, v, i);
+  put_verdict(out, &c, t->verdict, w->verdict, v->opts->color);
+  if (v->opts->gate)
+    put_padded(out, c.change, w->change);
   put_path(out, t->path, w->path);
   put_padded(out, c.dtype, w->dtype);
   if (pc_report_has_stats(t->verdict)) {
@@ -258,26 +269,36 @@ static void put_tensor(FILE *out, const pc_tensor *t, const widths *w, bool colo
     put_padded(out, c.mismatches, w->mismatches);
     put_padded(out, c.max_abs, w->max_abs);
     put_padded(out, c.max_rel, w->max_rel);
-    fprintf(out, "%s\n", c.max_ulp);
+    put_padded(out, c.max_ulp, w->max_ulp);
+    fprintf(out, "%s\n", c.snr_db);
   } else if (t->message || is_structural(t->verdict)) {
+    char reason[PC_REASON_MAX];
+    pc_report_reason(reason, sizeof reason, t);
     put_padded(out, c.shape, w->shape);
-    put_reason(out, t);
-    fputc('\n', out);
+    fprintf(out, "%s\n", reason);
   } else {
     fprintf(out, "%s\n", c.shape);
   }
-  put_details(out, t, w->verdict + strlen(GAP));
+  if (!pc_report_has_stats(t->verdict))
+    return;
+  size_t indent = w->verdict + strlen(GAP);
+  put_details(out, t, indent, v->opts->verbose);
+  if (v->opts->verbose)
+    put_statistics(out, &t->stats, indent);
 }
 
-static void put_header(FILE *out, const widths *w) {
+static void put_header(FILE *out, const widths *w, bool gate) {
   put_padded(out, "verdict", w->verdict);
+  if (gate)
+    put_padded(out, "baseline", w->change);
   put_padded(out, "tensor", w->path);
   put_padded(out, "dtype", w->dtype);
   put_padded(out, "shape", w->shape);
   put_padded(out, "mismatches", w->mismatches);
   put_padded(out, "max_abs", w->max_abs);
   put_padded(out, "max_rel", w->max_rel);
-  fputs("max_ulp\n", out);
+  put_padded(out, "max_ulp", w->max_ulp);
+  fputs("snr_db\n", out);
 }
 
 static const char *plural(size_t n) {
@@ -362,23 +383,47 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
   fputc('\n', out);
 }
 
+/* "GATE FAIL: 2 tensors fail the baseline base.json at factor 2 (first: /x); 1 new, 1 worse,
+ * 0 better, 5 unchanged, 1 only in the baseline". */
+static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, bool color) {
+  static const char *const words[] = {"GATE PASS", "GATE FAIL", "GATE ERROR"};
+  static const pc_verdict colors[] = {PC_VERDICT_PASS, PC_VERDICT_DRIFT, PC_VERDICT_ERROR};
+  put_summary_word(out, words[gate->verdict], colors[gate->verdict], color);
+  fprintf(out, "%zu tensor%s fail%s the baseline %s at factor %g", gate->failures,
+          plural(gate->failures), gate->failures == 1 ? "s" : "", gate->path, gate->factor);
+  for (size_t i = 0; i < run->ntensors; i++)
+    if (gate->tensors[i].fails) {
+      fprintf(out, " (first: %s)", run->tensors[i].path);
+      break;
+    }
+  for (int c = 0; c < PC_CHANGE_COUNT_; c++)
+    fprintf(out, "%s%zu %s", c ? ", " : "; ", gate->by_change[c], pc_change_name((pc_change)c));
+  if (gate->baseline_only)
+    fprintf(out, ", %zu only in the baseline", gate->baseline_only);
+  fputc('\n', out);
+}
+
 int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc_error *err) {
-  static const pc_text_options defaults = {false, false};
-  if (!out || !run)
-    return pc_error_set(err, PC_EUSAGE, "pc_report_text: out and run are required");
+  static const pc_text_options defaults = {.color = false};
   if (!opts)
     opts = &defaults;
+  int rc = pc_report_check(run, opts->gate, "pc_report_text", err);
+  if (rc < 0 || !out)
+    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_text: a stream is required");
+  view v = {run, opts};
   size_t shown = 0;
-  widths w = measure(run, opts->quiet, &shown);
+  widths w = measure(&v, &shown);
   if (shown)
-    put_header(out, &w);
+    put_header(out, &w, opts->gate != NULL);
   for (size_t i = 0; i < run->ntensors; i++)
     if (is_shown(run->tensors[i].verdict, opts->quiet))
-      put_tensor(out, &run->tensors[i], &w, opts->color);
+      put_tensor(out, &v, i, &w);
   if (run->verdict == PC_RUN_PASS)
     put_pass_summary(out, run, opts->color);
   else
     put_fail_summary(out, run, opts->color);
+  if (opts->gate)
+    put_gate_summary(out, run, opts->gate, opts->color);
   if (fflush(out) != 0 || ferror(out))
     return pc_error_set(err, PC_EIO, "cannot write the text report: %s", strerror(errno));
   return PC_OK;

@@ -8,7 +8,7 @@
 #include <errno.h>   /* errno, ERANGE, EFBIG */
 #include <fnmatch.h> /* fnmatch */
 #include <locale.h>  /* newlocale, uselocale: numbers are read in the C locale */
-#include <math.h>    /* isfinite, isinf, INFINITY */
+#include <math.h>    /* isfinite, isinf, INFINITY, fabs, fmax, ldexp, sqrt */
 #include <stdarg.h>  /* va_list */
 #include <stdio.h>   /* FILE, fopen, fread, vsnprintf */
 #include <stdlib.h>  /* calloc, realloc, free, strtod, strtoull */
@@ -19,6 +19,8 @@
 /* tolerances/default.yaml as it was at build time (scripts/embed.cmake). */
 extern const char pc_builtin_profile[];
 extern const size_t pc_builtin_profile_len;
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Limits that keep a broken or hostile file from exhausting memory or time. */
 enum { TOL_MAX_RULES = 100000 };
@@ -51,13 +53,41 @@ static const char *const layer_keys[] = {"float64",  "float32",       "float16",
                                          "integer",  "all",           "match"};
 enum { KEY_MATCH = KEY_COUNT, RULE_KEY_COUNT = KEY_COUNT + 1 };
 
-/* Criterion keys; the index of each is the bit position of its flag in pc_tol.set. */
-static const char *const criterion_keys[] = {"atol", "rtol", "max_ulp", "max_mismatch_fraction"};
-enum { CRIT_ATOL, CRIT_RTOL, CRIT_MAX_ULP, CRIT_MAX_MISMATCH_FRACTION, CRIT_COUNT };
+/* Keys of a criteria mapping; the index of each is its bit in tol_entry.set. The first four are
+ * pc_tol's own criteria (and their bits are the PC_TOL_* bits); the others are the coefficients
+ * of the reduction-aware model (docs/tolerance-model.md), which resolution turns into them. */
+static const char *const criterion_keys[] = {
+    "atol",        "rtol",          "max_ulp",     "max_mismatch_fraction",
+    "precision",   "accumulation",  "atol_rms",    "rtol_u",
+    "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u", "max_scale_u_sqrt_n"};
+enum {
+  CRIT_ATOL,
+  CRIT_RTOL,
+  CRIT_MAX_ULP,
+  CRIT_MAX_MISMATCH_FRACTION,
+  CRIT_PRECISION,
+  CRIT_ACCUMULATION,
+  CRIT_ATOL_RMS,
+  CRIT_RTOL_U,
+  CRIT_RTOL_SQRT_K,
+  CRIT_MAX_REL_RMS_U,
+  CRIT_MAX_SCALE_U,
+  CRIT_MAX_SCALE_U_SQRT_N,
+  CRIT_COUNT
+};
+_Static_assert(COUNT_OF(criterion_keys) == CRIT_COUNT, "one name per criterion");
 _Static_assert(PC_TOL_ATOL == 1u << CRIT_ATOL && PC_TOL_RTOL == 1u << CRIT_RTOL &&
                    PC_TOL_MAX_ULP == 1u << CRIT_MAX_ULP &&
                    PC_TOL_MAX_MISMATCH_FRACTION == 1u << CRIT_MAX_MISMATCH_FRACTION,
                "criterion_keys order must follow the PC_TOL_* bits");
+/* The bits of tol_entry.set that are pc_tol.set bits as they are. */
+static const unsigned TOL_PLAIN_BITS =
+    PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_ULP | PC_TOL_MAX_MISMATCH_FRACTION;
+
+/* Names `precision` and `accumulation` accept besides the float dtypes of dtype.h: NVIDIA's
+ * TensorFloat-32, an fp32 layout whose products keep 10 stored mantissa bits. */
+static const char TF32_NAME[] = "tf32";
+enum { TF32_PRECISION_BITS = 11 }; /* 10 stored mantissa bits and the implicit one */
 
 static const char *const top_keys[] = {"version", "defaults", "rules"};
 enum { TOP_VERSION, TOP_DEFAULTS, TOP_RULES, TOP_COUNT };
@@ -69,13 +99,15 @@ static const char *const null_spellings[] = {"", "~", "null", "Null", "NULL"};
 static const char *const char_classes[] = {"alnum", "alpha", "blank", "cntrl", "digit", "graph",
                                            "lower", "print", "punct", "space", "upper", "xdigit"};
 
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
-
-/* What one layer says about one dtype key: tol.set holds the criteria it sets, `unset` those it
- * clears with null. An unset criterion's value in tol stays 0, since a key appears once. */
+/* What one layer says about one dtype key: bit k of `set` when it gives criterion_keys[k] a
+ * value, of `unset` when it clears it with null. value[k] holds every number but max_ulp's;
+ * for `precision` and `accumulation` it is the unit roundoff of the named format. Resolution
+ * layers entries into one of the same kind. */
 typedef struct tol_entry {
-  pc_tol tol;
+  unsigned set;
   unsigned unset;
+  double value[CRIT_COUNT];
+  uint64_t max_ulp;
 } tol_entry;
 
 /* The defaults of one file (glob NULL) or one rule. */
@@ -450,6 +482,32 @@ static int parse_glob(tol_parser *p, tol_layer *layer) {
 
 /* ---- Schema ------------------------------------------------------------------------------ */
 
+/* The float formats `precision` (with tf32) and `accumulation` (without) may name. */
+static const pc_dtype format_dtypes[] = {PC_DTYPE_FLOAT64,       PC_DTYPE_FLOAT32,
+                                         PC_DTYPE_FLOAT16,       PC_DTYPE_BFLOAT16,
+                                         PC_DTYPE_FLOAT8_E4M3FN, PC_DTYPE_FLOAT8_E5M2};
+
+/* A float format's name, as its unit roundoff. */
+static int parse_format(tol_parser *p, const char *what, bool tf32_ok, double *u) {
+  const yaml_event_t *ev = &p->ev;
+  if (ev->type != YAML_SCALAR_EVENT)
+    return fail_at(p, ev->start_mark, "'%s' must be a format name, got %s", what, node_kind(ev));
+  const char *name = scalar_text(ev);
+  if (tf32_ok && strcmp(name, TF32_NAME) == 0) {
+    *u = ldexp(1.0, -TF32_PRECISION_BITS);
+    return PC_OK;
+  }
+  for (size_t i = 0; i < COUNT_OF(format_dtypes); i++)
+    if (strcmp(name, pc_dtype_name(format_dtypes[i])) == 0) {
+      *u = pc_dtype_unit_roundoff(format_dtypes[i]);
+      return PC_OK;
+    }
+  return fail_at(p, ev->start_mark,
+                 "'%s' must be one of float64, float32, %sfloat16, bfloat16, float8_e4m3fn, "
+                 "float8_e5m2, got '%.*s'",
+                 what, tf32_ok ? "tf32, " : "", TOL_QUOTE_MAX, name);
+}
+
 static int on_criterion(tol_parser *p, size_t key, void *arg) {
   tol_entry *entry = arg;
   unsigned bit = 1u << key;
@@ -458,24 +516,25 @@ static int on_criterion(tol_parser *p, size_t key, void *arg) {
     return PC_OK;
   }
   const char *what = criterion_keys[key];
-  pc_tol *tol = &entry->tol;
+  double *value = &entry->value[key];
   int rc;
   switch (key) {
-  case CRIT_ATOL:
-    rc = parse_double(p, what, INFINITY, &tol->atol);
-    break;
-  case CRIT_RTOL:
-    rc = parse_double(p, what, INFINITY, &tol->rtol);
-    break;
   case CRIT_MAX_ULP:
-    rc = parse_u64(p, what, &tol->max_ulp);
+    rc = parse_u64(p, what, &entry->max_ulp);
     break;
-  default:
-    rc = parse_double(p, what, 1.0, &tol->max_mismatch_fraction);
+  case CRIT_MAX_MISMATCH_FRACTION:
+    rc = parse_double(p, what, 1.0, value);
+    break;
+  case CRIT_PRECISION:
+  case CRIT_ACCUMULATION:
+    rc = parse_format(p, what, key == CRIT_PRECISION, value);
+    break;
+  default: /* atol, rtol and the model's coefficients */
+    rc = parse_double(p, what, INFINITY, value);
     break;
   }
   if (rc == PC_OK)
-    tol->set |= bit;
+    entry->set |= bit;
   return rc;
 }
 
@@ -773,48 +832,118 @@ static tol_key key_of_dtype(pc_dtype dt) {
   }
 }
 
-static void apply_entry(pc_tol *tol, const tol_entry *e) {
-  unsigned touched = e->tol.set | e->unset;
-  if (touched & PC_TOL_ATOL)
-    tol->atol = e->tol.atol;
-  if (touched & PC_TOL_RTOL)
-    tol->rtol = e->tol.rtol;
+static void apply_entry(tol_entry *acc, const tol_entry *e) {
+  unsigned touched = e->set | e->unset;
+  for (size_t k = 0; k < CRIT_COUNT; k++)
+    if (touched & (1u << k))
+      acc->value[k] = e->value[k];
   if (touched & PC_TOL_MAX_ULP)
-    tol->max_ulp = e->tol.max_ulp;
-  if (touched & PC_TOL_MAX_MISMATCH_FRACTION)
-    tol->max_mismatch_fraction = e->tol.max_mismatch_fraction;
-  tol->set = (tol->set & ~e->unset) | e->tol.set;
+    acc->max_ulp = e->max_ulp;
+  acc->set = (acc->set & ~e->unset) | e->set;
 }
 
 /* "all" first, so that the dtype's own entry in the same layer wins. */
-static void apply_layer(pc_tol *tol, const tol_layer *layer, tol_key key) {
-  apply_entry(tol, &layer->entry[KEY_ALL]);
+static void apply_layer(tol_entry *acc, const tol_layer *layer, tol_key key) {
+  apply_entry(acc, &layer->entry[KEY_ALL]);
   if (key != KEY_ALL)
-    apply_entry(tol, &layer->entry[key]);
+    apply_entry(acc, &layer->entry[key]);
 }
 
-pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare) {
-  pc_tol tol = {0};
+/* Every layer that applies to path and compare, in order (docs/tolerances.md, "Resolution"). */
+static tol_entry resolve_entry(const pc_tolset *set, const char *path, pc_dtype compare) {
+  tol_entry acc = {0};
   if (!set)
-    return tol;
+    return acc;
   tol_key key = key_of_dtype(compare);
   for (size_t i = 0; i < set->n_defaults; i++)
-    apply_layer(&tol, &set->defaults[i], key);
+    apply_layer(&acc, &set->defaults[i], key);
   for (size_t i = 0; path && i < set->n_rules; i++)
     if (fnmatch(set->rules[i].glob, path, 0) == 0)
-      apply_layer(&tol, &set->rules[i], key);
-  return tol;
+      apply_layer(&acc, &set->rules[i], key);
+  return acc;
 }
 
-/* The schema has no criterion that depends on the tensor's magnitude or reduction yet, so the
- * context changes nothing: these two are the hooks the tolerance model plugs into. */
-bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare) {
-  (void)set, (void)path, (void)compare;
-  return false;
+static bool has(const tol_entry *e, int crit) {
+  return (e->set >> crit) & 1u;
+}
+
+/* Criteria are alternatives (an element passes when any holds), so a model term widens a
+ * criterion that is already set, and sets one that is not. */
+static void widen(pc_tol *tol, unsigned bit, double *field, double v) {
+  *field = (tol->set & bit) && *field > v ? *field : v;
+  tol->set |= bit;
+}
+
+/* u of docs/tolerance-model.md: the coarsest of the compare dtype and `precision`. */
+static double model_u(const tol_entry *e, pc_dtype compare) {
+  double u = pc_dtype_unit_roundoff(compare);
+  return has(e, CRIT_PRECISION) ? fmax(u, e->value[CRIT_PRECISION]) : u;
+}
+
+/* u_acc: the dataset's accumulation dtype, else `accumulation`, else the compare dtype. */
+static double model_u_acc(const tol_entry *e, pc_dtype compare, const pc_tol_context *ctx) {
+  if (ctx && ctx->accumulation != PC_DTYPE_NONE)
+    return pc_dtype_unit_roundoff(ctx->accumulation);
+  return has(e, CRIT_ACCUMULATION) ? e->value[CRIT_ACCUMULATION] : pc_dtype_unit_roundoff(compare);
+}
+
+/* The model's terms for a float compare dtype (docs/tolerance-model.md). */
+static void apply_model(pc_tol *tol, const tol_entry *e, pc_dtype compare,
+                        const pc_tol_context *ctx) {
+  double u = model_u(e, compare);
+  const double *c = e->value;
+  if (has(e, CRIT_ATOL_RMS) && ctx && ctx->has_magnitude)
+    widen(tol, PC_TOL_ATOL, &tol->atol, c[CRIT_ATOL_RMS] * u * ctx->rms_a);
+  if (has(e, CRIT_RTOL_U))
+    widen(tol, PC_TOL_RTOL, &tol->rtol, c[CRIT_RTOL_U] * u);
+  if (has(e, CRIT_RTOL_SQRT_K) && ctx && ctx->reduction_length > 0)
+    widen(tol, PC_TOL_RTOL, &tol->rtol,
+          c[CRIT_RTOL_SQRT_K] * sqrt((double)ctx->reduction_length) * model_u_acc(e, compare, ctx));
+  if (has(e, CRIT_MAX_REL_RMS_U)) {
+    tol->set |= PC_TOL_MAX_REL_RMS;
+    tol->max_rel_rms = c[CRIT_MAX_REL_RMS_U] * u;
+  }
+  if (has(e, CRIT_MAX_SCALE_U) || has(e, CRIT_MAX_SCALE_U_SQRT_N)) {
+    tol->set |= PC_TOL_MAX_SCALE;
+    tol->max_scale = (has(e, CRIT_MAX_SCALE_U) ? c[CRIT_MAX_SCALE_U] : 0) * u;
+    tol->max_scale_sqrt_n = (has(e, CRIT_MAX_SCALE_U_SQRT_N) ? c[CRIT_MAX_SCALE_U_SQRT_N] : 0) * u;
+  }
 }
 
 pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,
                              const pc_tol_context *ctx) {
-  (void)ctx;
-  return pc_tolset_resolve(set, path, compare);
+  tol_entry e = resolve_entry(set, path, compare);
+  pc_tol tol = {0};
+  tol.set = e.set & TOL_PLAIN_BITS;
+  tol.atol = e.value[CRIT_ATOL];
+  tol.rtol = e.value[CRIT_RTOL];
+  tol.max_ulp = e.max_ulp;
+  tol.max_mismatch_fraction = e.value[CRIT_MAX_MISMATCH_FRACTION];
+  if (pc_dtype_is_float(compare))
+    apply_model(&tol, &e, compare, ctx);
+  return tol;
+}
+
+pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare) {
+  return pc_tolset_resolve_ctx(set, path, compare, NULL);
+}
+
+/* Only atol_rms reads the magnitude of A. */
+bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare) {
+  tol_entry e = resolve_entry(set, path, compare);
+  return pc_dtype_is_float(compare) && has(&e, CRIT_ATOL_RMS) && e.value[CRIT_ATOL_RMS] > 0;
+}
+
+/* Written as !(figure <= limit) so that a NaN figure breaks its criterion. */
+unsigned pc_tol_check_aggregates(const pc_tol *tol, double rel_rms, double scale_error,
+                                 uint64_t n) {
+  unsigned broken = 0;
+  if (n == 0)
+    return 0;
+  if ((tol->set & PC_TOL_MAX_REL_RMS) && !(rel_rms <= tol->max_rel_rms))
+    broken |= PC_TOL_MAX_REL_RMS;
+  if ((tol->set & PC_TOL_MAX_SCALE) &&
+      !(fabs(scale_error) <= tol->max_scale + tol->max_scale_sqrt_n / sqrt((double)n)))
+    broken |= PC_TOL_MAX_SCALE;
+  return broken;
 }

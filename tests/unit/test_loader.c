@@ -104,7 +104,7 @@ static const pc_dataset *find(const pc_file *f, const char *path) {
 static size_t read_all(pc_file *f, const pc_dataset *d, size_t block, double *out) {
   pc_reader *r;
   pc_error err;
-  assert_int_equal(pc_reader_open(&r, f, d, block, &err), PC_OK);
+  assert_int_equal(pc_reader_open(&r, f, d, block, NULL, &err), PC_OK);
   size_t total = 0, n;
   do {
     assert_int_equal(pc_reader_next(r, &n, &err), PC_OK);
@@ -151,7 +151,7 @@ static void test_dtypes(void **state) {
 
   pc_reader *r;
   size_t n;
-  assert_int_equal(pc_reader_open(&r, f, find(f, "/i16be"), 8, &err), PC_OK);
+  assert_int_equal(pc_reader_open(&r, f, find(f, "/i16be"), 8, NULL, &err), PC_OK);
   assert_int_equal(pc_reader_next(r, &n, &err), PC_OK);
   assert_int_equal(n, 2);
   assert_true(pc_reader_ints(r)[0] == -32768 && pc_reader_ints(r)[1] == 32767);

@@ -5,7 +5,7 @@
 #include <jansson.h>
 
 #include <float.h>  /* DBL_TRUE_MIN, DBL_MAX */
-#include <math.h>   /* INFINITY, NAN */
+#include <math.h>   /* INFINITY, NAN, sqrt, log10 */
 #include <stdint.h> /* uint64_t, UINT64_MAX */
 #include <stdio.h>  /* open_memstream, fopen */
 #include <stdlib.h> /* free, mkstemp */
@@ -29,13 +29,19 @@ static void set_dims(pc_tensor *t, int rank, const uint64_t *dims) {
     memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
 }
 
-/* A pass whose figures exercise round-tripping: 0.1, 1/3, the smallest subnormal and -0. */
+/* A pass whose figures exercise round-tripping: 0.1, 1/3, the smallest subnormal and -0. Its
+ * distribution: ulps 0,0,1,1,2,2 (sum 6, buckets [0]=2, [1]=2, [2]=2), sum abs 0.3, sum rel 0.6;
+ * sums a^2 = b^2 = 4, ab = 3.995, (b-a)^2 = 0.01; quantiles given as they come. */
 static void make_pass(pc_tensor *t) {
   t->path = "/enc/0/out";
   t->verdict = PC_VERDICT_PASS;
   t->dtype_a = t->dtype_b = t->compare = PC_DTYPE_FLOAT32;
   set_dims(t, 2, (const uint64_t[]){2, 3});
-  t->tol = (pc_tol){PC_TOL_ATOL | PC_TOL_RTOL, 1e-5, 1.3e-6, 99, 0.5};
+  t->tol = (pc_tol){.set = PC_TOL_ATOL | PC_TOL_RTOL,
+                    .atol = 1e-5,
+                    .rtol = 1.3e-6,
+                    .max_ulp = 99,
+                    .max_mismatch_fraction = 0.5};
   t->stats = (pc_stats){.count = 6,
                         .max_abs = 0.1,
                         .max_rel = 1.0 / 3,
@@ -48,7 +54,19 @@ static void make_pass(pc_tensor *t) {
                         .worst_b = {-0.0},
                         .worst_abs = DBL_TRUE_MIN,
                         .worst_rel = 1,
-                        .worst_ulp = 1};
+                        .worst_ulp = 1,
+                        .finite_terms = 6,
+                        .sum_sq_a = 4,
+                        .sum_sq_b = 4,
+                        .sum_ab = 3.995,
+                        .sum_sq_diff = 0.01,
+                        .sum_abs = 0.3,
+                        .sum_rel = 0.6,
+                        .ulp_hist = {2, 2, 2},
+                        .has_quantiles = true,
+                        .q_abs = {0, 0.05, 0.09, 0.1},
+                        .q_rel = {0.1, 0.2, 0.3, 1.0 / 3},
+                        .q_ulp = {1, 2, 2, 2}};
 }
 
 /* A drift with non-finite maxima and a max_ulp beyond INT64_MAX, worst at flat 47 of [3,4,5]:
@@ -60,7 +78,9 @@ static void make_drift(pc_tensor *t) {
   t->dtype_a = PC_DTYPE_FLOAT32;
   t->dtype_b = t->compare = PC_DTYPE_BFLOAT16;
   set_dims(t, 3, (const uint64_t[]){3, 4, 5});
-  t->tol = (pc_tol){PC_TOL_MAX_ULP | PC_TOL_MAX_MISMATCH_FRACTION, 0, 0, 4, 0.01};
+  t->tol = (pc_tol){.set = PC_TOL_MAX_ULP | PC_TOL_MAX_MISMATCH_FRACTION,
+                    .max_ulp = 4,
+                    .max_mismatch_fraction = 0.01};
   t->stats = (pc_stats){.count = 60,
                         .mismatches = 7,
                         .nan_mismatches = 1,
@@ -87,7 +107,7 @@ static void make_complex(pc_tensor *t) {
   t->dtype_a = t->dtype_b = t->compare = PC_DTYPE_FLOAT32;
   t->is_complex = true;
   set_dims(t, 1, (const uint64_t[]){8});
-  t->tol = (pc_tol){PC_TOL_ATOL, 1e-5, 0, 0, 0};
+  t->tol = (pc_tol){.set = PC_TOL_ATOL, .atol = 1e-5};
   t->stats = (pc_stats){.count = 8,
                         .mismatches = 1,
                         .max_abs = 0.25,
@@ -174,7 +194,7 @@ static char *temp_path(void) {
 static json_t *render_json(const pc_run *r) {
   const char *path = temp_path();
   pc_error err = {0};
-  assert_int_equal(pc_report_json(path, r, &err), PC_OK);
+  assert_int_equal(pc_report_json(path, r, NULL, &err), PC_OK);
   json_error_t jerr;
   json_t *root = json_load_file(path, 0, &jerr);
   unlink(path);
@@ -182,16 +202,20 @@ static json_t *render_json(const pc_run *r) {
   return root;
 }
 
-static char *render_text(const pc_run *r, bool color, bool quiet) {
+static char *render_text_with(const pc_run *r, const pc_text_options *opts) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   assert_non_null(f);
-  pc_text_options opts = {color, quiet};
   pc_error err = {0};
-  assert_int_equal(pc_report_text(f, r, &opts, &err), PC_OK);
+  assert_int_equal(pc_report_text(f, r, opts, &err), PC_OK);
   fclose(f);
   return buf;
+}
+
+static char *render_text(const pc_run *r, bool color, bool quiet) {
+  pc_text_options opts = {.color = color, .quiet = quiet};
+  return render_text_with(r, &opts);
 }
 
 /* The object has exactly these keys, in this order. */
@@ -237,9 +261,10 @@ static const json_t *tensor_at(const json_t *root, size_t i) {
 static void test_json_top_level(void **state) {
   (void)state;
   json_t *root = render_json(&run);
-  static const char *const keys[] = {"version", "a",       "b",      "verdict",
+  static const char *const keys[] = {"version",          "a",       "b",      "profile", "verdict",
                                      "first_divergence", "tensors", "summary"};
-  assert_keys(root, keys, 7);
+  assert_keys(root, keys, 8);
+  assert_string_equal(string_at(root, "profile"), "default"); /* no options: the default */
   /* The first failing tensor in run order: /enc/0/out passes, /enc/1/attn drifts. */
   assert_string_equal(string_at(root, "first_divergence"), "/enc/1/attn");
   assert_int_equal(int_at(root, "version"), 1);
@@ -256,11 +281,12 @@ static void test_json_pass_tensor(void **state) {
   (void)state;
   json_t *root = render_json(&run);
   const json_t *t = tensor_at(root, T_PASS);
-  static const char *const keys[] = {"path",           "verdict",        "dtype_a", "dtype_b",
-                                     "compare_dtype",  "shape",          "count",   "mismatches",
-                                     "nan_mismatches", "inf_mismatches", "max_abs", "max_rel",
-                                     "max_ulp",        "mean_ulp",       "worst",   "tolerance"};
-  assert_keys(t, keys, 16);
+  static const char *const keys[] = {
+      "path",    "verdict",    "dtype_a",        "dtype_b",        "compare_dtype", "shape",
+      "count",   "mismatches", "nan_mismatches", "inf_mismatches", "max_abs",       "max_rel",
+      "max_ulp", "mean_ulp",   "mean_abs",       "mean_rel",       "rms",           "rel_rms",
+      "cosine",  "snr_db",     "ulp_hist",       "quantiles",      "worst",         "tolerance"};
+  assert_keys(t, keys, 24);
   assert_string_equal(string_at(t, "verdict"), "pass");
   assert_string_equal(string_at(t, "dtype_a"), "float32");
   assert_string_equal(string_at(t, "compare_dtype"), "float32");
@@ -307,11 +333,18 @@ static void test_json_drift_tensor(void **state) {
                                      "max_rel",
                                      "max_ulp",
                                      "mean_ulp",
+                                     "mean_abs",
+                                     "mean_rel",
+                                     "rms",
+                                     "rel_rms",
+                                     "cosine",
+                                     "snr_db",
+                                     "ulp_hist",
                                      "worst",
                                      "tolerance",
                                      "not_representable_b",
                                      "note"};
-  assert_keys(t, keys, 18);
+  assert_keys(t, keys, 25); /* no quantiles: the run did not make them */
   assert_string_equal(string_at(t, "dtype_a"), "float32");
   assert_string_equal(string_at(t, "dtype_b"), "bfloat16");
   assert_string_equal(string_at(t, "compare_dtype"), "bfloat16");
@@ -420,8 +453,8 @@ static void test_json_summary(void **state) {
   json_t *root = render_json(&run);
   const json_t *s = json_object_get(root, "summary");
   static const char *const keys[] = {
-      "tensors",        "pass",    "drift", "missing_in_a", "missing_in_b", "shape_mismatch",
-      "dtype_mismatch", "skipped", "error", "failures"};
+      "tensors",        "pass",           "drift",   "missing_in_a", "missing_in_b",
+      "shape_mismatch", "dtype_mismatch", "skipped", "error",        "failures"};
   assert_keys(s, keys, 10);
   static const json_int_t counts[] = {8, 1, 2, 1, 1, 1, 0, 1, 1};
   for (size_t i = 0; i < 9; i++)
@@ -480,7 +513,7 @@ static char *slurp(const char *path) {
 static void test_json_layout(void **state) {
   (void)state;
   const char *path = temp_path();
-  assert_int_equal(pc_report_json(path, &run, NULL), PC_OK);
+  assert_int_equal(pc_report_json(path, &run, NULL, NULL), PC_OK);
   const char *text = slurp(path);
   unlink(path);
   assert_true(strncmp(text, "{\n  \"version\": 1,\n  \"a\": \"ref.h5\",\n", 34) == 0);
@@ -496,7 +529,7 @@ static void test_json_stdout(void **state) {
   FILE *f = fopen(path, "w");
   assert_non_null(f);
   dup2(fileno(f), STDOUT_FILENO);
-  int rc = pc_report_json("-", &run, NULL);
+  int rc = pc_report_json("-", &run, NULL, NULL);
   fflush(stdout);
   dup2(saved, STDOUT_FILENO);
   close(saved);
@@ -513,11 +546,117 @@ static void test_json_stdout(void **state) {
 static void test_json_unwritable(void **state) {
   (void)state;
   pc_error err = {0};
-  assert_int_equal(pc_report_json("/nonexistent-dir/r.json", &run, &err), PC_EIO);
+  assert_int_equal(pc_report_json("/nonexistent-dir/r.json", &run, NULL, &err), PC_EIO);
   assert_int_equal(err.code, PC_EIO);
   assert_non_null(strstr(err.message, "/nonexistent-dir/r.json"));
-  assert_int_equal(pc_report_json("/dev/full", &run, &err), PC_EIO);
+  assert_int_equal(pc_report_json("/dev/full", &run, NULL, &err), PC_EIO);
   assert_non_null(strstr(err.message, "/dev/full"));
+}
+
+/* Means, aggregates, histogram and quantiles from the hand-made sums of make_pass. */
+static void test_json_distribution(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  const json_t *t = tensor_at(root, T_PASS);
+  assert_int_equal(bits(real_at(t, "mean_abs")), bits(0.3 / 6));
+  assert_int_equal(bits(real_at(t, "mean_rel")), bits(0.6 / 6));
+  assert_int_equal(bits(real_at(t, "rms")), bits(sqrt(0.01 / 6)));
+  assert_int_equal(bits(real_at(t, "rel_rms")), bits(sqrt(0.01 / 4)));
+  assert_int_equal(bits(real_at(t, "cosine")), bits(3.995 / sqrt(4.0 * 4.0)));
+  assert_int_equal(bits(real_at(t, "snr_db")), bits(10 * log10(4 / 0.01)));
+  assert_dims(json_object_get(t, "ulp_hist"), (const json_int_t[]){2, 2, 2}, 3);
+  const json_t *q = json_object_get(t, "quantiles");
+  static const char *const levels[] = {"p50", "p90", "p99", "p99.9"};
+  static const double qa[] = {0, 0.05, 0.09, 0.1}, qr[] = {0.1, 0.2, 0.3, 1.0 / 3},
+                      qu[] = {1, 2, 2, 2};
+  assert_keys(q, levels, 4);
+  for (int k = 0; k < 4; k++) {
+    const json_t *l = json_object_get(q, levels[k]);
+    static const char *const fig[] = {"abs", "rel", "ulp"};
+    assert_keys(l, fig, 3);
+    assert_int_equal(bits(real_at(l, "abs")), bits(qa[k]));
+    assert_int_equal(bits(real_at(l, "rel")), bits(qr[k]));
+    assert_int_equal(bits(real_at(l, "ulp")), bits(qu[k]));
+  }
+  /* The drift has no sums: cosine of two zero vectors is 1, snr +inf, histogram empty. */
+  t = tensor_at(root, T_DRIFT);
+  assert_int_equal(bits(real_at(t, "cosine")), bits(1.0));
+  assert_string_equal(string_at(t, "snr_db"), "inf");
+  assert_int_equal(json_array_size(json_object_get(t, "ulp_hist")), 0);
+  json_decref(root);
+}
+
+/* A gate made by hand (the baseline module has its own tests): which tensor is what. */
+static pc_gate_tensor gate_tensors[T_COUNT];
+static pc_gate gate;
+
+static void make_gate(void) {
+  static const pc_change changes[T_COUNT] = {
+      PC_CHANGE_UNCHANGED, PC_CHANGE_WORSE,     PC_CHANGE_UNCHANGED, PC_CHANGE_NEW,
+      PC_CHANGE_UNCHANGED, PC_CHANGE_UNCHANGED, PC_CHANGE_UNCHANGED, PC_CHANGE_NEW};
+  memset(gate_tensors, 0, sizeof gate_tensors);
+  for (int i = 0; i < T_COUNT; i++) {
+    gate_tensors[i].change = changes[i];
+    gate_tensors[i].in_baseline = changes[i] != PC_CHANGE_NEW;
+    gate_tensors[i].base.verdict = tensors[i].verdict;
+  }
+  gate_tensors[T_DRIFT].fails = gate_tensors[T_ONLY_B].fails = true;
+  gate_tensors[T_DRIFT].base =
+      (pc_baseline_entry){PC_VERDICT_DRIFT, PC_DTYPE_BFLOAT16, 60, 2, 1, 7};
+  gate = (pc_gate){.path = "base.json",
+                   .factor = 2,
+                   .tensors = gate_tensors,
+                   .ntensors = T_COUNT,
+                   .by_change = {2, 1, 0, 5},
+                   .failures = 2,
+                   .baseline_only = 1,
+                   .verdict = PC_RUN_ERROR};
+}
+
+static void test_json_gate(void **state) {
+  (void)state;
+  make_gate();
+  pc_report_options opts = {.profile = "strict", .gate = &gate};
+  const char *path = temp_path();
+  assert_int_equal(pc_report_json(path, &run, &opts, NULL), PC_OK);
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  unlink(path);
+  assert_non_null(root);
+  assert_string_equal(string_at(root, "profile"), "strict");
+  const json_t *b = json_object_get(root, "baseline");
+  static const char *const keys[] = {"file",  "factor", "verdict",   "fails_gate",   "new",
+                                     "worse", "better", "unchanged", "baseline_only"};
+  assert_keys(b, keys, 9);
+  assert_string_equal(string_at(b, "file"), "base.json");
+  assert_true(real_at(b, "factor") == 2);
+  assert_string_equal(string_at(b, "verdict"), "error");
+  static const json_int_t counts[] = {2, 2, 1, 0, 5, 1};
+  for (int k = 0; k < 6; k++)
+    assert_int_equal(int_at(b, keys[3 + k]), counts[k]);
+  const json_t *d = json_object_get(tensor_at(root, T_DRIFT), "baseline");
+  static const char *const dkeys[] = {
+      "change",     "fails_gate",           "verdict", "compare_dtype", "count",
+      "mismatches", "nonfinite_mismatches", "max_ulp"};
+  assert_keys(d, dkeys, 8);
+  assert_string_equal(string_at(d, "change"), "worse");
+  assert_true(json_is_true(json_object_get(d, "fails_gate")));
+  assert_string_equal(string_at(d, "compare_dtype"), "bfloat16");
+  assert_int_equal(int_at(d, "mismatches"), 2);
+  assert_int_equal(int_at(d, "nonfinite_mismatches"), 1);
+  assert_int_equal(int_at(d, "max_ulp"), 7);
+  const json_t *n = json_object_get(tensor_at(root, T_ONLY_B), "baseline");
+  static const char *const nkeys[] = {"change", "fails_gate"};
+  assert_keys(n, nkeys, 2); /* new: nothing from the baseline */
+  const json_t *sk = json_object_get(tensor_at(root, T_SKIP), "baseline");
+  static const char *const skeys[] = {"change", "fails_gate", "verdict"};
+  assert_keys(sk, skeys, 3);
+  assert_true(json_is_false(json_object_get(sk, "fails_gate")));
+  json_decref(root);
+  /* a gate for another run is refused */
+  pc_run one = {.path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1};
+  pc_error err = {0};
+  assert_int_equal(pc_report_json("/dev/null", &one, &opts, &err), PC_EUSAGE);
 }
 
 /* ---- text ---- */
@@ -527,10 +666,13 @@ static void test_text_lines(void **state) {
   char *text = render_text(&run, false, false);
   static const char *const wanted[] = {
       /* pass: figures at %.3g, ulp as an integer */
-      "pass            /enc/0/out     float32           [2,3]    0/6         0.1      0.333    2\n",
+      /* snr 10 log10(4 / 0.01) = 26.02 */
+      "pass            /enc/0/out     float32           [2,3]    0/6         0.1      0.333    2"
+      "                     26\n",
       /* drift: dtypes differ, non-finite maxima, max_ulp beyond INT64_MAX */
+      /* no sums: sum (b-a)^2 = 0 gives snr +inf */
       "DRIFT           /enc/1/attn    float32/bfloat16  [3,4,5]  7/60        inf      nan      "
-      "18446744073709551615\n",
+      "18446744073709551615  inf\n",
       "                worst [2,1,2]: a=1 b=nan (abs nan, rel nan, ulp 0); nan mismatches: 1; "
       "inf mismatches: 2; not representable in B's dtype: 3; "
       "compared in bfloat16 ULPs\n",
@@ -621,6 +763,186 @@ static void test_text_long_path(void **state) {
   free(text);
 }
 
+static void assert_lines(const char *text, const char *const *wanted, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strstr(text, wanted[i]))
+      fail_msg("missing line:\n%s\nin:\n%s", wanted[i], text);
+}
+
+/* Verbose: the worst element of a pass too, then means and aggregates, quantiles, histogram. */
+static void test_text_verbose(void **state) {
+  (void)state;
+  pc_text_options opts = {.verbose = true};
+  char *text = render_text_with(&run, &opts);
+  static const char *const wanted[] = {
+      "\n                worst [1,1]: a=4.9406564584124654e-324 b=-0 (abs 4.94e-324, rel 1, "
+      "ulp 1)\n",
+      /* sqrt(0.01 / 6) = 0.0408; 3.995 / 4 = 0.99875; 10 log10(400) = 26.0 */
+      "\n                mean abs 0.05, rel 0.1, ulp 1; rms 0.0408, rel_rms 0.05, "
+      "cosine 0.99875, snr 26 dB\n",
+      "\n                p50/p90/p99/p99.9: abs 0/0.05/0.09/0.1, rel 0.1/0.2/0.3/0.333, "
+      "ulp 1/2/2/2\n",
+      "\n                ulp histogram: 0: 2, 1: 2, 2-3: 2\n",
+      /* the drift: no sums, 2^64 / 4 as its mean ulp, no histogram */
+      "\n                mean abs 0, rel 0, ulp 4.61e+18; rms 0, rel_rms 0, cosine 1, "
+      "snr inf dB\n",
+      "\n                ulp histogram: empty\n"};
+  assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+  assert_null(strstr(text, "  \n"));
+  free(text);
+  /* not verbose: no statistics */
+  text = render_text(&run, false, false);
+  assert_null(strstr(text, "ulp histogram"));
+  assert_null(strstr(text, "worst [1,1]"));
+  free(text);
+}
+
+/* A gate adds a baseline column (upper case where the gate fails) and a last line. */
+static void test_text_gate(void **state) {
+  (void)state;
+  make_gate();
+  pc_text_options opts = {.gate = &gate};
+  char *text = render_text_with(&run, &opts);
+  static const char *const wanted[] = {
+      "verdict         baseline   tensor         dtype",
+      "\npass            unchanged  /enc/0/out     float32",
+      "\nDRIFT           WORSE      /enc/1/attn    float32/bfloat16",
+      "\nMISSING_IN_A    NEW        /dec/only_b    -/float16",
+      "\nERROR           new        /enc/3/broken  float32",
+      "\nGATE ERROR: 2 tensors fail the baseline base.json at factor 2 (first: /enc/1/attn); "
+      "2 new, 1 worse, 0 better, 5 unchanged, 1 only in the baseline\n"};
+  assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+  free(text);
+}
+
+/* ---- Markdown, against files written by hand (tests/report/expected/) ---- */
+
+static char *render_file(int (*writer)(const char *, const pc_run *, const pc_report_options *,
+                                       pc_error *),
+                         const pc_run *r, const pc_report_options *opts) {
+  const char *path = temp_path();
+  pc_error err = {0};
+  assert_int_equal(writer(path, r, opts, &err), PC_OK);
+  char *text = slurp(path);
+  unlink(path);
+  return text;
+}
+
+static void assert_file(const char *text, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/tests/report/expected/%s", PC_SOURCE_DIR, name);
+  static char want[1 << 16];
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  want[fread(want, 1, sizeof want - 1, f)] = '\0';
+  fclose(f);
+  if (strcmp(text, want) != 0)
+    fail_msg("%s differs; got:\n%s", name, text);
+}
+
+static void test_markdown_worst(void **state) {
+  (void)state;
+  pc_report_options opts = {.profile = "strict", .sort = PC_SORT_WORST};
+  assert_file(render_file(pc_report_markdown, &run, &opts), "hand_worst.md");
+}
+
+static void test_markdown_order_cut(void **state) {
+  (void)state;
+  pc_report_options opts = {.sort = PC_SORT_ORDER, .max_rows = 3};
+  assert_file(render_file(pc_report_markdown, &run, &opts), "hand_order_cut.md");
+}
+
+static void test_markdown_gate(void **state) {
+  (void)state;
+  make_gate();
+  pc_report_options opts = {.sort = PC_SORT_ORDER, .gate = &gate};
+  assert_file(render_file(pc_report_markdown, &run, &opts), "hand_gate.md");
+}
+
+/* Text from the data cannot break out of its code span or its cell. */
+static void test_markdown_escaping(void **state) {
+  (void)state;
+  pc_tensor t = tensors[T_SKIP];
+  t.path = "/a|b/``c`";
+  t.message = "x\ny\xff";
+  pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+  char *text = render_file(pc_report_markdown, &one, NULL);
+  assert_non_null(strstr(text, "| | ``` /a\\|b/``c` ``` | skipped |"));
+  assert_non_null(strstr(text, "| `x?y?` |\n"));
+}
+
+/* ---- JUnit and HTML: structure here, validation and rendering in tests/report ---- */
+
+static void test_junit_cases(void **state) {
+  (void)state;
+  char *text = render_file(pc_report_junit, &run, NULL);
+  static const char *const wanted[] = {
+      "<testsuites name=\"paritycheck\" tests=\"8\" failures=\"5\" errors=\"1\" skipped=\"1\">",
+      "<testcase name=\"out\" classname=\"enc.0\"/>",
+      "<testcase name=\"attn\" classname=\"enc.1\">\n      <failure type=\"drift\" "
+      "message=\"7 of 60 elements (11.7%) outside tolerance, 1% allowed; 1 nan mismatch; "
+      "2 inf mismatches; worst [2,1,2]: a=1, b=nan\">",
+      "<testcase name=\"only_b\" classname=\"dec\">\n      <failure type=\"missing_in_a\" "
+      "message=\"only in B\">",
+      "<testcase name=\"names\" classname=\"meta\">\n      <skipped message=\"both sides are "
+      "strings\"/>",
+      "<error type=\"error\" message=\"filter 32001 not available\"/>"};
+  assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+  /* with the gate only the two tensors that fail it are failures */
+  make_gate();
+  pc_report_options opts = {.gate = &gate};
+  text = render_file(pc_report_junit, &run, &opts);
+  static const char *const gated[] = {
+      "failures=\"2\"", "message=\"worse than the baseline: 7 of 60",
+      "message=\"new failure: only in B",
+      "<system-out>accepted by the baseline (unchanged): drift: 1 of 8 elements (12.5%) outside "
+      "tolerance, none allowed</system-out>"};
+  assert_lines(text, gated, sizeof gated / sizeof gated[0]);
+}
+
+static void test_junit_root_and_escaping(void **state) {
+  (void)state;
+  pc_tensor t = tensors[T_ERROR];
+  t.path = "/top<&>\"";
+  t.message = "bad\x01\xc3\xa9";
+  pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+  char *text = render_file(pc_report_junit, &one, NULL);
+  assert_non_null(strstr(text, "name=\"top&lt;&amp;&gt;&quot;\" classname=\"(root)\""));
+  assert_non_null(strstr(text, "message=\"bad?\xc3\xa9\""));
+}
+
+static void test_html_rows(void **state) {
+  (void)state;
+  pc_report_options opts = {.sort = PC_SORT_ORDER};
+  char *text = render_file(pc_report_html, &run, &opts);
+  assert_true(strncmp(text, "<!DOCTYPE html>\n", 16) == 0);
+  /* no network: no URL but the SVG namespace, which is a name, not a fetch */
+  assert_null(strstr(text, "src="));
+  assert_null(strstr(text, "href="));
+  assert_null(strstr(text, "@import"));
+  /* the pass row: run position 0, worst-first rank 6, three histogram bars of heights
+   * 24 log2(3)/log2(3) = 24 for each of the three buckets */
+  assert_non_null(strstr(text, "<tr class=\"ok\"><td class=\"n\" data-v=\"0\">1</td>"
+                               "<td data-v=\"6\" class=\"v-pass\">pass</td>"));
+  assert_non_null(strstr(text, "<rect x=\"5\" y=\"0\" width=\"4\" height=\"24\">"
+                               "<title>1 ULP: 2</title></rect>"));
+  assert_non_null(strstr(text, "<title>2-3 ULP: 2</title>"));
+  /* NaN sorts as the worst value */
+  assert_non_null(strstr(text, "data-v=\"Infinity\">nan</td>"));
+}
+
+static void test_report_errors(void **state) {
+  (void)state;
+  pc_error err = {0};
+  assert_int_equal(pc_report_markdown("/nonexistent-dir/r.md", &run, NULL, &err), PC_EIO);
+  assert_non_null(strstr(err.message, "/nonexistent-dir/r.md"));
+  assert_int_equal(pc_report_junit("/dev/full", &run, NULL, &err), PC_EIO);
+  assert_non_null(strstr(err.message, "/dev/full"));
+  assert_int_equal(pc_report_html("/dev/full", &run, NULL, &err), PC_EIO);
+  assert_int_equal(pc_report_markdown(NULL, &run, NULL, &err), PC_EUSAGE);
+  assert_int_equal(pc_report_html("x", NULL, NULL, &err), PC_EUSAGE);
+}
+
 static void test_text_write_error(void **state) {
   (void)state;
   FILE *f = fopen("/dev/full", "w");
@@ -645,12 +967,24 @@ int main(void) {
       cmocka_unit_test_setup(test_json_layout, setup),
       cmocka_unit_test_setup(test_json_stdout, setup),
       cmocka_unit_test_setup(test_json_unwritable, setup),
+      cmocka_unit_test_setup(test_json_distribution, setup),
+      cmocka_unit_test_setup(test_json_gate, setup),
       cmocka_unit_test_setup(test_text_lines, setup),
       cmocka_unit_test_setup(test_text_color, setup),
       cmocka_unit_test_setup(test_text_quiet, setup),
       cmocka_unit_test_setup(test_text_summaries, setup),
       cmocka_unit_test_setup(test_text_long_path, setup),
       cmocka_unit_test_setup(test_text_write_error, setup),
+      cmocka_unit_test_setup(test_text_verbose, setup),
+      cmocka_unit_test_setup(test_text_gate, setup),
+      cmocka_unit_test_setup(test_markdown_worst, setup),
+      cmocka_unit_test_setup(test_markdown_order_cut, setup),
+      cmocka_unit_test_setup(test_markdown_gate, setup),
+      cmocka_unit_test_setup(test_markdown_escaping, setup),
+      cmocka_unit_test_setup(test_junit_cases, setup),
+      cmocka_unit_test_setup(test_junit_root_and_escaping, setup),
+      cmocka_unit_test_setup(test_html_rows, setup),
+      cmocka_unit_test_setup(test_report_errors, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,9 +15,9 @@
 
 static pc_stats fold(const double *a, const double *b, size_t n, pc_dtype dt) {
   pc_stats s;
-  pc_tol t = {0, 0, 0, 0, 0};
+  pc_tol t = {0};
   memset(&s, 0, sizeof s);
-  pc_kernel_args k = {&s, &t, dt, 0, n};
+  pc_kernel_args k = {&s, NULL, &t, dt, 0, n};
   pc_kernel_float(&k, a, b);
   return s;
 }

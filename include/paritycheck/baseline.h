@@ -1,0 +1,88 @@
+/* paritycheck baseline gate (docs/reports.md, "Baseline gate"): the per-tensor figures of an
+ * accepted run are saved as JSON; a later run is judged against them, so that CI stops new drift
+ * without failing on drift that was already accepted. */
+#ifndef PARITYCHECK_BASELINE_H
+#define PARITYCHECK_BASELINE_H
+
+#include <paritycheck/compare.h> /* pc_run, pc_verdict */
+#include <paritycheck/error.h>   /* pc_error */
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint64_t */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a tensor compares with the baseline. */
+typedef enum pc_change {
+  PC_CHANGE_NEW = 0,   /* not in the baseline, or compared there in another dtype */
+  PC_CHANGE_WORSE,     /* newly fails, or a figure grew beyond the factor */
+  PC_CHANGE_BETTER,    /* no longer fails, or a figure shrank beyond the factor (none grew) */
+  PC_CHANGE_UNCHANGED, /* anything else */
+  PC_CHANGE_COUNT_     /* number of enumerators; not a change */
+} pc_change;
+
+/** "new", "worse", "better", "unchanged". */
+const char *pc_change_name(pc_change c);
+
+/** The growth factor when the caller gives none: drift may double before the gate fails. */
+#define PC_BASELINE_FACTOR_DEFAULT 2.0
+
+/** Write the per-tensor figures of `run` to `path` as a baseline file (docs/reports.md).
+ * `profile` names the tolerance profile for the record (NULL: "default"). */
+int pc_baseline_save(const char *path, const pc_run *run, const char *profile, pc_error *err);
+
+typedef struct pc_baseline pc_baseline;
+
+/** Read a baseline file. PC_EIO when it cannot be read, PC_EPARSE when it is not a baseline
+ * (the message says "path: why"), PC_ENOMEM. Free *out with pc_baseline_free. */
+int pc_baseline_load(pc_baseline **out, const char *path, pc_error *err);
+
+/** Free a baseline; NULL is accepted. */
+void pc_baseline_free(pc_baseline *base);
+
+/* What the baseline holds for one tensor. The figures are meaningful only for the verdicts that
+ * carry them (pass, drift). */
+typedef struct pc_baseline_entry {
+  pc_verdict verdict;
+  pc_dtype compare; /* PC_DTYPE_NONE when the tensor was not compared */
+  uint64_t count;
+  uint64_t mismatches;
+  uint64_t nonfinite; /* nan_mismatches + inf_mismatches */
+  uint64_t max_ulp;
+} pc_baseline_entry;
+
+/* The gate's judgement of one tensor of the run. */
+typedef struct pc_gate_tensor {
+  pc_change change;
+  bool fails;             /* fails the gate: it fails now and is new or worse */
+  bool in_baseline;       /* `base` below is filled */
+  pc_baseline_entry base; /* the baseline's record of this path */
+} pc_gate_tensor;
+
+/* A run judged against a baseline. */
+typedef struct pc_gate {
+  char *path;              /* the baseline file, as given */
+  double factor;           /* growth factor, >= 1 */
+  pc_gate_tensor *tensors; /* one per run tensor, in run order */
+  size_t ntensors;         /* run->ntensors */
+  size_t by_change[PC_CHANGE_COUNT_];
+  size_t failures;        /* tensors that fail the gate */
+  size_t baseline_only;   /* baseline tensors that the run does not have */
+  pc_run_verdict verdict; /* error when the run's is; else drift when failures; else pass */
+} pc_gate;
+
+/** Judge `run` against `base` with growth factor `factor` (finite, >= 1; PC_EUSAGE otherwise).
+ * `path` is the baseline's file name for reports. Free *out with pc_gate_free. */
+int pc_gate_new(pc_gate **out, const pc_baseline *base, const char *path, const pc_run *run,
+                double factor, pc_error *err);
+
+/** Free a gate; NULL is accepted. */
+void pc_gate_free(pc_gate *gate);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,384 @@
+/* Baseline gate (include/paritycheck/baseline.h; semantics and file format in docs/reports.md,
+ * "Baseline gate"). The file is JSON written and read with jansson. */
+#include "pc_internal.h"
+
+#include <paritycheck/baseline.h>
+
+#include <jansson.h>
+
+#include <errno.h>  /* errno */
+#include <math.h>   /* isfinite, isnan, isinf */
+#include <stdint.h> /* INT64_MAX, UINT64_MAX */
+#include <stdlib.h> /* calloc, free, qsort, bsearch */
+#include <string.h> /* strcmp, strerror */
+
+/* The key that marks a baseline file, and the version of its format. */
+#define BASELINE_KEY "paritycheck_baseline"
+enum { BASELINE_VERSION = 1 };
+
+/* As the JSON report: 17 digits round-trip every double. */
+enum { JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
+
+typedef struct entry {
+  char *path;
+  pc_baseline_entry e;
+} entry;
+
+struct pc_baseline {
+  entry *entries; /* sorted by path (strcmp) */
+  size_t n;
+};
+
+const char *pc_change_name(pc_change c) {
+  static const char *const names[PC_CHANGE_COUNT_] = {"new", "worse", "better", "unchanged"};
+  return c >= 0 && c < PC_CHANGE_COUNT_ ? names[c] : "unknown";
+}
+
+/* ---- saving ---- */
+
+static json_t *real_json(double x) {
+  if (isnan(x))
+    return json_string("nan");
+  if (isinf(x))
+    return json_string(x > 0 ? "inf" : "-inf");
+  return json_real(x);
+}
+
+/* A count beyond json_int_t (only max_ulp gets there) is written as a double, as in the report. */
+static json_t *count_json(uint64_t n) {
+  return n <= INT64_MAX ? json_integer((json_int_t)n) : json_real((double)n);
+}
+
+/* jansson takes only UTF-8; a path that is not is stored with its non-ASCII bytes as '?', the
+ * spelling of the JSON report, so the two match. */
+static json_t *string_json(const char *s) {
+  json_t *j = json_string(s);
+  if (j || !s)
+    return j;
+  char *copy = pc_strdup(s);
+  if (!copy)
+    return NULL;
+  for (char *p = copy; *p; p++)
+    if ((unsigned char)*p >= 0x80)
+      *p = '?';
+  j = json_string(copy);
+  free(copy);
+  return j;
+}
+
+static json_t *finish(json_t *o, int rc) {
+  if (rc == 0)
+    return o;
+  json_decref(o);
+  return NULL;
+}
+
+static json_t *tensor_json(const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "path", string_json(t->path));
+  rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
+  bool compared = t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT;
+  if (!compared)
+    return finish(o, rc);
+  rc |= json_object_set_new(o, "compare_dtype", json_string(pc_dtype_name(t->compare)));
+  rc |= json_object_set_new(o, "count", count_json(s->count));
+  rc |= json_object_set_new(o, "mismatches", count_json(s->mismatches));
+  rc |= json_object_set_new(o, "nan_mismatches", count_json(s->nan_mismatches));
+  rc |= json_object_set_new(o, "inf_mismatches", count_json(s->inf_mismatches));
+  rc |= json_object_set_new(o, "max_ulp", count_json(s->max_ulp));
+  rc |= json_object_set_new(o, "max_abs", real_json(s->max_abs));
+  rc |= json_object_set_new(o, "max_rel", real_json(s->max_rel));
+  rc |= json_object_set_new(o, "mean_ulp", real_json(pc_stats_mean_ulp(s)));
+  return finish(o, rc);
+}
+
+static json_t *baseline_json(const pc_run *run, const char *profile) {
+  json_t *o = json_object(), *a = json_array();
+  int rc = json_object_set_new(o, BASELINE_KEY, json_integer(BASELINE_VERSION));
+  rc |= json_object_set_new(o, "a", string_json(run->path_a));
+  rc |= json_object_set_new(o, "b", string_json(run->path_b));
+  rc |= json_object_set_new(o, "profile", string_json(profile ? profile : "default"));
+  for (size_t i = 0; i < run->ntensors; i++)
+    rc |= json_array_append_new(a, tensor_json(&run->tensors[i]));
+  rc |= json_object_set_new(o, "tensors", a);
+  return finish(o, rc);
+}
+
+int pc_baseline_save(const char *path, const pc_run *run, const char *profile, pc_error *err) {
+  if (!path || !run)
+    return pc_error_set(err, PC_EUSAGE, "pc_baseline_save: path and run are required");
+  json_t *root = baseline_json(run, profile);
+  if (!root)
+    return pc_error_set(err, PC_ENOMEM, "out of memory building the baseline");
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    json_decref(root);
+    return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
+  }
+  bool bad = json_dumpf(root, f, JSON_FLAGS) != 0;
+  bad = fputc('\n', f) == EOF || bad;
+  bad = fclose(f) != 0 || bad;
+  json_decref(root);
+  if (bad)
+    return pc_error_set(err, PC_EIO, "%s: cannot write the baseline: %s", path, strerror(errno));
+  return PC_OK;
+}
+
+/* ---- loading ---- */
+
+static int compare_entries(const void *pa, const void *pb) {
+  return strcmp(((const entry *)pa)->path, ((const entry *)pb)->path);
+}
+
+void pc_baseline_free(pc_baseline *base) {
+  if (!base)
+    return;
+  for (size_t i = 0; i < base->n; i++)
+    free(base->entries[i].path);
+  free(base->entries);
+  free(base);
+}
+
+static bool verdict_from_name(const char *name, pc_verdict *out) {
+  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
+    if (strcmp(pc_verdict_name((pc_verdict)v), name) == 0) {
+      *out = (pc_verdict)v;
+      return true;
+    }
+  return false;
+}
+
+/* A count: a non-negative integer, or (for values past INT64_MAX) a non-negative double. */
+static bool get_count(const json_t *o, const char *key, uint64_t *out) {
+  const json_t *j = json_object_get(o, key);
+  if (json_is_integer(j) && json_integer_value(j) >= 0) {
+    *out = (uint64_t)json_integer_value(j);
+    return true;
+  }
+  if (json_is_real(j) && json_real_value(j) >= 0 && json_real_value(j) <= (double)UINT64_MAX) {
+    double v = json_real_value(j);
+    *out = v >= (double)UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+    return true;
+  }
+  return false;
+}
+
+static int bad_file(pc_error *err, const char *path, size_t i, const char *why) {
+  return pc_error_set(err, PC_EPARSE, "%s: tensor %zu: %s", path, i, why);
+}
+
+static int read_figures(pc_baseline_entry *e, const json_t *o, const char *path, size_t i,
+                        pc_error *err) {
+  const char *dt = json_string_value(json_object_get(o, "compare_dtype"));
+  uint64_t nan_mm, inf_mm;
+  e->compare = dt ? pc_dtype_from_name(dt) : PC_DTYPE_NONE;
+  if (e->compare == PC_DTYPE_NONE)
+    return bad_file(err, path, i, "compare_dtype is not a dtype name");
+  if (!get_count(o, "count", &e->count) || !get_count(o, "mismatches", &e->mismatches) ||
+      !get_count(o, "nan_mismatches", &nan_mm) || !get_count(o, "inf_mismatches", &inf_mm) ||
+      !get_count(o, "max_ulp", &e->max_ulp))
+    return bad_file(err, path, i,
+                    "count, mismatches, nan_mismatches, inf_mismatches and "
+                    "max_ulp must be non-negative integers");
+  if (e->mismatches > e->count)
+    return bad_file(err, path, i, "more mismatches than elements");
+  e->nonfinite = nan_mm + inf_mm;
+  return PC_OK;
+}
+
+static int read_entry(entry *out, const json_t *o, const char *path, size_t i, pc_error *err) {
+  const char *name = json_string_value(json_object_get(o, "path"));
+  const char *verdict = json_string_value(json_object_get(o, "verdict"));
+  if (!json_is_object(o) || !name || !verdict)
+    return bad_file(err, path, i, "wants an object with string keys path and verdict");
+  if (!verdict_from_name(verdict, &out->e.verdict))
+    return bad_file(err, path, i, "unknown verdict");
+  if (out->e.verdict == PC_VERDICT_PASS || out->e.verdict == PC_VERDICT_DRIFT) {
+    int rc = read_figures(&out->e, o, path, i, err);
+    if (rc < 0)
+      return rc;
+  }
+  out->path = pc_strdup(name);
+  return out->path ? PC_OK : pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
+}
+
+static int read_entries(pc_baseline *base, const json_t *tensors, const char *path, pc_error *err) {
+  base->entries = calloc(json_array_size(tensors) + 1, sizeof *base->entries);
+  if (!base->entries)
+    return pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
+  for (size_t i = 0; i < json_array_size(tensors); i++) {
+    int rc = read_entry(&base->entries[i], json_array_get(tensors, i), path, i, err);
+    if (rc < 0)
+      return rc;
+    base->n++;
+  }
+  qsort(base->entries, base->n, sizeof *base->entries, compare_entries);
+  for (size_t i = 1; i < base->n; i++)
+    if (strcmp(base->entries[i - 1].path, base->entries[i].path) == 0)
+      return pc_error_set(err, PC_EPARSE, "%s: tensor %s is listed twice", path,
+                          base->entries[i].path);
+  return PC_OK;
+}
+
+static int read_root(pc_baseline *base, const json_t *root, const char *path, pc_error *err) {
+  const json_t *version = json_object_get(root, BASELINE_KEY);
+  const json_t *tensors = json_object_get(root, "tensors");
+  if (!json_is_integer(version))
+    return pc_error_set(err, PC_EPARSE, "%s: not a paritycheck baseline (no \"%s\" key)", path,
+                        BASELINE_KEY);
+  if (json_integer_value(version) != BASELINE_VERSION)
+    return pc_error_set(err, PC_EPARSE, "%s: baseline version %lld, this paritycheck reads %d",
+                        path, (long long)json_integer_value(version), BASELINE_VERSION);
+  if (!json_is_array(tensors))
+    return pc_error_set(err, PC_EPARSE, "%s: \"tensors\" must be an array", path);
+  return read_entries(base, tensors, path, err);
+}
+
+int pc_baseline_load(pc_baseline **out, const char *path, pc_error *err) {
+  if (!out || !path)
+    return pc_error_set(err, PC_EUSAGE, "pc_baseline_load: out and path are required");
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return pc_error_set(err, PC_EIO, "%s: cannot open: %s", path, strerror(errno));
+  json_error_t jerr;
+  json_t *root = json_loadf(f, 0, &jerr);
+  fclose(f);
+  if (!root)
+    return pc_error_set(err, PC_EPARSE, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+  pc_baseline *base = calloc(1, sizeof *base);
+  int rc = base ? read_root(base, root, path, err)
+                : pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
+  json_decref(root);
+  if (rc < 0) {
+    pc_baseline_free(base);
+    return rc;
+  }
+  *out = base;
+  return PC_OK;
+}
+
+/* ---- judging ---- */
+
+static bool compared(pc_verdict v) {
+  return v == PC_VERDICT_PASS || v == PC_VERDICT_DRIFT;
+}
+
+/* A verdict the gate has to look at: a failure, or a tensor that could not be read. */
+static bool bad(pc_verdict v) {
+  return pc_verdict_is_failure(v) || v == PC_VERDICT_ERROR;
+}
+
+/* x grew beyond f times x0; with x0 = 0 any x > 0 has. */
+static bool grew(double x, double x0, double f) {
+  return x > f * x0;
+}
+
+typedef struct figures {
+  double fraction, max_ulp, nonfinite;
+} figures;
+
+static figures current(const pc_stats *s) {
+  figures g = {s->count ? (double)s->mismatches / (double)s->count : 0, (double)s->max_ulp,
+               (double)(s->nan_mismatches + s->inf_mismatches)};
+  return g;
+}
+
+static figures recorded(const pc_baseline_entry *e) {
+  figures g = {e->count ? (double)e->mismatches / (double)e->count : 0, (double)e->max_ulp,
+               (double)e->nonfinite};
+  return g;
+}
+
+/* Same verdict on both sides, both compared: the figures decide. */
+static pc_change by_figures(figures now, figures then, double f) {
+  if (grew(now.fraction, then.fraction, f) || grew(now.max_ulp, then.max_ulp, f) ||
+      grew(now.nonfinite, then.nonfinite, f))
+    return PC_CHANGE_WORSE;
+  if (grew(then.fraction, now.fraction, f) || grew(then.max_ulp, now.max_ulp, f) ||
+      grew(then.nonfinite, now.nonfinite, f))
+    return PC_CHANGE_BETTER;
+  return PC_CHANGE_UNCHANGED;
+}
+
+static pc_change judge_change(const pc_tensor *t, const pc_baseline_entry *e, double f) {
+  if (!e || (compared(t->verdict) && compared(e->verdict) && t->compare != e->compare))
+    return PC_CHANGE_NEW;
+  if (bad(t->verdict) && t->verdict != e->verdict)
+    return PC_CHANGE_WORSE;
+  if (!bad(t->verdict) && bad(e->verdict))
+    return PC_CHANGE_BETTER;
+  if (compared(t->verdict) && t->verdict == e->verdict)
+    return by_figures(current(&t->stats), recorded(e), f);
+  return PC_CHANGE_UNCHANGED;
+}
+
+/* The baseline holds paths as the file spells them (string_json), so the run's path is looked
+ * up in that spelling. Out of memory, the path is looked up as it is. */
+static const pc_baseline_entry *lookup(const pc_baseline *base, const char *path, bool *seen) {
+  json_t *spelled = string_json(path);
+  const char *name = spelled ? json_string_value(spelled) : path;
+  entry key = {(char *)name, {0}};
+  const entry *hit = bsearch(&key, base->entries, base->n, sizeof *base->entries, compare_entries);
+  json_decref(spelled);
+  if (!hit)
+    return NULL;
+  seen[hit - base->entries] = true;
+  return &hit->e;
+}
+
+static void judge(pc_gate *g, const pc_baseline *base, const pc_run *run, bool *seen) {
+  for (size_t i = 0; i < run->ntensors; i++) {
+    const pc_tensor *t = &run->tensors[i];
+    pc_gate_tensor *gt = &g->tensors[i];
+    const pc_baseline_entry *e = lookup(base, t->path, seen);
+    gt->in_baseline = e != NULL;
+    if (e)
+      gt->base = *e;
+    gt->change = judge_change(t, e, g->factor);
+    gt->fails = pc_verdict_is_failure(t->verdict) &&
+                (gt->change == PC_CHANGE_NEW || gt->change == PC_CHANGE_WORSE);
+    g->by_change[gt->change]++;
+    g->failures += gt->fails;
+  }
+  for (size_t k = 0; k < base->n; k++)
+    g->baseline_only += !seen[k];
+  g->verdict = run->verdict == PC_RUN_ERROR ? PC_RUN_ERROR
+               : g->failures                ? PC_RUN_DRIFT
+                                            : PC_RUN_PASS;
+}
+
+void pc_gate_free(pc_gate *gate) {
+  if (!gate)
+    return;
+  free(gate->path);
+  free(gate->tensors);
+  free(gate);
+}
+
+int pc_gate_new(pc_gate **out, const pc_baseline *base, const char *path, const pc_run *run,
+                double factor, pc_error *err) {
+  if (!out || !base || !path || !run)
+    return pc_error_set(err, PC_EUSAGE, "pc_gate_new: out, base, path and run are required");
+  if (!isfinite(factor) || factor < 1)
+    return pc_error_set(err, PC_EUSAGE, "the baseline factor must be a finite number >= 1");
+  *out = NULL;
+  pc_gate *g = calloc(1, sizeof *g);
+  bool *seen = calloc(base->n + 1, sizeof *seen);
+  if (g) {
+    g->path = pc_strdup(path);
+    g->tensors = calloc(run->ntensors + 1, sizeof *g->tensors);
+  }
+  if (!g || !seen || !g->path || !g->tensors) {
+    pc_gate_free(g);
+    free(seen);
+    return pc_error_set(err, PC_ENOMEM, "out of memory judging the run against %s", path);
+  }
+  g->factor = factor;
+  g->ntensors = run->ntensors;
+  judge(g, base, run, seen);
+  free(seen);
+  *out = g;
+  return PC_OK;
+}

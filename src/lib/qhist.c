@@ -1,0 +1,92 @@
+/* Streaming quantiles (qhist.h), with GSL's histogram PDF for the inverse CDF. */
+#include "qhist.h"
+
+#include <paritycheck/error.h>
+
+#include <gsl/gsl_errno.h>     /* gsl_set_error_handler_off */
+#include <gsl/gsl_histogram.h> /* gsl_histogram, gsl_histogram_pdf */
+
+#include <float.h>  /* DBL_MAX */
+#include <math.h>   /* INFINITY */
+#include <stdlib.h> /* malloc */
+
+void pc_qhist_reset(pc_qhist *h) {
+  if (h->lo <= h->hi)
+    memset(&h->count[h->lo], 0, (size_t)(h->hi - h->lo + 1) * sizeof h->count[0]);
+  h->lo = PC_QH_BUCKETS;
+  h->hi = 0;
+}
+
+void pc_qhist_add_zeros(pc_qhist *h, uint64_t n) {
+  if (!n)
+    return;
+  h->count[0] += n;
+  h->lo = 0;
+}
+
+void pc_qhist_merge(pc_qhist *dst, const pc_qhist *src) {
+  if (src->lo > src->hi)
+    return;
+  for (uint32_t i = src->lo; i <= src->hi; i++)
+    dst->count[i] += src->count[i];
+  dst->lo = src->lo < dst->lo ? src->lo : dst->lo;
+  dst->hi = src->hi > dst->hi ? src->hi : dst->hi;
+}
+
+/* The smallest value of bucket i: its top 16 bits followed by zeros. */
+static double pc_qhist_edge(uint32_t i) {
+  uint64_t bits = (uint64_t)i << PC_QH_SHIFT;
+  double x;
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/* A GSL PDF over the finite nonzero buckets lo..hi (lo >= 1, hi < PC_QH_INF); NULL when GSL
+ * cannot allocate. */
+static gsl_histogram_pdf *pc_qhist_pdf(const pc_qhist *h, uint32_t lo, uint32_t hi) {
+  size_t nb = (size_t)(hi - lo + 1);
+  gsl_histogram *g = gsl_histogram_alloc(nb);
+  gsl_histogram_pdf *pdf = g ? gsl_histogram_pdf_alloc(nb) : NULL;
+  double *range = malloc((nb + 1) * sizeof *range);
+  int st = !g || !pdf || !range;
+  for (size_t k = 0; !st && k <= nb; k++)
+    range[k] = pc_qhist_edge(lo + (uint32_t)k);
+  /* The top finite bucket's upper edge would be inf: close it at the largest double. */
+  if (!st && hi + 1 == PC_QH_INF)
+    range[nb] = DBL_MAX;
+  st = st || gsl_histogram_set_ranges(g, range, nb + 1);
+  for (size_t k = 0; !st && k < nb; k++)
+    g->bin[k] = (double)h->count[lo + k];
+  st = st || gsl_histogram_pdf_init(pdf, g);
+  free(range);
+  gsl_histogram_free(g);
+  if (st) {
+    gsl_histogram_pdf_free(pdf);
+    return NULL;
+  }
+  return pdf;
+}
+
+int pc_qhist_quantiles(const pc_qhist *h, const double *levels, size_t n, double *out) {
+  uint64_t zeros = h->count[0], infs = h->count[PC_QH_INF], finite = 0;
+  uint32_t lo = h->lo > 1 ? h->lo : 1, hi = h->hi < PC_QH_INF ? h->hi : PC_QH_INF - 1;
+  for (uint32_t i = lo; i <= hi && h->lo <= h->hi; i++)
+    finite += h->count[i];
+  uint64_t total = zeros + finite + infs;
+  gsl_histogram_pdf *pdf = NULL;
+  gsl_set_error_handler_off(); /* GSL's default handler aborts */
+  if (finite && !(pdf = pc_qhist_pdf(h, lo, hi)))
+    return PC_ENOMEM;
+  for (size_t k = 0; k < n; k++) {
+    /* The rank among all values, then which of the three parts it falls in. */
+    double rank = levels[k] * (double)total;
+    if (total == 0 || rank < (double)zeros)
+      out[k] = 0;
+    else if (rank >= (double)(zeros + finite))
+      out[k] = INFINITY;
+    else
+      out[k] = gsl_histogram_pdf_sample(pdf, (rank - (double)zeros) / (double)finite);
+  }
+  gsl_histogram_pdf_free(pdf);
+  return PC_OK;
+}

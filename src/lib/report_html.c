@@ -1,0 +1,317 @@
+/* HTML report (docs/reports.md, "HTML"): one self-contained page, with no network access and no
+ * external assets: the summary, the delta table (sortable by clicking a column header; the
+ * script is inline), and each compared tensor's ULP histogram as an inline SVG in its row. Every
+ * cell carries its sort key in data-v: full-precision numbers for figures, the worst-first rank
+ * for the verdict. */
+#include "pc_internal.h"
+#include "report_common.h"
+
+#include <paritycheck/report.h>
+
+#include <inttypes.h> /* PRIu64 */
+#include <math.h>     /* isnan, isinf, log2, lround */
+#include <stdio.h>    /* fprintf */
+#include <stdlib.h>   /* calloc, free */
+
+/* Histogram geometry in CSS pixels: bar width, gap between bars, height of the tallest bar. */
+enum { BAR_WIDTH = 4, BAR_GAP = 1, HIST_HEIGHT = 24 };
+
+static const char STYLE[] =
+    "body{font-family:system-ui,sans-serif;margin:1.5em;color:#1f2328;background:#fff}\n"
+    "h1{font-size:1.4em}\n"
+    "table{border-collapse:collapse;margin-bottom:1em}\n"
+    "th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:middle}\n"
+    "#delta th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap}\n"
+    "#delta th[aria-sort=ascending]::after{content:\" \\25B2\"}\n"
+    "#delta th[aria-sort=descending]::after{content:\" \\25BC\"}\n"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
+    "td.path,td.details{font-family:ui-monospace,monospace}\n"
+    "tr.fail{background:#ffebe9}tr.error{background:#fff8c5}tr.skipped{color:#656d76}\n"
+    ".v-pass{color:#1a7f37}.v-drift,.v-fail{color:#cf222e;font-weight:bold}"
+    ".v-error{color:#9a6700;font-weight:bold}\n"
+    "svg.hist rect{fill:#0969da}\n"
+    "p.legend{color:#656d76;font-size:.9em}\n";
+
+/* Sorts the rows of #delta by the data-v keys of the clicked column: numbers as numbers, text
+ * by locale; empty keys (no figure) last either way. The first click sorts a column the way
+ * its data-first attribute says, later clicks reverse it. */
+static const char SCRIPT[] =
+    "(function () {\n"
+    "  var table = document.getElementById('delta');\n"
+    "  if (!table) return;\n"
+    "  var body = table.tBodies[0], heads = table.tHead.rows[0].cells;\n"
+    "  function key(row, col, num) {\n"
+    "    var v = row.cells[col].getAttribute('data-v');\n"
+    "    if (v === null) v = row.cells[col].textContent;\n"
+    "    if (v === '') return null;\n"
+    "    return num ? Number(v) : v;\n"
+    "  }\n"
+    "  function sortBy(col, desc) {\n"
+    "    var num = heads[col].getAttribute('data-type') === 'num';\n"
+    "    var rows = Array.prototype.slice.call(body.rows);\n"
+    "    rows.sort(function (a, b) {\n"
+    "      var x = key(a, col, num), y = key(b, col, num);\n"
+    "      if (x === null || y === null) return x === y ? 0 : (x === null ? 1 : -1);\n"
+    "      var c = num ? (x < y ? -1 : (x > y ? 1 : 0)) : x.localeCompare(y);\n"
+    "      return desc ? -c : c;\n"
+    "    });\n"
+    "    rows.forEach(function (r) { body.appendChild(r); });\n"
+    "    for (var k = 0; k < heads.length; k++) heads[k].removeAttribute('aria-sort');\n"
+    "    heads[col].setAttribute('aria-sort', desc ? 'descending' : 'ascending');\n"
+    "  }\n"
+    "  Array.prototype.forEach.call(heads, function (th, col) {\n"
+    "    if (!th.hasAttribute('data-type')) return;\n"
+    "    th.addEventListener('click', function () {\n"
+    "      var now = th.getAttribute('aria-sort');\n"
+    "      sortBy(col, now ? now === 'ascending' : th.getAttribute('data-first') === 'desc');\n"
+    "    });\n"
+    "  });\n"
+    "})();\n";
+
+typedef struct page {
+  const pc_run *run;
+  const pc_gate *gate;
+  bool quantiles;  /* a p99 ULP column */
+  int buckets;     /* histogram width: the most buckets any tensor uses, at least 1 */
+  size_t *rank_of; /* rank_of[i]: position of tensor i in worst-first order */
+} page;
+
+static void put_text(FILE *out, const char *s) {
+  pc_report_put_xml(out, s, false);
+}
+
+/* A sort key: NaN (a figure that could not be worse) sorts with +inf. */
+static void put_num_key(FILE *out, double x) {
+  if (isnan(x) || (isinf(x) && x > 0))
+    fputs(" data-v=\"Infinity\"", out);
+  else if (isinf(x))
+    fputs(" data-v=\"-Infinity\"", out);
+  else
+    fprintf(out, " data-v=\"%.17g\"", x);
+}
+
+static void put_figure(FILE *out, double x) {
+  fputs("<td class=\"n\"", out);
+  put_num_key(out, x);
+  fprintf(out, ">%.3g</td>", x);
+}
+
+static void put_count(FILE *out, uint64_t n) {
+  fprintf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%" PRIu64 "</td>", n, n);
+}
+
+static void put_head(FILE *out, const pc_run *run, const pc_gate *gate) {
+  fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>"
+        "paritycheck: ",
+        out);
+  fprintf(out, "%s: ", pc_run_verdict_name(pc_report_verdict(run, gate)));
+  put_text(out, run->path_a);
+  fputs(" vs ", out);
+  put_text(out, run->path_b);
+  fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", STYLE);
+}
+
+static void put_summary_row(FILE *out, const char *label, const char *value) {
+  fprintf(out, "<tr><th>%s</th><td>", label);
+  put_text(out, value);
+  fputs("</td></tr>\n", out);
+}
+
+static void put_gate_row(FILE *out, const pc_gate *gate) {
+  fputs("<tr><th>baseline</th><td>", out);
+  put_text(out, gate->path);
+  fprintf(out, " at factor %g: gate <span class=\"v-%s\">%s</span>, %zu tensor%s fail%s it",
+          gate->factor, pc_run_verdict_name(gate->verdict), pc_run_verdict_name(gate->verdict),
+          gate->failures, gate->failures == 1 ? "" : "s", gate->failures == 1 ? "s" : "");
+  for (int c = 0; c < PC_CHANGE_COUNT_; c++)
+    fprintf(out, "%s%zu %s", c ? ", " : "; ", gate->by_change[c], pc_change_name((pc_change)c));
+  if (gate->baseline_only)
+    fprintf(out, ", %zu only in the baseline", gate->baseline_only);
+  fputs("</td></tr>\n", out);
+}
+
+static void put_summary(FILE *out, const page *pg, const pc_report_options *opts) {
+  const pc_run *run = pg->run;
+  const pc_tensor *first = pc_report_first_divergence(run);
+  const char *verdict = pc_run_verdict_name(pc_report_verdict(run, pg->gate));
+  fprintf(out, "<h1>paritycheck: <span class=\"v-%s\">%s</span></h1>\n<table class=\"summary\">\n",
+          verdict, verdict);
+  put_summary_row(out, "A (reference)", run->path_a);
+  put_summary_row(out, "B (candidate)", run->path_b);
+  put_summary_row(out, "profile", pc_report_profile(opts));
+  fprintf(out, "<tr><th>verdict</th><td><span class=\"v-%s\">%s</span>; ",
+          pc_run_verdict_name(run->verdict), pc_run_verdict_name(run->verdict));
+  pc_report_put_tally(out, run);
+  fputs("</td></tr>\n", out);
+  put_summary_row(out, "first divergence", first ? first->path : "none");
+  if (pg->gate)
+    put_gate_row(out, pg->gate);
+  fputs("</table>\n", out);
+}
+
+static void put_column(FILE *out, const char *name, const char *type, const char *first) {
+  fprintf(out, "<th data-type=\"%s\" data-first=\"%s\">%s</th>", type, first, name);
+}
+
+static void put_table_head(FILE *out, const page *pg) {
+  fputs("<table id=\"delta\">\n<thead><tr>", out);
+  put_column(out, "#", "num", "asc");
+  put_column(out, "verdict", "num", "asc");
+  if (pg->gate)
+    put_column(out, "baseline", "text", "asc");
+  put_column(out, "tensor", "text", "asc");
+  put_column(out, "dtype", "text", "asc");
+  put_column(out, "shape", "text", "asc");
+  put_column(out, "mismatches", "num", "desc");
+  put_column(out, "max abs", "num", "desc");
+  put_column(out, "max rel", "num", "desc");
+  put_column(out, "max ULP", "num", "desc");
+  if (pg->quantiles)
+    put_column(out, "p99 ULP", "num", "desc");
+  put_column(out, "SNR dB", "num", "asc");
+  fputs("<th>ULP histogram</th><th>details</th></tr></thead>\n<tbody>\n", out);
+}
+
+/* Bars of log-scaled height, so that a bucket of 1 stays visible beside one of a million; each
+ * bar's <title> gives its bucket and exact count. */
+static void put_histogram(FILE *out, const pc_stats *s, int buckets) {
+  uint64_t top = 0;
+  for (int k = 0; k < PC_ULP_BUCKETS; k++)
+    top = s->ulp_hist[k] > top ? s->ulp_hist[k] : top;
+  int width = buckets * (BAR_WIDTH + BAR_GAP);
+  fprintf(out,
+          "<svg class=\"hist\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+          "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"ULP histogram\">",
+          width, HIST_HEIGHT, width, HIST_HEIGHT);
+  for (int k = 0; k < buckets && top; k++) {
+    char label[48];
+    if (!s->ulp_hist[k])
+      continue;
+    long h = lround(HIST_HEIGHT * log2(1 + (double)s->ulp_hist[k]) / log2(1 + (double)top));
+    h = h < 1 ? 1 : h;
+    pc_report_bucket_label(label, sizeof label, k);
+    fprintf(out,
+            "<rect x=\"%d\" y=\"%ld\" width=\"%d\" height=\"%ld\"><title>%s ULP: %" PRIu64
+            "</title></rect>",
+            k * (BAR_WIDTH + BAR_GAP), HIST_HEIGHT - h, BAR_WIDTH, h, label, s->ulp_hist[k]);
+  }
+  fputs("</svg>", out);
+}
+
+static void put_figures(FILE *out, const page *pg, const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  if (!pc_report_has_stats(t->verdict)) {
+    fputs("<td data-v=\"\"></td><td data-v=\"\"></td><td data-v=\"\"></td><td data-v=\"\"></td>",
+          out);
+    fputs(pg->quantiles ? "<td data-v=\"\"></td><td data-v=\"\"></td><td></td>"
+                        : "<td data-v=\"\"></td><td></td>",
+          out);
+    return;
+  }
+  fputs("<td class=\"n\"", out);
+  put_num_key(out, pc_report_mismatch_fraction(s));
+  fprintf(out, ">%" PRIu64 "/%" PRIu64 "</td>", s->mismatches, s->count);
+  put_figure(out, s->max_abs);
+  put_figure(out, s->max_rel);
+  put_count(out, s->max_ulp);
+  if (pg->quantiles && s->has_quantiles) {
+    fputs("<td class=\"n\"", out);
+    put_num_key(out, s->q_ulp[PC_REPORT_P99]);
+    fprintf(out, ">%.0f</td>", s->q_ulp[PC_REPORT_P99]);
+  } else if (pg->quantiles) {
+    fputs("<td data-v=\"\"></td>", out);
+  }
+  put_figure(out, pc_stats_aggregates(s).snr_db);
+  fputs("<td>", out);
+  put_histogram(out, s, pg->buckets);
+  fputs("</td>", out);
+}
+
+static const char *row_class(const page *pg, size_t i) {
+  pc_verdict v = pg->run->tensors[i].verdict;
+  if (pc_report_fails(pg->run, pg->gate, i))
+    return "fail";
+  return v == PC_VERDICT_ERROR ? "error" : v == PC_VERDICT_SKIPPED ? "skipped" : "ok";
+}
+
+static void put_row(FILE *out, const page *pg, size_t i) {
+  const pc_tensor *t = &pg->run->tensors[i];
+  char text[PC_REASON_MAX];
+  fprintf(out, "<tr class=\"%s\"><td class=\"n\" data-v=\"%zu\">%zu</td>", row_class(pg, i), i,
+          i + 1);
+  fprintf(out, "<td data-v=\"%zu\" class=\"v-%s\">%s</td>", pg->rank_of[i],
+          pc_verdict_name(t->verdict), pc_verdict_name(t->verdict));
+  if (pg->gate)
+    fprintf(out, "<td class=\"%s\">%s</td>", pg->gate->tensors[i].fails ? "v-fail" : "",
+            pc_report_change(pg->gate, i));
+  fputs("<td class=\"path\">", out);
+  put_text(out, t->path);
+  pc_report_dtypes(text, sizeof text, t);
+  fprintf(out, "</td><td>%s</td><td>", text);
+  char dims[PC_DIMS_TEXT_MAX];
+  put_text(out, pc_report_dims(dims, t->rank, t->dims));
+  fputs("</td>", out);
+  put_figures(out, pg, t);
+  if (t->verdict == PC_VERDICT_DRIFT)
+    pc_report_worst_text(text, sizeof text, t);
+  else
+    pc_report_reason(text, sizeof text, t);
+  fputs("<td class=\"details\">", out);
+  put_text(out, text);
+  fputs("</td></tr>\n", out);
+}
+
+static void put_page(FILE *out, const page *pg, const pc_report_options *opts,
+                     const size_t *order) {
+  put_head(out, pg->run, pg->gate);
+  put_summary(out, pg, opts);
+  put_table_head(out, pg);
+  for (size_t k = 0; k < pg->run->ntensors; k++)
+    put_row(out, pg, order[k]);
+  fputs("</tbody>\n</table>\n<p class=\"legend\">Click a column header to sort; "
+        "<b>verdict</b> sorts worst first, <b>#</b> in run order. ULP histogram: buckets 0, 1, "
+        "2-3, 4-7, &hellip; from left to right, bar heights log-scaled; hover a bar for its "
+        "count.</p>\n<script>\n",
+        out);
+  fputs(SCRIPT, out);
+  fputs("</script>\n</body>\n</html>\n", out);
+}
+
+static int widest_histogram(const pc_run *run) {
+  int most = 1;
+  for (size_t i = 0; i < run->ntensors; i++) {
+    int used = pc_report_has_stats(run->tensors[i].verdict)
+                   ? pc_report_hist_used(&run->tensors[i].stats)
+                   : 0;
+    most = used > most ? used : most;
+  }
+  return most;
+}
+
+int pc_report_html(const char *path, const pc_run *run, const pc_report_options *opts,
+                   pc_error *err) {
+  const pc_gate *gate = opts ? opts->gate : NULL;
+  int rc = pc_report_check(run, gate, "pc_report_html", err);
+  if (rc < 0 || !path)
+    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_html: a path is required");
+  size_t *worst = pc_report_row_order(run, gate, PC_SORT_WORST);
+  size_t *order = pc_report_row_order(run, gate, opts ? opts->sort : PC_SORT_WORST);
+  page pg = {run, gate, pc_report_any_quantiles(run), widest_histogram(run),
+             calloc(run->ntensors + 1, sizeof(size_t))};
+  if (!worst || !order || !pg.rank_of)
+    rc = pc_error_set(err, PC_ENOMEM, "out of memory writing the HTML report");
+  FILE *f = NULL;
+  if (rc == PC_OK)
+    rc = pc_report_open(&f, path, err);
+  if (rc == PC_OK) {
+    for (size_t k = 0; k < run->ntensors; k++)
+      pg.rank_of[worst[k]] = k;
+    put_page(f, &pg, opts, order);
+    rc = pc_report_close(f, path, "the HTML report", err);
+  }
+  free(worst);
+  free(order);
+  free(pg.rank_of);
+  return rc;
+}

@@ -1,0 +1,221 @@
+/* JUnit XML report (docs/reports.md, "JUnit"): one testsuite for the run, one testcase per
+ * tensor in run order. The classname is the tensor's group path with dots ("enc.1" for
+ * /enc/1/attn, "(root)" at the top level), the name its last path component. A failing tensor has
+ * a <failure> whose message says why and where it is worst, and whose body holds the figures at
+ * full precision; a tensor that could not be read has an <error>, a skipped one <skipped>. With a
+ * baseline only the tensors that fail the gate are failures; the failures it accepted say so in
+ * <system-out>. The schema the tests validate against is tests/report/junit.xsd. */
+#include "pc_internal.h"
+#include "report_common.h"
+
+#include <paritycheck/report.h>
+
+#include <inttypes.h> /* PRIu64 */
+#include <stdio.h>    /* fprintf */
+#include <string.h>   /* strchr, strrchr */
+
+/* The classname of the top-level group, as Jenkins calls its default package. */
+static const char ROOT_CLASS[] = "(root)";
+
+static void put_attr(FILE *out, const char *name, const char *value) {
+  fprintf(out, " %s=\"", name);
+  pc_report_put_xml(out, value, true);
+  fputc('"', out);
+}
+
+/* The group of /enc/1/attn is /enc/1, written "enc.1". */
+static void put_classname(FILE *out, const char *path) {
+  const char *last = strrchr(path, '/');
+  const char *p = path[0] == '/' ? path + 1 : path;
+  if (!last || last <= p) {
+    put_attr(out, "classname", ROOT_CLASS);
+    return;
+  }
+  fputs(" classname=\"", out);
+  while (p < last) {
+    const char *slash = strchr(p, '/');
+    pc_report_put_xml_n(out, p, (size_t)(slash - p), true);
+    if (slash < last)
+      fputc('.', out);
+    p = slash + 1;
+  }
+  fputc('"', out);
+}
+
+static const char *last_component(const char *path) {
+  const char *last = strrchr(path, '/');
+  return last && last[1] ? last + 1 : path;
+}
+
+static void put_property(FILE *out, const char *name, const char *value) {
+  fputs("      <property", out);
+  put_attr(out, "name", name);
+  put_attr(out, "value", value);
+  fputs("/>\n", out);
+}
+
+static size_t failure_count(const pc_run *run, const pc_gate *gate) {
+  size_t n = 0;
+  for (size_t i = 0; i < run->ntensors; i++)
+    n += pc_report_fails(run, gate, i);
+  return n;
+}
+
+static void put_counts(FILE *out, const pc_run *run, const pc_gate *gate) {
+  fprintf(out, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\"", run->ntensors,
+          failure_count(run, gate), run->by_verdict[PC_VERDICT_ERROR],
+          run->by_verdict[PC_VERDICT_SKIPPED]);
+}
+
+static void put_properties(FILE *out, const pc_run *run, const pc_report_options *opts) {
+  const pc_gate *gate = opts ? opts->gate : NULL;
+  const pc_tensor *first = pc_report_first_divergence(run);
+  char factor[32];
+  fputs("    <properties>\n", out);
+  put_property(out, "a", run->path_a);
+  put_property(out, "b", run->path_b);
+  put_property(out, "profile", pc_report_profile(opts));
+  put_property(out, "verdict", pc_run_verdict_name(run->verdict));
+  put_property(out, "first_divergence", first ? first->path : "");
+  if (gate) {
+    snprintf(factor, sizeof factor, "%.17g", gate->factor);
+    put_property(out, "baseline", gate->path);
+    put_property(out, "baseline_factor", factor);
+    put_property(out, "gate", pc_run_verdict_name(gate->verdict));
+  }
+  fputs("    </properties>\n", out);
+}
+
+/* The figures of a compared tensor at full precision, one per line. */
+static void put_figures(FILE *out, const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  char buf[PC_REASON_MAX], dims[PC_DIMS_TEXT_MAX];
+  uint64_t index[PC_MAX_RANK];
+  pc_aggregates g = pc_stats_aggregates(s);
+  snprintf(buf, sizeof buf,
+           "mismatches %" PRIu64 " of %" PRIu64 " (nan %" PRIu64 ", inf %" PRIu64 ")\n"
+           "max_abs %.17g, max_rel %.17g, max_ulp %" PRIu64 ", mean_ulp %.17g\n"
+           "rms %.17g, rel_rms %.17g, cosine %.17g, snr_db %.17g\n",
+           s->mismatches, s->count, s->nan_mismatches, s->inf_mismatches, s->max_abs, s->max_rel,
+           s->max_ulp, pc_stats_mean_ulp(s), g.rms, g.rel_rms, g.cosine, g.snr_db);
+  pc_report_put_xml(out, buf, false);
+  if (!s->has_worst)
+    return;
+  pc_report_worst_index(t, index);
+  snprintf(buf, sizeof buf, "worst %s: a=", pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index));
+  pc_report_put_xml(out, buf, false);
+  if (t->is_complex)
+    fprintf(out, "(%.17g, %.17g), b=(%.17g, %.17g)", s->worst_a[0], s->worst_a[1], s->worst_b[0],
+            s->worst_b[1]);
+  else
+    fprintf(out, "%.17g, b=%.17g", s->worst_a[0], s->worst_b[0]);
+  fprintf(out, " (abs %.17g, rel %.17g, ulp %" PRIu64 ")\n", s->worst_abs, s->worst_rel,
+          s->worst_ulp);
+}
+
+/* The message: the gate's word when there is a gate, the reason, and where it is worst. */
+static void put_message(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) {
+  char reason[PC_REASON_MAX], worst[PC_REASON_MAX];
+  pc_report_reason(reason, sizeof reason, t);
+  pc_report_worst_text(worst, sizeof worst, t);
+  fputs(" message=\"", out);
+  if (g)
+    pc_report_put_xml(
+        out, g->change == PC_CHANGE_NEW ? "new failure: " : "worse than the baseline: ", true);
+  pc_report_put_xml(out, reason, true);
+  if (worst[0]) {
+    pc_report_put_xml(out, "; ", true);
+    pc_report_put_xml(out, worst, true);
+  }
+  fputc('"', out);
+}
+
+static void put_failure(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) {
+  char dtypes[96];
+  fputs("      <failure", out);
+  put_attr(out, "type", pc_verdict_name(t->verdict));
+  put_message(out, t, g);
+  fputs(">", out);
+  pc_report_dtypes(dtypes, sizeof dtypes, t);
+  fputs("path ", out);
+  pc_report_put_xml(out, t->path, false);
+  fprintf(out, "\ndtype %s\n", dtypes);
+  if (pc_report_has_stats(t->verdict))
+    put_figures(out, t);
+  fputs("</failure>\n", out);
+}
+
+/* A failure that the baseline accepted: a pass for CI, with the reason kept for people. */
+static void put_accepted(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) {
+  char reason[PC_REASON_MAX];
+  pc_report_reason(reason, sizeof reason, t);
+  fprintf(out, "      <system-out>accepted by the baseline (%s): %s: ", pc_change_name(g->change),
+          pc_verdict_name(t->verdict));
+  pc_report_put_xml(out, reason, false);
+  fputs("</system-out>\n", out);
+}
+
+static void put_outcome(FILE *out, const pc_run *run, const pc_gate *gate, size_t i) {
+  const pc_tensor *t = &run->tensors[i];
+  const pc_gate_tensor *g = gate ? &gate->tensors[i] : NULL;
+  if (pc_report_fails(run, gate, i)) {
+    put_failure(out, t, g);
+  } else if (pc_verdict_is_failure(t->verdict)) {
+    put_accepted(out, t, g);
+  } else if (t->verdict == PC_VERDICT_ERROR || t->verdict == PC_VERDICT_SKIPPED) {
+    fprintf(out, "      <%s", t->verdict == PC_VERDICT_ERROR ? "error" : "skipped");
+    if (t->verdict == PC_VERDICT_ERROR)
+      put_attr(out, "type", "error");
+    put_attr(out, "message", t->message ? t->message : pc_verdict_name(t->verdict));
+    fputs("/>\n", out);
+  }
+}
+
+static bool has_body(const pc_run *run, size_t i) {
+  pc_verdict v = run->tensors[i].verdict;
+  return v != PC_VERDICT_PASS;
+}
+
+static void put_testcase(FILE *out, const pc_run *run, const pc_gate *gate, size_t i) {
+  const pc_tensor *t = &run->tensors[i];
+  fputs("    <testcase", out);
+  put_attr(out, "name", last_component(t->path));
+  put_classname(out, t->path);
+  if (!has_body(run, i)) {
+    fputs("/>\n", out);
+    return;
+  }
+  fputs(">\n", out);
+  put_outcome(out, run, gate, i);
+  fputs("    </testcase>\n", out);
+}
+
+static void put_junit(FILE *out, const pc_run *run, const pc_report_options *opts) {
+  const pc_gate *gate = opts ? opts->gate : NULL;
+  fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"paritycheck\"", out);
+  put_counts(out, run, gate);
+  fputs(">\n  <testsuite name=\"", out);
+  pc_report_put_xml(out, run->path_a, true);
+  fputs(" vs ", out);
+  pc_report_put_xml(out, run->path_b, true);
+  fputc('"', out);
+  put_counts(out, run, gate);
+  fputs(">\n", out);
+  put_properties(out, run, opts);
+  for (size_t i = 0; i < run->ntensors; i++)
+    put_testcase(out, run, gate, i);
+  fputs("  </testsuite>\n</testsuites>\n", out);
+}
+
+int pc_report_junit(const char *path, const pc_run *run, const pc_report_options *opts,
+                    pc_error *err) {
+  int rc = pc_report_check(run, opts ? opts->gate : NULL, "pc_report_junit", err);
+  if (rc < 0 || !path)
+    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_junit: a path is required");
+  FILE *f;
+  rc = pc_report_open(&f, path, err);
+  if (rc < 0)
+    return rc;
+  put_junit(f, run, opts);
+  return pc_report_close(f, path, "the JUnit report", err);
+}

@@ -1,0 +1,399 @@
+/* The streaming pipeline (stream.h). The calling thread reads blocks into a ring of slots and
+ * merges finished slots from the ring's head, so merges happen in block order; workers take
+ * queued slots, decode both sides and fold them with the element kernels. */
+#include "stream.h"
+#include "kernel.h"
+#include "pc_internal.h"
+
+#include <pthread.h> /* pthread_create, pthread_mutex_t, pthread_cond_t */
+#include <stdlib.h>  /* calloc, realloc, free */
+#include <string.h>  /* memcmp, memset */
+
+enum { PC_SLOT_FILLING, PC_SLOT_QUEUED, PC_SLOT_RUNNING, PC_SLOT_DONE };
+
+typedef struct pc_slot {
+  int state;
+  pc_tensor *t;
+  const pc_dataset *a, *b;
+  uint64_t base;
+  size_t n;
+  bool last;    /* closes its tensor */
+  void *raw[2]; /* stored bytes of A and B */
+  size_t raw_cap[2];
+  bool nomem; /* the worker could not allocate its scratch */
+  pc_stats part;
+  pc_qhist *hist[PC_NHISTS];
+} pc_slot;
+
+/* Decoding scratch of one worker, grown to the largest block it has met. */
+typedef struct pc_worker {
+  pc_stream *s;
+  pthread_t tid;
+  double *vals[2];
+  int64_t *ints[2];
+  size_t cap;
+} pc_worker;
+
+struct pc_stream {
+  pc_stream_config cfg;
+  pthread_mutex_t mu;
+  pthread_cond_t work, done;
+  bool stop;
+  pc_slot *slots;
+  size_t nslots, head, used;
+  pc_worker *workers;        /* cfg.threads of them, or one used inline */
+  unsigned nthreads;         /* threads started */
+  pc_qhist *hist[PC_NHISTS]; /* of the tensor being merged */
+  uint64_t bytes_done;
+};
+
+static int pc_hists_new(pc_qhist *h[PC_NHISTS]) {
+  for (int i = 0; i < PC_NHISTS; i++) {
+    h[i] = calloc(1, sizeof *h[i]);
+    if (!h[i])
+      return PC_ENOMEM;
+    pc_qhist_reset(h[i]);
+  }
+  return PC_OK;
+}
+
+static void pc_hists_free(pc_qhist *h[PC_NHISTS]) {
+  for (int i = 0; i < PC_NHISTS; i++)
+    free(h[i]);
+}
+
+/* --- workers ------------------------------------------------------------------------------ */
+
+static bool pc_worker_reserve(pc_worker *w, size_t n) {
+  if (n <= w->cap)
+    return true;
+  for (int side = 0; side < 2; side++) {
+    double *v = realloc(w->vals[side], 2 * n * sizeof *v); /* complex: two per element */
+    int64_t *i = v ? realloc(w->ints[side], n * sizeof *i) : NULL;
+    if (v)
+      w->vals[side] = v;
+    if (i)
+      w->ints[side] = i;
+    if (!v || !i)
+      return false;
+  }
+  w->cap = n;
+  return true;
+}
+
+static bool pc_bytes_identical(const pc_slot *sl) {
+  const pc_dataset *a = sl->a, *b = sl->b;
+  return a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT && a->stored == b->stored &&
+         a->swap == b->swap && memcmp(sl->raw[0], sl->raw[1], sl->n * a->elem_size) == 0;
+}
+
+static void pc_worker_kernels(pc_worker *w, pc_slot *sl, const pc_kernel_args *k) {
+  const pc_dataset *a = sl->a, *b = sl->b;
+  const double *va = w->vals[0], *vb = w->vals[1];
+  const int64_t *ia = w->ints[0], *ib = w->ints[1];
+  bool ua = a->stored == PC_DTYPE_UINT64, ub = b->stored == PC_DTYPE_UINT64;
+  if (a->kind == PC_KIND_COMPLEX)
+    pc_kernel_complex(k, va, vb);
+  else if (a->kind == PC_KIND_INTEGER && b->kind == PC_KIND_INTEGER)
+    pc_kernel_int(k, ia, ua, ib, ub);
+  else if (a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT)
+    pc_bytes_identical(sl) ? pc_kernel_identical(k, va) : pc_kernel_float(k, va, vb);
+  else
+    pc_kernel_mixed(k, a->kind == PC_KIND_INTEGER ? NULL : va, ia, ua,
+                    b->kind == PC_KIND_INTEGER ? NULL : vb, ib, ub);
+}
+
+/* Decode and fold one slot into its own partial. */
+static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
+  if (sl->n == 0)
+    return;
+  if (!pc_worker_reserve(w, sl->n)) {
+    sl->nomem = true;
+    return;
+  }
+  pc_dataset_decode(sl->a, sl->raw[0], sl->n, w->vals[0], w->ints[0]);
+  pc_dataset_decode(sl->b, sl->raw[1], sl->n, w->vals[1], w->ints[1]);
+  pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
+  pc_worker_kernels(w, sl, &k);
+  /* Only real float datasets carry a logical dtype other than their stored one. */
+  if (sl->a->logical != sl->a->stored)
+    sl->part.not_representable_a += pc_kernel_unrepresentable(w->vals[0], sl->n, sl->a->logical);
+  if (sl->b->logical != sl->b->stored)
+    sl->part.not_representable_b += pc_kernel_unrepresentable(w->vals[1], sl->n, sl->b->logical);
+}
+
+/* The oldest queued slot, or NULL. Called with the lock held. */
+static pc_slot *pc_next_queued(pc_stream *s) {
+  for (size_t j = 0; j < s->used; j++) {
+    pc_slot *sl = &s->slots[(s->head + j) % s->nslots];
+    if (sl->state == PC_SLOT_QUEUED)
+      return sl;
+  }
+  return NULL;
+}
+
+static void *pc_worker_main(void *arg) {
+  pc_worker *w = arg;
+  pc_stream *s = w->s;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stop) {
+    pc_slot *sl = pc_next_queued(s);
+    if (!sl) {
+      pthread_cond_wait(&s->work, &s->mu);
+      continue;
+    }
+    sl->state = PC_SLOT_RUNNING;
+    pthread_mutex_unlock(&s->mu);
+    pc_worker_fold(w, sl);
+    pthread_mutex_lock(&s->mu);
+    sl->state = PC_SLOT_DONE;
+    pthread_cond_broadcast(&s->done);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* --- merging, on the calling thread ------------------------------------------------------- */
+
+static void pc_tensor_fail(pc_tensor *t, const char *why) {
+  t->verdict = PC_VERDICT_ERROR;
+  free(t->message);
+  t->message = pc_strdup(why);
+}
+
+/* The tensor's last block is in: quantiles, then hand it over. */
+static void pc_tensor_close(pc_stream *s, pc_tensor *t) {
+  if (t->verdict == PC_VERDICT_ERROR) {
+    memset(&t->stats, 0, sizeof t->stats);
+  } else {
+    double *q[PC_NHISTS] = {t->stats.q_abs, t->stats.q_rel, t->stats.q_ulp};
+    bool ok = true;
+    for (int i = 0; i < PC_NHISTS && ok; i++)
+      ok = pc_qhist_quantiles(s->hist[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
+    t->stats.has_quantiles = ok;
+  }
+  for (int i = 0; i < PC_NHISTS; i++)
+    pc_qhist_reset(s->hist[i]);
+  s->cfg.done(s->cfg.done_user, t);
+}
+
+static void pc_merge_slot(pc_stream *s, pc_slot *sl) {
+  pc_tensor *t = sl->t;
+  if (sl->nomem)
+    pc_tensor_fail(t, "out of memory");
+  if (t->verdict != PC_VERDICT_ERROR) {
+    pc_stats_merge(&t->stats, &sl->part);
+    for (int i = 0; i < PC_NHISTS; i++)
+      pc_qhist_merge(s->hist[i], sl->hist[i]);
+  }
+  if (sl->last)
+    pc_tensor_close(s, t);
+}
+
+/* Merge the head slot once it is done; with `wait`, wait for it. Returns false when there is
+ * nothing (more) to merge now. */
+static bool pc_merge_head(pc_stream *s, bool wait) {
+  pthread_mutex_lock(&s->mu);
+  pc_slot *sl = s->used ? &s->slots[s->head] : NULL;
+  while (sl && wait && sl->state != PC_SLOT_DONE)
+    pthread_cond_wait(&s->done, &s->mu);
+  bool ready = sl && sl->state == PC_SLOT_DONE;
+  pthread_mutex_unlock(&s->mu);
+  if (!ready)
+    return false;
+  pc_merge_slot(s, sl);
+  pthread_mutex_lock(&s->mu);
+  s->head = (s->head + 1) % s->nslots;
+  s->used--;
+  pthread_mutex_unlock(&s->mu);
+  return true;
+}
+
+/* A slot to fill, merging finished ones first (all of them when the ring is full). */
+static pc_slot *pc_acquire(pc_stream *s) {
+  while (pc_merge_head(s, s->used == s->nslots))
+    ;
+  pc_slot *sl = &s->slots[(s->head + s->used) % s->nslots];
+  sl->state = PC_SLOT_FILLING;
+  memset(&sl->part, 0, sizeof sl->part);
+  for (int i = 0; i < PC_NHISTS; i++)
+    pc_qhist_reset(sl->hist[i]);
+  sl->nomem = false;
+  pthread_mutex_lock(&s->mu);
+  s->used++;
+  pthread_mutex_unlock(&s->mu);
+  return sl;
+}
+
+static void pc_submit(pc_stream *s, pc_slot *sl) {
+  if (s->nthreads == 0) {
+    pc_worker_fold(&s->workers[0], sl);
+    sl->state = PC_SLOT_DONE;
+    return;
+  }
+  pthread_mutex_lock(&s->mu);
+  sl->state = PC_SLOT_QUEUED;
+  pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* --- reading, on the calling thread ------------------------------------------------------- */
+
+static bool pc_slot_reserve(pc_slot *sl, int side, size_t bytes) {
+  if (bytes <= sl->raw_cap[side])
+    return true;
+  void *p = realloc(sl->raw[side], bytes);
+  if (!p)
+    return false;
+  sl->raw[side] = p;
+  sl->raw_cap[side] = bytes;
+  return true;
+}
+
+/* Read one block of each side into sl; *n = 0 at the end. */
+static int pc_read_block(pc_slot *sl, pc_reader *ra, pc_reader *rb, size_t cap, size_t *n,
+                         pc_error *e) {
+  size_t nb = 0;
+  if (!pc_slot_reserve(sl, 0, cap * sl->a->elem_size) ||
+      !pc_slot_reserve(sl, 1, cap * sl->b->elem_size))
+    return pc_error_set(e, PC_ENOMEM, "out of memory");
+  int rc = pc_reader_next_raw(ra, sl->raw[0], n, e);
+  if (rc == PC_OK)
+    rc = pc_reader_next_raw(rb, sl->raw[1], &nb, e);
+  if (rc == PC_OK && nb != *n)
+    rc = pc_error_set(e, PC_EDATA, "A and B were read in different blocks");
+  return rc;
+}
+
+static void pc_progress(pc_stream *s, const pc_slot *sl) {
+  s->bytes_done += sl->n * (sl->a->elem_size + sl->b->elem_size);
+  if (s->cfg.progress)
+    s->cfg.progress(s->cfg.progress_user, s->bytes_done, s->cfg.total_bytes);
+}
+
+/* Queue every block of the pair, then a closing slot. */
+static int pc_stream_blocks(pc_stream *s, pc_tensor *t, const pc_dataset *a, const pc_dataset *b,
+                            pc_reader *ra, pc_reader *rb) {
+  pc_error e = {PC_OK, ""};
+  size_t cap = pc_reader_max_block(ra), n = 1;
+  uint64_t base = 0;
+  int rc = PC_OK;
+  while (n) {
+    pc_slot *sl = pc_acquire(s);
+    sl->t = t;
+    sl->a = a;
+    sl->b = b;
+    sl->base = base;
+    rc = pc_read_block(sl, ra, rb, cap, &n, &e);
+    if (rc < 0) {
+      pc_tensor_fail(t, e.message);
+      n = 0;
+    }
+    sl->n = n;
+    sl->last = n == 0;
+    base += n;
+    pc_progress(s, sl);
+    pc_submit(s, sl);
+  }
+  return rc == PC_ENOMEM ? rc : PC_OK;
+}
+
+int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
+                     const pc_dataset *b, pc_error *err) {
+  pc_error e = {PC_OK, ""};
+  pc_reader *ra = NULL, *rb = NULL;
+  int rc = pc_reader_open(&ra, fa, a, s->cfg.block_elems, NULL, &e);
+  if (rc == PC_OK)
+    rc = pc_reader_open(&rb, fb, b, s->cfg.block_elems, ra, &e);
+  if (rc == PC_OK) {
+    rc = pc_stream_blocks(s, t, a, b, ra, rb);
+  } else if (rc != PC_ENOMEM) {
+    /* Nothing of this tensor is queued: close it at once. */
+    pc_tensor_fail(t, e.message);
+    memset(&t->stats, 0, sizeof t->stats);
+    s->cfg.done(s->cfg.done_user, t);
+    rc = PC_OK;
+  }
+  pc_reader_close(ra);
+  pc_reader_close(rb);
+  return rc == PC_ENOMEM ? pc_error_set(err, rc, "%s: out of memory", t->path) : PC_OK;
+}
+
+int pc_stream_finish(pc_stream *s, pc_error *err) {
+  (void)err;
+  while (s->used)
+    pc_merge_head(s, true);
+  return PC_OK;
+}
+
+/* --- set-up ------------------------------------------------------------------------------- */
+
+static int pc_stream_alloc(pc_stream *s) {
+  unsigned nw = s->cfg.threads > 1 ? s->cfg.threads : 1;
+  s->nslots = s->cfg.threads > 1 ? 2 * (size_t)s->cfg.threads + 2 : 1;
+  s->slots = calloc(s->nslots, sizeof *s->slots);
+  s->workers = calloc(nw, sizeof *s->workers);
+  if (!s->slots || !s->workers || pc_hists_new(s->hist) < 0)
+    return PC_ENOMEM;
+  for (size_t i = 0; i < s->nslots; i++)
+    if (pc_hists_new(s->slots[i].hist) < 0)
+      return PC_ENOMEM;
+  for (unsigned i = 0; i < nw; i++)
+    s->workers[i].s = s;
+  return PC_OK;
+}
+
+int pc_stream_new(pc_stream **out, const pc_stream_config *cfg, pc_error *err) {
+  *out = NULL;
+  pc_stream *s = calloc(1, sizeof *s);
+  if (!s)
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  s->cfg = *cfg;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->work, NULL);
+  pthread_cond_init(&s->done, NULL);
+  if (pc_stream_alloc(s) < 0) {
+    pc_stream_free(s);
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  }
+  for (unsigned i = 0; cfg->threads > 1 && i < cfg->threads; i++) {
+    if (pthread_create(&s->workers[i].tid, NULL, pc_worker_main, &s->workers[i]) != 0)
+      break;
+    s->nthreads++;
+  }
+  if (cfg->threads > 1 && s->nthreads == 0) {
+    pc_stream_free(s);
+    return pc_error_set(err, PC_ENOMEM, "cannot start worker threads");
+  }
+  *out = s;
+  return PC_OK;
+}
+
+void pc_stream_free(pc_stream *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->stop = true;
+  pthread_cond_broadcast(&s->work);
+  pthread_mutex_unlock(&s->mu);
+  for (unsigned i = 0; i < s->nthreads; i++)
+    pthread_join(s->workers[i].tid, NULL);
+  unsigned nw = s->cfg.threads > 1 ? s->cfg.threads : 1;
+  for (unsigned i = 0; s->workers && i < nw; i++)
+    for (int side = 0; side < 2; side++) {
+      free(s->workers[i].vals[side]);
+      free(s->workers[i].ints[side]);
+    }
+  for (size_t i = 0; s->slots && i < s->nslots; i++) {
+    free(s->slots[i].raw[0]);
+    free(s->slots[i].raw[1]);
+    pc_hists_free(s->slots[i].hist);
+  }
+  pc_hists_free(s->hist);
+  free(s->slots);
+  free(s->workers);
+  pthread_cond_destroy(&s->work);
+  pthread_cond_destroy(&s->done);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
