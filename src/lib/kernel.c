@@ -169,46 +169,130 @@ static inline uint64_t pc_ord_distance(int64_t a, int64_t b) {
   return (d ^ m) - m;
 }
 
-static inline void pc_fast_worst(pc_stats *s, int cls, double abs, uint64_t idx, double a, double b,
-                                 double rel, uint64_t ulp) {
-  if (!pc_worse(s, cls, abs))
-    return;
-  s->has_worst = true;
-  s->worst_class = cls;
-  s->worst_index = idx;
-  s->worst_a[0] = a;
-  s->worst_b[0] = b;
-  s->worst_abs = abs;
-  s->worst_rel = rel;
-  s->worst_ulp = ulp;
-}
+/* The running figures of a block's finite pairs. Scalars only, so that once pc_acc_pair is
+ * inlined into a loop the compiler keeps every field in a register (a field read and written
+ * through memory each element would serialise the loop). */
+typedef struct pc_acc {
+  double atol, rtol; /* -1 when unset: abs >= 0 never passes them */
+  bool use_ulp;
+  uint64_t tol_ulp;
+  uint64_t count, mism, max_ulp, ulp_lo, ulp_hi;
+  double max_abs, max_rel, sabs, srel, ssa, ssb, sab, ssd;
+  int wcls; /* the worst element so far: class (-1: none), abs, index, values */
+  double wabs, wrel, wa, wb;
+  uint64_t widx, wulp;
+  /* The smallest values, for the range of histogram buckets touched (the largest are the
+   * maxima above), so that the loop need not track bucket ranges itself. */
+  double min_abs, min_rel;
+  uint64_t min_ulp;
+  pc_qhist *h_abs, *h_rel, *h_ulp; /* all NULL: no histograms */
+} pc_acc;
 
-/* Bucket ranges the fast loop touched, kept in registers and handed to the histograms once. */
-typedef struct pc_span {
-  uint32_t lo[PC_NHISTS], hi[PC_NHISTS];
-} pc_span;
-
-static inline void pc_span_add(pc_span *sp, pc_qhist **h, int which, double x) {
-  uint32_t i = pc_qhist_bucket(x);
-  h[which]->count[i]++;
-  sp->lo[which] = i < sp->lo[which] ? i : sp->lo[which];
-  sp->hi[which] = i > sp->hi[which] ? i : sp->hi[which];
-}
-
-/* The figures of a block's finite pairs. Each accumulator is a local variable, not a field of a
- * struct in memory, so that the loop keeps them in registers; they are merged into pc_stats
- * once per block. The figures are those of pc_real_element, element for element. */
-static void pc_fast_float(const pc_kernel_args *k, const double *a, const double *b, bool f64) {
+static pc_acc pc_acc_init(const pc_kernel_args *k) {
   const pc_tol *t = k->tol;
-  const double atol = (t->set & PC_TOL_ATOL) ? t->atol : -1; /* -1: abs >= 0 never passes */
-  const double rtol = (t->set & PC_TOL_RTOL) ? t->rtol : -1;
-  const bool use_ulp = (t->set & PC_TOL_MAX_ULP) != 0;
-  pc_qhist **h = k->hist;
+  pc_acc c;
+  memset(&c, 0, sizeof c);
+  c.atol = (t->set & PC_TOL_ATOL) ? t->atol : -1;
+  c.rtol = (t->set & PC_TOL_RTOL) ? t->rtol : -1;
+  c.use_ulp = (t->set & PC_TOL_MAX_ULP) != 0;
+  c.tol_ulp = t->max_ulp;
+  c.wcls = -1;
+  c.min_abs = c.min_rel = INFINITY;
+  c.min_ulp = UINT64_MAX;
+  if (k->hist) {
+    c.h_abs = k->hist[PC_HIST_ABS];
+    c.h_rel = k->hist[PC_HIST_REL];
+    c.h_ulp = k->hist[PC_HIST_ULP];
+  }
+  return c;
+}
+
+/* One finite pair, folded exactly as pc_real_element would fold it. */
+static inline __attribute__((always_inline)) void pc_acc_pair(pc_acc *c, uint64_t *ulp_hist,
+                                                              double x, double y, uint64_t ulp,
+                                                              double ulp_d, uint64_t idx) {
+  double d = y - x, abs = fabs(d), abs_a = fabs(x);
+  double rel = abs_a != 0 ? abs / abs_a : abs == 0 ? 0 : INFINITY;
+  bool pass =
+      (x == y) | (abs <= c->atol) | (abs <= c->rtol * abs_a) | (c->use_ulp & (ulp <= c->tol_ulp));
+  c->count++;
+  c->mism += !pass;
+  c->max_abs = abs > c->max_abs ? abs : c->max_abs;
+  c->max_rel = rel > c->max_rel ? rel : c->max_rel;
+  c->max_ulp = ulp > c->max_ulp ? ulp : c->max_ulp;
+  c->ulp_lo += ulp;
+  c->ulp_hi += c->ulp_lo < ulp;
+  c->sabs += abs;
+  c->srel += rel;
+  c->ssa += x * x;
+  c->ssb += y * y;
+  c->sab += x * y;
+  c->ssd += d * d;
+  ulp_hist[pc_ulp_bucket(ulp)]++;
+  c->min_abs = abs < c->min_abs ? abs : c->min_abs;
+  c->min_rel = rel < c->min_rel ? rel : c->min_rel;
+  c->min_ulp = ulp < c->min_ulp ? ulp : c->min_ulp;
+  if (c->h_abs) {
+    c->h_abs->count[pc_qhist_bucket(abs)]++;
+    c->h_rel->count[pc_qhist_bucket(rel)]++;
+    c->h_ulp->count[pc_qhist_bucket(ulp_d)]++;
+  }
+  /* pc_worse's rule for classes pass and mismatch: rarely true once a few elements are in. */
+  int cls = pass ? PC_CLASS_PASS : PC_CLASS_MISMATCH;
+  if (cls > c->wcls || (cls == c->wcls && abs > c->wabs)) {
+    c->wcls = cls;
+    c->wabs = abs;
+    c->wrel = rel;
+    c->wa = x;
+    c->wb = y;
+    c->widx = idx;
+    c->wulp = ulp;
+  }
+}
+
+/* Merge the block's fast figures (ulp_hist already counted into) into k->stats, which holds
+ * the block's non-finite pairs. */
+static void pc_acc_finish(const pc_kernel_args *k, const pc_acc *c, uint64_t *ulp_hist) {
   pc_stats f;
   memset(&f, 0, sizeof f);
-  pc_span sp = {{PC_QH_BUCKETS, PC_QH_BUCKETS, PC_QH_BUCKETS}, {0, 0, 0}};
-  uint64_t count = 0, mism = 0, max_ulp = 0, lo = 0, hi = 0;
-  double max_abs = 0, max_rel = 0, sabs = 0, srel = 0, ssa = 0, ssb = 0, sab = 0, ssd = 0;
+  memcpy(f.ulp_hist, ulp_hist, sizeof f.ulp_hist);
+  if (c->h_abs && c->count) {
+    pc_qhist_touch(c->h_abs, pc_qhist_bucket(c->min_abs), pc_qhist_bucket(c->max_abs));
+    pc_qhist_touch(c->h_rel, pc_qhist_bucket(c->min_rel), pc_qhist_bucket(c->max_rel));
+    pc_qhist_touch(c->h_ulp, pc_qhist_bucket((double)c->min_ulp),
+                   pc_qhist_bucket((double)c->max_ulp));
+  }
+  f.count = f.ulp_terms = f.finite_terms = c->count;
+  f.mismatches = c->mism;
+  f.max_abs = c->max_abs;
+  f.max_rel = c->max_rel;
+  f.max_ulp = c->max_ulp;
+  f.ulp_sum_lo = c->ulp_lo;
+  f.ulp_sum_hi = c->ulp_hi;
+  f.sum_abs = c->sabs;
+  f.sum_rel = c->srel;
+  f.sum_sq_a = c->ssa;
+  f.sum_sq_b = c->ssb;
+  f.sum_ab = c->sab;
+  f.sum_sq_diff = c->ssd;
+  if (c->wcls >= 0) {
+    f.has_worst = true;
+    f.worst_class = c->wcls;
+    f.worst_index = c->widx;
+    f.worst_a[0] = c->wa;
+    f.worst_b[0] = c->wb;
+    f.worst_abs = c->wabs;
+    f.worst_rel = c->wrel;
+    f.worst_ulp = c->wulp;
+  }
+  pc_stats_merge(k->stats, &f);
+}
+
+/* Real floats in double, compared in float32 or float64: finite pairs take the inline path, a
+ * pair with a NaN or an inf the general one. */
+static void pc_fast_float(const pc_kernel_args *k, const double *a, const double *b, bool f64) {
+  pc_acc c = pc_acc_init(k);
+  uint64_t ulp_hist[PC_ULP_BUCKETS] = {0};
   for (size_t i = 0; i < k->n; i++) {
     double x = a[i], y = b[i];
     if (!isfinite(x) || !isfinite(y)) {
@@ -217,46 +301,64 @@ static void pc_fast_float(const pc_kernel_args *k, const double *a, const double
     }
     uint64_t ulp =
         f64 ? pc_ord_distance(pc_ord64(x), pc_ord64(y)) : pc_ord_distance(pc_ord32(x), pc_ord32(y));
-    double d = y - x, abs = fabs(d), abs_a = fabs(x);
-    double rel = abs_a != 0 ? abs / abs_a : abs == 0 ? 0 : INFINITY;
-    bool pass = (x == y) | (abs <= atol) | (abs <= rtol * abs_a) | (use_ulp & (ulp <= t->max_ulp));
-    count++;
-    mism += !pass;
-    max_abs = abs > max_abs ? abs : max_abs;
-    max_rel = rel > max_rel ? rel : max_rel;
-    max_ulp = ulp > max_ulp ? ulp : max_ulp;
-    lo += ulp;
-    hi += lo < ulp;
-    sabs += abs;
-    srel += rel;
-    ssa += x * x;
-    ssb += y * y;
-    sab += x * y;
-    ssd += d * d;
-    f.ulp_hist[pc_ulp_bucket(ulp)]++;
-    if (h) {
-      pc_span_add(&sp, h, PC_HIST_ABS, abs);
-      pc_span_add(&sp, h, PC_HIST_REL, rel);
-      pc_span_add(&sp, h, PC_HIST_ULP, (double)ulp);
-    }
-    pc_fast_worst(&f, pass ? PC_CLASS_PASS : PC_CLASS_MISMATCH, abs, k->base + i, x, y, rel, ulp);
+    pc_acc_pair(&c, ulp_hist, x, y, ulp, (double)ulp, k->base + i);
   }
-  for (int w = 0; h && w < PC_NHISTS; w++)
-    pc_qhist_touch(h[w], sp.lo[w], sp.hi[w]);
-  f.count = f.ulp_terms = f.finite_terms = count;
-  f.mismatches = mism;
-  f.max_abs = max_abs;
-  f.max_rel = max_rel;
-  f.max_ulp = max_ulp;
-  f.ulp_sum_lo = lo;
-  f.ulp_sum_hi = hi;
-  f.sum_abs = sabs;
-  f.sum_rel = srel;
-  f.sum_sq_a = ssa;
-  f.sum_sq_b = ssb;
-  f.sum_ab = sab;
-  f.sum_sq_diff = ssd;
-  pc_stats_merge(k->stats, &f);
+  pc_acc out = c; /* c's address never escapes, so it can live in registers */
+  pc_acc_finish(k, &out, ulp_hist);
+}
+
+/* The position of a float32 bit pattern on the ordered line (see pc_ord32). */
+static inline int64_t pc_ord32_bits(uint32_t u) {
+  uint64_t m = (uint64_t)0 - (u >> 31);
+  return (int64_t)(((uint64_t)(u & INT32_MAX) ^ m) - m);
+}
+
+/* The position of a finite float32 bit pattern rounded to bfloat16 (the top 16 bits, to nearest
+ * even: a single rounding, exact for float32 values), on bfloat16's ordered line. A magnitude
+ * that carries into the exponent's all-ones pattern is inf, one past the largest finite. */
+static inline int64_t pc_ord_bf16_bits(uint32_t u) {
+  uint32_t mag = u & INT32_MAX;
+  uint64_t r = (mag + 0x7FFFu + ((mag >> 16) & 1u)) >> 16;
+  uint64_t m = (uint64_t)0 - (u >> 31);
+  return (int64_t)((r ^ m) - m);
+}
+
+/* bfloat16 keeps a float32's top 16 bits: a value is representable when the rest are zero, and
+ * a NaN always is (docs/metrics.md), whatever its payload. */
+static inline uint64_t pc_bf16_inexact(uint32_t u) {
+  const uint32_t inf_bits = 0x7F800000u; /* magnitudes above it are NaN */
+  return ((u & 0xFFFFu) != 0) & ((u & INT32_MAX) <= inf_bits);
+}
+
+void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
+                   bool a_bf16, bool b_bf16) {
+  const uint32_t exp_mask = 0x7F800000u; /* all exponent bits set: inf or NaN */
+  const bool bf16 = k->compare == PC_DTYPE_BFLOAT16;
+  uint64_t inexact_a = 0, inexact_b = 0;
+  pc_acc c = pc_acc_init(k);
+  uint64_t ulp_hist[PC_ULP_BUCKETS] = {0};
+  for (size_t i = 0; i < k->n; i++) {
+    float x, y;
+    uint32_t ux, uy;
+    memcpy(&x, a + 4 * i, sizeof x);
+    memcpy(&y, b + 4 * i, sizeof y);
+    memcpy(&ux, &x, sizeof ux);
+    memcpy(&uy, &y, sizeof uy);
+    inexact_a += a_bf16 & pc_bf16_inexact(ux);
+    inexact_b += b_bf16 & pc_bf16_inexact(uy);
+    if ((ux & exp_mask) == exp_mask || (uy & exp_mask) == exp_mask) {
+      pc_real_element(k, x, y, k->base + i);
+      continue;
+    }
+    uint64_t ulp = bf16 ? pc_ord_distance(pc_ord_bf16_bits(ux), pc_ord_bf16_bits(uy))
+                        : pc_ord_distance(pc_ord32_bits(ux), pc_ord32_bits(uy));
+    /* float32 distances stay below 2^33: the signed conversion is exact and branch-free. */
+    pc_acc_pair(&c, ulp_hist, x, y, ulp, (double)(int64_t)ulp, k->base + i);
+  }
+  pc_acc out = c; /* c's address never escapes, so it can live in registers */
+  pc_acc_finish(k, &out, ulp_hist);
+  k->stats->not_representable_a += inexact_a;
+  k->stats->not_representable_b += inexact_b;
 }
 
 void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b) {
@@ -270,8 +372,13 @@ void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b) 
 
 void pc_kernel_identical(const pc_kernel_args *k, const double *a) {
   pc_stats *s = k->stats;
-  if (k->n && !s->has_worst)
-    pc_fast_worst(s, PC_CLASS_PASS, 0, k->base, a[0], a[0], 0, 0);
+  /* Every pair is equal, so the worst is the first (abs 0, ties to the lower index). */
+  if (k->n && !s->has_worst) {
+    s->has_worst = true;
+    s->worst_class = PC_CLASS_PASS;
+    s->worst_index = k->base;
+    s->worst_a[0] = s->worst_b[0] = a[0];
+  }
   for (size_t i = 0; i < k->n; i++) {
     if (isfinite(a[i])) {
       double sq = a[i] * a[i];

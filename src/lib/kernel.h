@@ -30,6 +30,13 @@ void pc_stats_merge(pc_stats *dst, const pc_stats *src);
  * the aggregate sums need the values. */
 void pc_kernel_identical(const pc_kernel_args *k, const double *a);
 
+/** float32 stored on both sides, compared in float32 or bfloat16, straight from the stored bytes
+ * (native byte order, 4 bytes an element): no decoding pass. Same figures as pc_kernel_float,
+ * plus the not-representable counts of the sides whose logical dtype is bfloat16 (a_bf16,
+ * b_bf16), as pc_kernel_unrepresentable would count them. */
+void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
+                   bool a_bf16, bool b_bf16);
+
 /** Real floats on both sides. */
 void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b);
 

@@ -7,7 +7,7 @@
 #include <gsl/gsl_histogram.h> /* gsl_histogram, gsl_histogram_pdf */
 
 #include <float.h>  /* DBL_MAX */
-#include <math.h>   /* INFINITY */
+#include <math.h>   /* ceil, INFINITY */
 #include <stdlib.h> /* malloc */
 
 void pc_qhist_reset(pc_qhist *h) {
@@ -67,6 +67,17 @@ static gsl_histogram_pdf *pc_qhist_pdf(const pc_qhist *h, uint32_t lo, uint32_t 
   return pdf;
 }
 
+/* The lower edge of the bucket that holds the finite value of rank t (1-based, among the finite
+ * nonzero values): GSL inverts the histogram's CDF at the middle of that rank's share, which
+ * falls strictly inside the bucket, and finds the bucket of the value it returns. */
+static double pc_qhist_rank_edge(const gsl_histogram_pdf *pdf, uint64_t t, uint64_t finite) {
+  double v = gsl_histogram_pdf_sample(pdf, ((double)t - 0.5) / (double)finite);
+  size_t i = pdf->n - 1;
+  while (i > 0 && pdf->range[i] > v)
+    i--;
+  return pdf->range[i];
+}
+
 int pc_qhist_quantiles(const pc_qhist *h, const double *levels, size_t n, double *out) {
   uint64_t zeros = h->count[0], infs = h->count[PC_QH_INF], finite = 0;
   uint32_t lo = h->lo > 1 ? h->lo : 1, hi = h->hi < PC_QH_INF ? h->hi : PC_QH_INF - 1;
@@ -78,14 +89,16 @@ int pc_qhist_quantiles(const pc_qhist *h, const double *levels, size_t n, double
   if (finite && !(pdf = pc_qhist_pdf(h, lo, hi)))
     return PC_ENOMEM;
   for (size_t k = 0; k < n; k++) {
-    /* The rank among all values, then which of the three parts it falls in. */
-    double rank = levels[k] * (double)total;
-    if (total == 0 || rank < (double)zeros)
+    /* The smallest x with at least a fraction p of the values <= x is the value of rank
+     * t = ceil(p * total); then which of the three parts holds that rank. */
+    uint64_t t = (uint64_t)ceil(levels[k] * (double)total);
+    t = t ? t : 1;
+    if (total == 0 || t <= zeros)
       out[k] = 0;
-    else if (rank >= (double)(zeros + finite))
+    else if (t > zeros + finite)
       out[k] = INFINITY;
     else
-      out[k] = gsl_histogram_pdf_sample(pdf, (rank - (double)zeros) / (double)finite);
+      out[k] = pc_qhist_rank_edge(pdf, t - zeros, finite);
   }
   gsl_histogram_pdf_free(pdf);
   return PC_OK;

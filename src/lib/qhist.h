@@ -54,10 +54,12 @@ void pc_qhist_add_zeros(pc_qhist *h, uint64_t n);
 /** dst += src. */
 void pc_qhist_merge(pc_qhist *dst, const pc_qhist *src);
 
-/** The quantiles of h at the n levels (each in [0, 1)): for level p, the value below which a
- * fraction p of the values lie, interpolated linearly inside its bucket (GSL's histogram PDF);
- * 0 when it falls in bucket 0 (and when h is empty), +inf in the inf bucket. Returns 0, or a
- * negative pc_status when GSL cannot allocate. */
+/** The quantiles of h at the n levels (each in (0, 1)): for level p, the exact quantile is the
+ * value of rank ceil(p * N) among the N values (the smallest x with at least a fraction p of
+ * the values <= x); the estimate is the lower edge of the bucket that holds it: never above
+ * it, less than 1/16 of an octave below it, exact for integers below 32. 0 when that value is
+ * in bucket 0 (and when h is empty), +inf in the inf bucket. Returns 0, or a negative pc_status
+ * when GSL cannot allocate. */
 int pc_qhist_quantiles(const pc_qhist *h, const double *levels, size_t n, double *out);
 
 #endif

@@ -103,10 +103,30 @@ static void pc_worker_kernels(pc_worker *w, pc_slot *sl, const pc_kernel_args *k
                     b->kind == PC_KIND_INTEGER ? NULL : vb, ib, ub);
 }
 
+static bool pc_f32_logical(pc_dtype dt) {
+  return dt == PC_DTYPE_FLOAT32 || dt == PC_DTYPE_BFLOAT16;
+}
+
+/* float32 stored on both sides in the machine's byte order, judged as float32 or bfloat16 (the
+ * commonest dumps, torch's bf16 saved as tagged float32 included): folded from the stored bytes
+ * without decoding. */
+static bool pc_f32_direct(const pc_slot *sl) {
+  const pc_dataset *a = sl->a, *b = sl->b;
+  return a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT && a->stored == PC_DTYPE_FLOAT32 &&
+         b->stored == PC_DTYPE_FLOAT32 && !a->swap && !b->swap && pc_f32_logical(a->logical) &&
+         pc_f32_logical(b->logical) && pc_f32_logical(sl->t->compare);
+}
+
 /* Decode and fold one slot into its own partial. */
 static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
   if (sl->n == 0)
     return;
+  if (pc_f32_direct(sl) && !pc_bytes_identical(sl)) {
+    pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
+    pc_kernel_f32(&k, sl->raw[0], sl->raw[1], sl->a->logical == PC_DTYPE_BFLOAT16,
+                  sl->b->logical == PC_DTYPE_BFLOAT16);
+    return;
+  }
   if (!pc_worker_reserve(w, sl->n)) {
     sl->nomem = true;
     return;

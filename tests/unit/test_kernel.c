@@ -3,6 +3,7 @@
 
 #include <float.h>  /* FLT_EPSILON */
 #include <math.h>   /* INFINITY, NAN, ldexp */
+#include <stdlib.h> /* calloc */
 #include <string.h> /* memcmp */
 
 #include <setjmp.h>
@@ -238,6 +239,95 @@ static void test_fast_path_matches_definition(void **state) {
   }
 }
 
+/* The float32 path over stored bytes gives exactly what the decoded path gives, histograms
+ * included, on values with zeros, subnormals, signs, NaN and inf. */
+static void test_f32_bytes_path(void **state) {
+  (void)state;
+  enum { N = 2048 };
+  static float fa[N], fb[N];
+  static double da[N], db[N];
+  uint32_t x = 2463534242u; /* xorshift32 */
+  for (int i = 0; i < N; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    float v = ldexpf((float)(x % 2001) - 1000.0f, (int)(x >> 24) % 40 - 160);
+    fa[i] = v;
+    fb[i] = (x & 7) == 0   ? nextafterf(v, INFINITY)
+            : (x & 7) == 1 ? -v
+            : (x & 7) == 2 ? (float)NAN
+            : (x & 7) == 3 ? INFINITY
+                           : v * (1.0f + 1e-6f * (float)(x % 3));
+    da[i] = fa[i];
+    db[i] = fb[i];
+  }
+  pc_qhist *h1[PC_NHISTS], *h2[PC_NHISTS];
+  for (int w = 0; w < PC_NHISTS; w++) {
+    h1[w] = calloc(1, sizeof *h1[w]);
+    h2[w] = calloc(1, sizeof *h2[w]);
+    pc_qhist_reset(h1[w]);
+    pc_qhist_reset(h2[w]);
+  }
+  pc_tol t = tol_none();
+  t.set = PC_TOL_ATOL | PC_TOL_MAX_ULP;
+  t.atol = 1e-40;
+  t.max_ulp = 1;
+  pc_stats s1, s2;
+  memset(&s1, 0, sizeof s1);
+  memset(&s2, 0, sizeof s2);
+  pc_kernel_args k1 = {&s1, h1, &t, PC_DTYPE_FLOAT32, 0, N},
+                 k2 = {&s2, h2, &t, PC_DTYPE_FLOAT32, 0, N};
+  pc_kernel_f32(&k1, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+  pc_kernel_float(&k2, da, db);
+  assert_memory_equal(&s1, &s2, sizeof s1);
+  for (int w = 0; w < PC_NHISTS; w++) {
+    assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
+    free(h1[w]);
+    free(h2[w]);
+  }
+  assert_true(s1.nan_mismatches > 0 && s1.inf_mismatches > 0 && s1.mismatches > 0);
+}
+
+/* Compared in bfloat16 from float32 bytes (torch's bf16 saved as tagged float32): the bit-level
+ * rounding gives the figures of the generic path, which rounds through pc_dtype_ordinal, and the
+ * not-representable counts of pc_kernel_unrepresentable. Values include ties, overflow to inf
+ * after rounding, signs, zeros and non-finites. */
+static void test_bf16_bytes_path(void **state) {
+  (void)state;
+  enum { N = 4096 };
+  static float fa[N], fb[N];
+  static double da[N], db[N];
+  uint32_t x = 123456789u;
+  for (int i = 0; i < N; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    uint32_t bits = (x & 3) == 0   ? (x & 0xFFFF0000u)
+                    : (x & 3) == 1 ? (x | 0x8000u) & 0xFFFF8000u
+                                   : x;
+    if ((x >> 8) % 97 == 0)
+      bits = 0x7F7FFFFFu; /* FLT_MAX: rounds to bfloat16 inf */
+    memcpy(&fa[i], &bits, sizeof bits);
+    fb[i] = (x & 12) == 0   ? fa[i]
+            : (x & 12) == 4 ? -fa[i]
+                            : fa[i] * (1.0f + 0.01f * (float)(x % 5));
+    if (!isfinite(fa[i]) || !isfinite(fb[i]))
+      fb[i] = fa[i];
+    da[i] = fa[i];
+    db[i] = fb[i];
+  }
+  pc_tol t = tol_none();
+  t.set = PC_TOL_MAX_ULP;
+  t.max_ulp = 2;
+  pc_stats fast, ref;
+  memset(&fast, 0, sizeof fast);
+  memset(&ref, 0, sizeof ref);
+  pc_kernel_args k1 = {&fast, NULL, &t, PC_DTYPE_BFLOAT16, 0, N};
+  pc_kernel_args k2 = {&ref, NULL, &t, PC_DTYPE_BFLOAT16, 0, N};
+  pc_kernel_f32(&k1, (const unsigned char *)fa, (const unsigned char *)fb, true, true);
+  pc_kernel_float(&k2, da, db);
+  ref.not_representable_a = pc_kernel_unrepresentable(da, N, PC_DTYPE_BFLOAT16);
+  ref.not_representable_b = pc_kernel_unrepresentable(db, N, PC_DTYPE_BFLOAT16);
+  assert_true(fast.not_representable_a > 0 && fast.mismatches > 0 && fast.max_ulp > 2);
+  assert_same_stats(&fast, &ref);
+}
+
 /* Integers are exact across int64 and uint64: -1 vs 1 is 2 apart; INT64_MIN vs UINT64_MAX
  * saturates the ulp distance and gives abs 2^63 + 2^64 in double. */
 static void test_int_exact(void **state) {
@@ -306,6 +396,8 @@ int main(void) {
       cmocka_unit_test(test_worst_prefers_mismatch),
       cmocka_unit_test(test_blocks_do_not_matter),
       cmocka_unit_test(test_fast_path_matches_definition),
+      cmocka_unit_test(test_f32_bytes_path),
+      cmocka_unit_test(test_bf16_bytes_path),
       cmocka_unit_test(test_int_exact),
       cmocka_unit_test(test_complex),
       cmocka_unit_test(test_unrepresentable),
