@@ -203,6 +203,56 @@ static void test_blocks(void **state) {
   unlink(path);
 }
 
+/* A (10, 1000) dataset in (4, 1000) chunks, read in blocks of about 1500 elements: blocks follow
+ * the chunks (4 rows, 4000 elements), and a contiguous twin read `like` it is cut the same. */
+static void test_chunk_aligned_blocks(void **state) {
+  (void)state;
+  const char *path = tmp_path("chunked.h5");
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t dims[2] = {10, 1000}, chunk[2] = {4, 1000};
+  static float data[10000];
+  for (int i = 0; i < 10000; i++)
+    data[i] = (float)i;
+  hid_t s = H5Screate_simple(2, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 2, chunk);
+  const char *names[2] = {"chunked", "plain"};
+  hid_t plists[2] = {dcpl, H5P_DEFAULT};
+  for (int i = 0; i < 2; i++) {
+    hid_t d = H5Dcreate2(f, names[i], H5T_IEEE_F32LE, s, H5P_DEFAULT, plists[i], H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+    H5Dclose(d);
+  }
+  H5Pclose(dcpl);
+  H5Sclose(s);
+  H5Fclose(f);
+
+  pc_file *pf;
+  pc_error err;
+  pc_reader *rc, *rp;
+  assert_int_equal(pc_file_open(&pf, path, &err), PC_OK);
+  assert_int_equal(pc_reader_open(&rc, pf, find(pf, "/chunked"), 1500, NULL, &err), PC_OK);
+  assert_int_equal(pc_reader_open(&rp, pf, find(pf, "/plain"), 1500, rc, &err), PC_OK);
+  assert_int_equal(pc_reader_max_block(rc), 4000);
+  assert_int_equal(pc_reader_max_block(rp), 4000);
+  static float raw_c[4000], raw_p[4000];
+  const size_t want[] = {4000, 4000, 2000, 0};
+  size_t done = 0;
+  for (int b = 0; b < 4; b++) {
+    size_t nc, np;
+    assert_int_equal(pc_reader_next_raw(rc, raw_c, &nc, &err), PC_OK);
+    assert_int_equal(pc_reader_next_raw(rp, raw_p, &np, &err), PC_OK);
+    assert_int_equal(nc, want[b]);
+    assert_int_equal(np, want[b]);
+    assert_memory_equal(raw_c, data + done, nc * sizeof(float));
+    assert_memory_equal(raw_p, data + done, np * sizeof(float));
+    done += nc;
+  }
+  pc_reader_close(rc);
+  pc_reader_close(rp);
+  pc_file_close(pf);
+  unlink(path);
+}
+
 /* Creation order is followed where the group tracks it, name order elsewhere; soft links are
  * followed, dangling and external ones are listed as skipped. */
 static void test_walk_order_and_links(void **state) {
@@ -290,6 +340,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_blocks),
+      cmocka_unit_test(test_chunk_aligned_blocks),
       cmocka_unit_test(test_walk_order_and_links),
       cmocka_unit_test(test_bad_files),
   };
