@@ -17,7 +17,8 @@
 enum { BAR_WIDTH = 4, BAR_GAP = 1, HIST_HEIGHT = 24 };
 
 static const char STYLE[] =
-    "body{font-family:system-ui,sans-serif;margin:1.5em;color:#1f2328;background:#fff}\n"
+    "body{font-family:system-ui,sans-serif;font-size:14px;margin:1.5em;color:#1f2328;"
+    "background:#fff}\n"
     "h1{font-size:1.4em}\n"
     "table{border-collapse:collapse;margin-bottom:1em}\n"
     "th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:middle}\n"
@@ -25,7 +26,8 @@ static const char STYLE[] =
     "#delta th[aria-sort=ascending]::after{content:\" \\25B2\"}\n"
     "#delta th[aria-sort=descending]::after{content:\" \\25BC\"}\n"
     "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
-    "td.path,td.details{font-family:ui-monospace,monospace}\n"
+    "td.path,td.details{font-family:ui-monospace,monospace;font-size:.9em}\n"
+    "td.details{min-width:24em}\n"
     "tr.fail{background:#ffebe9}tr.error{background:#fff8c5}tr.skipped{color:#656d76}\n"
     ".v-pass{color:#1a7f37}.v-drift,.v-fail{color:#cf222e;font-weight:bold}"
     ".v-error{color:#9a6700;font-weight:bold}\n"

@@ -118,8 +118,8 @@ static json_t *tolerance_json(const pc_tol *tol) {
 /* The buckets up to the last nonempty one: index k is bucket k of docs/metrics.md. */
 static json_t *hist_json(const pc_stats *s) {
   json_t *a = json_array();
-  int rc = 0;
-  for (int k = 0; k < pc_report_hist_used(s); k++)
+  int rc = 0, used = pc_report_hist_used(s);
+  for (int k = 0; k < used; k++)
     rc |= json_array_append_new(a, count_json(s->ulp_hist[k]));
   return finish(a, rc);
 }

@@ -809,8 +809,8 @@ static void test_text_gate(void **state) {
       "\nDRIFT           WORSE      /enc/1/attn    float32/bfloat16",
       "\nMISSING_IN_A    NEW        /dec/only_b    -/float16",
       "\nERROR           new        /enc/3/broken  float32",
-      "\nGATE ERROR: 2 tensors fail the baseline base.json at factor 2 (first: /enc/1/attn); "
-      "2 new, 1 worse, 0 better, 5 unchanged, 1 only in the baseline\n"};
+      ("\nGATE ERROR: 2 tensors fail the baseline base.json at factor 2 (first: /enc/1/attn); "
+       "2 new, 1 worse, 0 better, 5 unchanged, 1 only in the baseline\n")};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   free(text);
 }
@@ -895,8 +895,8 @@ static void test_junit_cases(void **state) {
   static const char *const gated[] = {
       "failures=\"2\"", "message=\"worse than the baseline: 7 of 60",
       "message=\"new failure: only in B",
-      "<system-out>accepted by the baseline (unchanged): drift: 1 of 8 elements (12.5%) outside "
-      "tolerance, none allowed</system-out>"};
+      ("<system-out>accepted by the baseline (unchanged): drift: 1 of 8 elements (12.5%) outside "
+       "tolerance, none allowed</system-out>")};
   assert_lines(text, gated, sizeof gated / sizeof gated[0]);
 }
 
