@@ -1,5 +1,6 @@
 /* Baseline gate (include/paritycheck/baseline.h; semantics and file format in docs/reports.md,
  * "Baseline gate"). The file is JSON written and read with jansson. */
+#include "json_util.h"
 #include "pc_internal.h"
 
 #include <paritycheck/baseline.h>
@@ -15,9 +16,6 @@
 /* The key that marks a baseline file, and the version of its format. */
 #define BASELINE_KEY "paritycheck_baseline"
 enum { BASELINE_VERSION = 1 };
-
-/* As the JSON report: 17 digits round-trip every double. */
-enum { JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
 
 typedef struct entry {
   char *path;
@@ -36,73 +34,36 @@ const char *pc_change_name(pc_change c) {
 
 /* ---- saving ---- */
 
-static json_t *real_json(double x) {
-  if (isnan(x))
-    return json_string("nan");
-  if (isinf(x))
-    return json_string(x > 0 ? "inf" : "-inf");
-  return json_real(x);
-}
-
-/* A count beyond json_int_t (only max_ulp gets there) is written as a double, as in the report. */
-static json_t *count_json(uint64_t n) {
-  return n <= INT64_MAX ? json_integer((json_int_t)n) : json_real((double)n);
-}
-
-/* jansson takes only UTF-8; a path that is not is stored with its non-ASCII bytes as '?', the
- * spelling of the JSON report, so the two match. */
-static json_t *string_json(const char *s) {
-  json_t *j = json_string(s);
-  if (j || !s)
-    return j;
-  char *copy = pc_strdup(s);
-  if (!copy)
-    return NULL;
-  for (char *p = copy; *p; p++)
-    if ((unsigned char)*p >= 0x80)
-      *p = '?';
-  j = json_string(copy);
-  free(copy);
-  return j;
-}
-
-static json_t *finish(json_t *o, int rc) {
-  if (rc == 0)
-    return o;
-  json_decref(o);
-  return NULL;
-}
-
 static json_t *tensor_json(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   json_t *o = json_object();
-  int rc = json_object_set_new(o, "path", string_json(t->path));
+  int rc = json_object_set_new(o, "path", pc_json_string(t->path));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
   bool compared = t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT;
   if (!compared)
-    return finish(o, rc);
+    return pc_json_finish(o, rc);
   rc |= json_object_set_new(o, "compare_dtype", json_string(pc_dtype_name(t->compare)));
-  rc |= json_object_set_new(o, "count", count_json(s->count));
-  rc |= json_object_set_new(o, "mismatches", count_json(s->mismatches));
-  rc |= json_object_set_new(o, "nan_mismatches", count_json(s->nan_mismatches));
-  rc |= json_object_set_new(o, "inf_mismatches", count_json(s->inf_mismatches));
-  rc |= json_object_set_new(o, "max_ulp", count_json(s->max_ulp));
-  rc |= json_object_set_new(o, "max_abs", real_json(s->max_abs));
-  rc |= json_object_set_new(o, "max_rel", real_json(s->max_rel));
-  rc |= json_object_set_new(o, "mean_ulp", real_json(pc_stats_mean_ulp(s)));
-  return finish(o, rc);
+  rc |= json_object_set_new(o, "count", pc_json_count(s->count));
+  rc |= json_object_set_new(o, "mismatches", pc_json_count(s->mismatches));
+  rc |= json_object_set_new(o, "nan_mismatches", pc_json_count(s->nan_mismatches));
+  rc |= json_object_set_new(o, "inf_mismatches", pc_json_count(s->inf_mismatches));
+  rc |= json_object_set_new(o, "max_ulp", pc_json_count(s->max_ulp));
+  rc |= json_object_set_new(o, "max_abs", pc_json_real(s->max_abs));
+  rc |= json_object_set_new(o, "max_rel", pc_json_real(s->max_rel));
+  rc |= json_object_set_new(o, "mean_ulp", pc_json_real(pc_stats_mean_ulp(s)));
+  return pc_json_finish(o, rc);
 }
 
 static json_t *baseline_json(const pc_run *run, const char *profile) {
   json_t *o = json_object(), *a = json_array();
   int rc = json_object_set_new(o, BASELINE_KEY, json_integer(BASELINE_VERSION));
-  rc |= json_object_set_new(o, "a", string_json(run->path_a));
-  rc |= json_object_set_new(o, "b", string_json(run->path_b));
-  rc |= json_object_set_new(o, "profile", string_json(profile ? profile : "default"));
+  rc |= json_object_set_new(o, "a", pc_json_string(run->path_a));
+  rc |= json_object_set_new(o, "b", pc_json_string(run->path_b));
+  rc |= json_object_set_new(o, "profile", pc_json_string(profile ? profile : "default"));
   for (size_t i = 0; i < run->ntensors; i++)
     rc |= json_array_append_new(a, tensor_json(&run->tensors[i]));
   rc |= json_object_set_new(o, "tensors", a);
-  return finish(o, rc);
+  return pc_json_finish(o, rc);
 }
 
 int pc_baseline_save(const char *path, const pc_run *run, const char *profile, pc_error *err) {
@@ -111,18 +72,9 @@ int pc_baseline_save(const char *path, const pc_run *run, const char *profile, p
   json_t *root = baseline_json(run, profile);
   if (!root)
     return pc_error_set(err, PC_ENOMEM, "out of memory building the baseline");
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    json_decref(root);
-    return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
-  }
-  bool bad = json_dumpf(root, f, JSON_FLAGS) != 0;
-  bad = fputc('\n', f) == EOF || bad;
-  bad = fclose(f) != 0 || bad;
+  int rc = pc_json_write(root, path, "the baseline", err);
   json_decref(root);
-  if (bad)
-    return pc_error_set(err, PC_EIO, "%s: cannot write the baseline: %s", path, strerror(errno));
-  return PC_OK;
+  return rc;
 }
 
 /* ---- loading ---- */
@@ -317,7 +269,7 @@ static pc_change judge_change(const pc_tensor *t, const pc_baseline_entry *e, do
 /* The baseline holds paths as the file spells them (string_json), so the run's path is looked
  * up in that spelling. Out of memory, the path is looked up as it is. */
 static const pc_baseline_entry *lookup(const pc_baseline *base, const char *path, bool *seen) {
-  json_t *spelled = string_json(path);
+  json_t *spelled = pc_json_string(path);
   const char *name = spelled ? json_string_value(spelled) : path;
   entry key = {(char *)name, {0}};
   const entry *hit = bsearch(&key, base->entries, base->n, sizeof *base->entries, compare_entries);

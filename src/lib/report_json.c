@@ -1,6 +1,7 @@
 /* JSON report (schema: docs/report-json.md): the run as one object, built with jansson and
  * written with keys in insertion order, doubles at full precision; every statistic of a compared
  * tensor, and with a baseline the gate's judgement. */
+#include "json_util.h"
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -8,47 +9,7 @@
 
 #include <jansson.h>
 
-#include <errno.h>  /* errno */
-#include <math.h>   /* isnan, isinf */
-#include <stdint.h> /* INT64_MAX */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* free */
-#include <string.h> /* strcmp, strerror */
-
-/* 17 significant digits make every double round-trip. jansson 2.8 and later always dump keys in
- * insertion order; the flag asks for it on older ones. */
-enum { JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
-
-/* jansson refuses non-finite reals; the schema spells them as strings. */
-static json_t *real_json(double x) {
-  if (isnan(x))
-    return json_string("nan");
-  if (isinf(x))
-    return json_string(x > 0 ? "inf" : "-inf");
-  return json_real(x);
-}
-
-/* json_integer holds an int64; a larger count (max_ulp reaches 2^64 - 1) becomes a real. */
-static json_t *count_json(uint64_t n) {
-  return n <= INT64_MAX ? json_integer((json_int_t)n) : json_real((double)n);
-}
-
-/* Dataset names and file paths are bytes, but jansson takes only UTF-8: a string that is not valid
- * UTF-8 is written with each non-ASCII byte replaced by '?'. */
-static json_t *string_json(const char *s) {
-  json_t *j = json_string(s);
-  if (j || !s)
-    return j;
-  char *copy = pc_strdup(s);
-  if (!copy)
-    return NULL;
-  for (char *p = copy; *p; p++)
-    if ((unsigned char)*p >= 0x80)
-      *p = '?';
-  j = json_string(copy);
-  free(copy);
-  return j;
-}
 
 static json_t *dtype_json(pc_dtype dt, bool is_complex) {
   char buf[40];
@@ -57,31 +18,22 @@ static json_t *dtype_json(pc_dtype dt, bool is_complex) {
   return json_string(pc_report_dtype_name(buf, sizeof buf, dt, is_complex));
 }
 
-/* jansson frees a value it could not store (and every call accepts a NULL container), so building
- * goes on after a failure and only the accumulated status is checked, here. */
-static json_t *finish(json_t *o, int rc) {
-  if (rc == 0)
-    return o;
-  json_decref(o);
-  return NULL;
-}
-
 static json_t *dims_json(int rank, const uint64_t *dims) {
   json_t *a = json_array();
   int rc = 0;
   for (int k = 0; k < rank; k++)
-    rc |= json_array_append_new(a, count_json(dims[k]));
-  return finish(a, rc);
+    rc |= json_array_append_new(a, pc_json_count(dims[k]));
+  return pc_json_finish(a, rc);
 }
 
 /* A complex value is the pair [re, im]. */
 static json_t *value_json(const double v[2], bool is_complex) {
   if (!is_complex)
-    return real_json(v[0]);
+    return pc_json_real(v[0]);
   json_t *a = json_array();
-  int rc = json_array_append_new(a, real_json(v[0]));
-  rc |= json_array_append_new(a, real_json(v[1]));
-  return finish(a, rc);
+  int rc = json_array_append_new(a, pc_json_real(v[0]));
+  rc |= json_array_append_new(a, pc_json_real(v[1]));
+  return pc_json_finish(a, rc);
 }
 
 static json_t *worst_json(const pc_tensor *t) {
@@ -94,10 +46,10 @@ static json_t *worst_json(const pc_tensor *t) {
   int rc = json_object_set_new(o, "index", dims_json(t->rank, index));
   rc |= json_object_set_new(o, "a", value_json(s->worst_a, t->is_complex));
   rc |= json_object_set_new(o, "b", value_json(s->worst_b, t->is_complex));
-  rc |= json_object_set_new(o, "abs", real_json(s->worst_abs));
-  rc |= json_object_set_new(o, "rel", real_json(s->worst_rel));
-  rc |= json_object_set_new(o, "ulp", count_json(s->worst_ulp));
-  return finish(o, rc);
+  rc |= json_object_set_new(o, "abs", pc_json_real(s->worst_abs));
+  rc |= json_object_set_new(o, "rel", pc_json_real(s->worst_rel));
+  rc |= json_object_set_new(o, "ulp", pc_json_count(s->worst_ulp));
+  return pc_json_finish(o, rc);
 }
 
 /* Only the criteria that took part; max_mismatch_fraction always, since unset means 0. */
@@ -105,14 +57,14 @@ static json_t *tolerance_json(const pc_tol *tol) {
   json_t *o = json_object();
   int rc = 0;
   if (tol->set & PC_TOL_ATOL)
-    rc |= json_object_set_new(o, "atol", real_json(tol->atol));
+    rc |= json_object_set_new(o, "atol", pc_json_real(tol->atol));
   if (tol->set & PC_TOL_RTOL)
-    rc |= json_object_set_new(o, "rtol", real_json(tol->rtol));
+    rc |= json_object_set_new(o, "rtol", pc_json_real(tol->rtol));
   if (tol->set & PC_TOL_MAX_ULP)
-    rc |= json_object_set_new(o, "max_ulp", count_json(tol->max_ulp));
+    rc |= json_object_set_new(o, "max_ulp", pc_json_count(tol->max_ulp));
   double fraction = tol->set & PC_TOL_MAX_MISMATCH_FRACTION ? tol->max_mismatch_fraction : 0;
-  rc |= json_object_set_new(o, "max_mismatch_fraction", real_json(fraction));
-  return finish(o, rc);
+  rc |= json_object_set_new(o, "max_mismatch_fraction", pc_json_real(fraction));
+  return pc_json_finish(o, rc);
 }
 
 /* The buckets up to the last nonempty one: index k is bucket k of docs/metrics.md. */
@@ -120,8 +72,8 @@ static json_t *hist_json(const pc_stats *s) {
   json_t *a = json_array();
   int rc = 0, used = pc_report_hist_used(s);
   for (int k = 0; k < used; k++)
-    rc |= json_array_append_new(a, count_json(s->ulp_hist[k]));
-  return finish(a, rc);
+    rc |= json_array_append_new(a, pc_json_count(s->ulp_hist[k]));
+  return pc_json_finish(a, rc);
 }
 
 /* {"p50": {"abs": .., "rel": .., "ulp": ..}, "p90": ...}, named after pc_quantile_levels. */
@@ -132,23 +84,23 @@ static json_t *quantiles_json(const pc_stats *s) {
     char name[16];
     snprintf(name, sizeof name, "p%g", 100 * pc_quantile_levels[k]);
     json_t *q = json_object();
-    rc |= json_object_set_new(q, "abs", real_json(s->q_abs[k]));
-    rc |= json_object_set_new(q, "rel", real_json(s->q_rel[k]));
-    rc |= json_object_set_new(q, "ulp", real_json(s->q_ulp[k]));
+    rc |= json_object_set_new(q, "abs", pc_json_real(s->q_abs[k]));
+    rc |= json_object_set_new(q, "rel", pc_json_real(s->q_rel[k]));
+    rc |= json_object_set_new(q, "ulp", pc_json_real(s->q_ulp[k]));
     rc |= json_object_set_new(o, name, q);
   }
-  return finish(o, rc);
+  return pc_json_finish(o, rc);
 }
 
 /* Means, aggregates, the ULP histogram and (when the run has them) quantiles. */
 static int put_distribution(json_t *o, const pc_stats *s) {
   pc_aggregates g = pc_stats_aggregates(s);
-  int rc = json_object_set_new(o, "mean_abs", real_json(g.mean_abs));
-  rc |= json_object_set_new(o, "mean_rel", real_json(g.mean_rel));
-  rc |= json_object_set_new(o, "rms", real_json(g.rms));
-  rc |= json_object_set_new(o, "rel_rms", real_json(g.rel_rms));
-  rc |= json_object_set_new(o, "cosine", real_json(g.cosine));
-  rc |= json_object_set_new(o, "snr_db", real_json(g.snr_db));
+  int rc = json_object_set_new(o, "mean_abs", pc_json_real(g.mean_abs));
+  rc |= json_object_set_new(o, "mean_rel", pc_json_real(g.mean_rel));
+  rc |= json_object_set_new(o, "rms", pc_json_real(g.rms));
+  rc |= json_object_set_new(o, "rel_rms", pc_json_real(g.rel_rms));
+  rc |= json_object_set_new(o, "cosine", pc_json_real(g.cosine));
+  rc |= json_object_set_new(o, "snr_db", pc_json_real(g.snr_db));
   rc |= json_object_set_new(o, "ulp_hist", hist_json(s));
   if (s->has_quantiles)
     rc |= json_object_set_new(o, "quantiles", quantiles_json(s));
@@ -159,14 +111,14 @@ static int put_distribution(json_t *o, const pc_stats *s) {
  * resolved for it, since that needs a compare dtype). */
 static int put_stats(json_t *o, const pc_tensor *t) {
   const pc_stats *s = &t->stats;
-  int rc = json_object_set_new(o, "count", count_json(s->count));
-  rc |= json_object_set_new(o, "mismatches", count_json(s->mismatches));
-  rc |= json_object_set_new(o, "nan_mismatches", count_json(s->nan_mismatches));
-  rc |= json_object_set_new(o, "inf_mismatches", count_json(s->inf_mismatches));
-  rc |= json_object_set_new(o, "max_abs", real_json(s->max_abs));
-  rc |= json_object_set_new(o, "max_rel", real_json(s->max_rel));
-  rc |= json_object_set_new(o, "max_ulp", count_json(s->max_ulp));
-  rc |= json_object_set_new(o, "mean_ulp", real_json(pc_stats_mean_ulp(s)));
+  int rc = json_object_set_new(o, "count", pc_json_count(s->count));
+  rc |= json_object_set_new(o, "mismatches", pc_json_count(s->mismatches));
+  rc |= json_object_set_new(o, "nan_mismatches", pc_json_count(s->nan_mismatches));
+  rc |= json_object_set_new(o, "inf_mismatches", pc_json_count(s->inf_mismatches));
+  rc |= json_object_set_new(o, "max_abs", pc_json_real(s->max_abs));
+  rc |= json_object_set_new(o, "max_rel", pc_json_real(s->max_rel));
+  rc |= json_object_set_new(o, "max_ulp", pc_json_count(s->max_ulp));
+  rc |= json_object_set_new(o, "mean_ulp", pc_json_real(pc_stats_mean_ulp(s)));
   rc |= put_distribution(o, s);
   rc |= json_object_set_new(o, "worst", worst_json(t));
   rc |= json_object_set_new(o, "tolerance", tolerance_json(&t->tol));
@@ -174,7 +126,7 @@ static int put_stats(json_t *o, const pc_tensor *t) {
 }
 
 static int put_identity(json_t *o, const pc_tensor *t) {
-  int rc = json_object_set_new(o, "path", string_json(t->path));
+  int rc = json_object_set_new(o, "path", pc_json_string(t->path));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
   rc |= json_object_set_new(o, "dtype_a", dtype_json(t->dtype_a, t->is_complex));
   rc |= json_object_set_new(o, "dtype_b", dtype_json(t->dtype_b, t->is_complex));
@@ -189,13 +141,15 @@ static int put_identity(json_t *o, const pc_tensor *t) {
 static int put_remarks(json_t *o, const pc_tensor *t) {
   int rc = 0;
   if (t->stats.not_representable_a)
-    rc |= json_object_set_new(o, "not_representable_a", count_json(t->stats.not_representable_a));
+    rc |=
+        json_object_set_new(o, "not_representable_a", pc_json_count(t->stats.not_representable_a));
   if (t->stats.not_representable_b)
-    rc |= json_object_set_new(o, "not_representable_b", count_json(t->stats.not_representable_b));
+    rc |=
+        json_object_set_new(o, "not_representable_b", pc_json_count(t->stats.not_representable_b));
   if (t->message)
-    rc |= json_object_set_new(o, "message", string_json(t->message));
+    rc |= json_object_set_new(o, "message", pc_json_string(t->message));
   if (t->note)
-    rc |= json_object_set_new(o, "note", string_json(t->note));
+    rc |= json_object_set_new(o, "note", pc_json_string(t->note));
   return rc;
 }
 
@@ -206,16 +160,16 @@ static json_t *tensor_gate_json(const pc_gate_tensor *g) {
   int rc = json_object_set_new(o, "change", json_string(pc_change_name(g->change)));
   rc |= json_object_set_new(o, "fails_gate", json_boolean(g->fails));
   if (!g->in_baseline)
-    return finish(o, rc);
+    return pc_json_finish(o, rc);
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(e->verdict)));
   if (!pc_report_has_stats(e->verdict))
-    return finish(o, rc);
+    return pc_json_finish(o, rc);
   rc |= json_object_set_new(o, "compare_dtype", dtype_json(e->compare, false));
-  rc |= json_object_set_new(o, "count", count_json(e->count));
-  rc |= json_object_set_new(o, "mismatches", count_json(e->mismatches));
-  rc |= json_object_set_new(o, "nonfinite_mismatches", count_json(e->nonfinite));
-  rc |= json_object_set_new(o, "max_ulp", count_json(e->max_ulp));
-  return finish(o, rc);
+  rc |= json_object_set_new(o, "count", pc_json_count(e->count));
+  rc |= json_object_set_new(o, "mismatches", pc_json_count(e->mismatches));
+  rc |= json_object_set_new(o, "nonfinite_mismatches", pc_json_count(e->nonfinite));
+  rc |= json_object_set_new(o, "max_ulp", pc_json_count(e->max_ulp));
+  return pc_json_finish(o, rc);
 }
 
 static json_t *tensor_json(const pc_tensor *t, const pc_gate_tensor *g) {
@@ -226,25 +180,25 @@ static json_t *tensor_json(const pc_tensor *t, const pc_gate_tensor *g) {
   rc |= put_remarks(o, t);
   if (g)
     rc |= json_object_set_new(o, "baseline", tensor_gate_json(g));
-  return finish(o, rc);
+  return pc_json_finish(o, rc);
 }
 
 static json_t *first_divergence_json(const pc_run *run) {
   const pc_tensor *t = pc_report_first_divergence(run);
-  return t ? string_json(t->path) : json_null();
+  return t ? pc_json_string(t->path) : json_null();
 }
 
 static json_t *summary_json(const pc_run *run) {
   json_t *o = json_object();
   uint64_t failures = 0;
-  int rc = json_object_set_new(o, "tensors", count_json(run->ntensors));
+  int rc = json_object_set_new(o, "tensors", pc_json_count(run->ntensors));
   for (int v = 0; v < PC_VERDICT_COUNT_; v++) {
-    rc |= json_object_set_new(o, pc_verdict_name((pc_verdict)v), count_json(run->by_verdict[v]));
+    rc |= json_object_set_new(o, pc_verdict_name((pc_verdict)v), pc_json_count(run->by_verdict[v]));
     if (pc_verdict_is_failure((pc_verdict)v))
       failures += run->by_verdict[v];
   }
-  rc |= json_object_set_new(o, "failures", count_json(failures));
-  return finish(o, rc);
+  rc |= json_object_set_new(o, "failures", pc_json_count(failures));
+  return pc_json_finish(o, rc);
 }
 
 static json_t *tensors_json(const pc_run *run, const pc_gate *gate) {
@@ -252,49 +206,35 @@ static json_t *tensors_json(const pc_run *run, const pc_gate *gate) {
   int rc = 0;
   for (size_t i = 0; i < run->ntensors; i++)
     rc |= json_array_append_new(a, tensor_json(&run->tensors[i], gate ? &gate->tensors[i] : NULL));
-  return finish(a, rc);
+  return pc_json_finish(a, rc);
 }
 
 static json_t *gate_json(const pc_gate *gate) {
   json_t *o = json_object();
-  int rc = json_object_set_new(o, "file", string_json(gate->path));
-  rc |= json_object_set_new(o, "factor", real_json(gate->factor));
+  int rc = json_object_set_new(o, "file", pc_json_string(gate->path));
+  rc |= json_object_set_new(o, "factor", pc_json_real(gate->factor));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(gate->verdict)));
-  rc |= json_object_set_new(o, "fails_gate", count_json(gate->failures));
+  rc |= json_object_set_new(o, "fails_gate", pc_json_count(gate->failures));
   for (int c = 0; c < PC_CHANGE_COUNT_; c++)
-    rc |= json_object_set_new(o, pc_change_name((pc_change)c), count_json(gate->by_change[c]));
-  rc |= json_object_set_new(o, "baseline_only", count_json(gate->baseline_only));
-  return finish(o, rc);
+    rc |= json_object_set_new(o, pc_change_name((pc_change)c), pc_json_count(gate->by_change[c]));
+  rc |= json_object_set_new(o, "baseline_only", pc_json_count(gate->baseline_only));
+  return pc_json_finish(o, rc);
 }
 
 static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   const pc_gate *gate = opts ? opts->gate : NULL;
   json_t *o = json_object();
   int rc = json_object_set_new(o, "version", json_integer(1));
-  rc |= json_object_set_new(o, "a", string_json(run->path_a));
-  rc |= json_object_set_new(o, "b", string_json(run->path_b));
-  rc |= json_object_set_new(o, "profile", string_json(pc_report_profile(opts)));
+  rc |= json_object_set_new(o, "a", pc_json_string(run->path_a));
+  rc |= json_object_set_new(o, "b", pc_json_string(run->path_b));
+  rc |= json_object_set_new(o, "profile", pc_json_string(pc_report_profile(opts)));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
   rc |= json_object_set_new(o, "first_divergence", first_divergence_json(run));
   rc |= json_object_set_new(o, "tensors", tensors_json(run, gate));
   rc |= json_object_set_new(o, "summary", summary_json(run));
   if (gate)
     rc |= json_object_set_new(o, "baseline", gate_json(gate));
-  return finish(o, rc);
-}
-
-static int write_json(const json_t *root, const char *path, pc_error *err) {
-  bool to_stdout = strcmp(path, "-") == 0;
-  const char *name = to_stdout ? "standard output" : path;
-  FILE *f = to_stdout ? stdout : fopen(path, "w");
-  if (!f)
-    return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", name, strerror(errno));
-  bool bad = json_dumpf(root, f, JSON_FLAGS) != 0;
-  bad = fputc('\n', f) == EOF || bad;
-  bad = (to_stdout ? fflush(f) : fclose(f)) != 0 || bad;
-  if (bad)
-    return pc_error_set(err, PC_EIO, "%s: cannot write the JSON report: %s", name, strerror(errno));
-  return PC_OK;
+  return pc_json_finish(o, rc);
 }
 
 int pc_report_json(const char *path, const pc_run *run, const pc_report_options *opts,
@@ -305,7 +245,7 @@ int pc_report_json(const char *path, const pc_run *run, const pc_report_options 
   json_t *root = run_json(run, opts);
   if (!root)
     return pc_error_set(err, PC_ENOMEM, "out of memory building the JSON report");
-  rc = write_json(root, path, err);
+  rc = pc_json_write(root, path, "the JSON report", err);
   json_decref(root);
   return rc;
 }

@@ -1,0 +1,61 @@
+/* JSON values as paritycheck writes them (json_util.h). */
+#include "json_util.h"
+#include "pc_internal.h"
+
+#include <errno.h>   /* errno */
+#include <math.h>    /* isnan, isinf */
+#include <stdbool.h> /* bool */
+#include <stdio.h>   /* FILE, fopen */
+#include <stdlib.h>  /* free */
+#include <string.h>  /* strcmp, strerror */
+
+/* jansson 2.8 and later dump keys in insertion order anyway; the flag asks for it on older ones. */
+enum { PC_JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
+
+json_t *pc_json_real(double x) {
+  if (isnan(x))
+    return json_string("nan");
+  if (isinf(x))
+    return json_string(x > 0 ? "inf" : "-inf");
+  return json_real(x);
+}
+
+json_t *pc_json_count(uint64_t n) {
+  return n <= INT64_MAX ? json_integer((json_int_t)n) : json_real((double)n);
+}
+
+json_t *pc_json_string(const char *s) {
+  json_t *j = json_string(s);
+  if (j || !s)
+    return j;
+  char *copy = pc_strdup(s);
+  if (!copy)
+    return NULL;
+  for (char *p = copy; *p; p++)
+    if ((unsigned char)*p >= 0x80)
+      *p = '?';
+  j = json_string(copy);
+  free(copy);
+  return j;
+}
+
+json_t *pc_json_finish(json_t *o, int rc) {
+  if (rc == 0)
+    return o;
+  json_decref(o);
+  return NULL;
+}
+
+int pc_json_write(const json_t *root, const char *path, const char *what, pc_error *err) {
+  bool to_stdout = strcmp(path, "-") == 0;
+  const char *name = to_stdout ? "standard output" : path;
+  FILE *f = to_stdout ? stdout : fopen(path, "w");
+  if (!f)
+    return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", name, strerror(errno));
+  bool bad = json_dumpf(root, f, PC_JSON_FLAGS) != 0;
+  bad = fputc('\n', f) == EOF || bad;
+  bad = (to_stdout ? fflush(f) : fclose(f)) != 0 || bad;
+  if (bad)
+    return pc_error_set(err, PC_EIO, "%s: cannot write %s: %s", name, what, strerror(errno));
+  return PC_OK;
+}

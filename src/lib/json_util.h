@@ -1,0 +1,31 @@
+/* JSON values as paritycheck writes them (docs/report-json.md, "Conventions"), shared by the
+ * JSON report and the baseline file so that the two spell every value the same. Internal. */
+#ifndef PC_JSON_UTIL_H
+#define PC_JSON_UTIL_H
+
+#include <jansson.h>
+
+#include <paritycheck/error.h>
+
+#include <stdint.h> /* uint64_t */
+
+/** A double; +inf, -inf and NaN, which JSON lacks, as the strings "inf", "-inf", "nan". */
+json_t *pc_json_real(double x);
+
+/** A count; above INT64_MAX (json_int_t's range; only ULP figures get there) a double. */
+json_t *pc_json_count(uint64_t n);
+
+/** A string; one that is not valid UTF-8 (paths are bytes) with each non-ASCII byte as '?'. */
+json_t *pc_json_string(const char *s);
+
+/** o when rc is 0, else NULL after freeing o. jansson frees a value it could not store and
+ * accepts a NULL container, so building goes on after a failure and only the accumulated
+ * status is checked, here. */
+json_t *pc_json_finish(json_t *o, int rc);
+
+/** Write root to `path` ("-": standard output) indented, keys in insertion order, doubles at 17
+ * significant digits (they round-trip), and a final newline. PC_EIO names the file and `what`
+ * ("the JSON report", "the baseline"). */
+int pc_json_write(const json_t *root, const char *path, const char *what, pc_error *err);
+
+#endif
