@@ -74,6 +74,7 @@ typedef struct pc_stats {
   double sum_sq_b;    /* sum of b^2 */
   double sum_ab;      /* sum of a*b */
   double sum_sq_diff; /* sum of (b - a)^2 */
+  double sum_a_diff;  /* sum of a*(b - a): scale_error without the cancellation of sum_ab */
   /* Distribution of the errors over the elements of mean_ulp (all but nan mismatches). */
   double sum_abs;                    /* mean_abs = sum_abs / ulp_terms */
   double sum_rel;                    /* mean_rel = sum_rel / ulp_terms */
@@ -88,10 +89,11 @@ typedef struct pc_stats {
 typedef struct pc_aggregates {
   double mean_abs; /* sum_abs / ulp_terms */
   double mean_rel;
-  double rms;     /* sqrt(sum_sq_diff / finite_terms) */
-  double rel_rms; /* sqrt(sum_sq_diff / sum_sq_a) */
-  double cosine;  /* sum_ab / sqrt(sum_sq_a * sum_sq_b) */
-  double snr_db;  /* 10 log10(sum_sq_a / sum_sq_diff) */
+  double rms;         /* sqrt(sum_sq_diff / finite_terms) */
+  double rel_rms;     /* sqrt(sum_sq_diff / sum_sq_a) */
+  double cosine;      /* sum_ab / sqrt(sum_sq_a * sum_sq_b) */
+  double snr_db;      /* 10 log10(sum_sq_a / sum_sq_diff) */
+  double scale_error; /* sum_a_diff / sum_sq_a: the least-squares scale of B on A, minus 1 */
 } pc_aggregates;
 
 /** The aggregate figures of s, with the edge cases of docs/metrics.md (no elements, zero
@@ -146,9 +148,11 @@ typedef struct pc_options {
   unsigned threads;        /* worker threads; 0 = one per online core; 1 = none */
   pc_progress_fn progress; /* may be NULL */
   void *progress_user;
+  uint64_t max_memory; /* bytes one dataset may need at once: one whose uncompressed chunk is
+                          larger is an error (docs/robustness.md); 0 = 1 GiB */
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
-  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL }
+  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0 }
 
 /** Compare the HDF5 files at path_a (reference) and path_b (candidate). On success *out holds
  * the run (free it with pc_run_free); datasets that cannot be read are tensors with verdict

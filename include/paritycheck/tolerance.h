@@ -27,8 +27,10 @@ enum {
   PC_TOL_RTOL = 1u << 1,
   PC_TOL_MAX_ULP = 1u << 2,
   PC_TOL_MAX_MISMATCH_FRACTION = 1u << 3,
-  PC_TOL_MAX_REL_RMS = 1u << 4, /* tensor-level: rel_rms <= max_rel_rms */
-  PC_TOL_MAX_SCALE = 1u << 5    /* tensor-level: |scale_error| <= max_scale + max_scale_sqrt_n/sqrt(N) */
+  /* Tensor-level criteria: rel_rms <= max_rel_rms, and
+   * |scale_error| <= max_scale + max_scale_sqrt_n / sqrt(N) over N finite pairs. */
+  PC_TOL_MAX_REL_RMS = 1u << 4,
+  PC_TOL_MAX_SCALE = 1u << 5
 };
 
 /* The tolerance applied to one tensor. A field is meaningful only when its bit is in `set`;
@@ -94,8 +96,10 @@ pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compar
  * PC_TOL_MAX_SCALE bits (0: none). rel_rms and scale_error are the figures of docs/metrics.md
  * over the tensor's n finite pairs; a NaN figure breaks its criterion, and with n = 0 nothing
  * is broken. */
-unsigned pc_tol_check_aggregates(const pc_tol *tol, double rel_rms, double scale_error,
-                                 uint64_t n);
+unsigned pc_tol_check_aggregates(const pc_tol *tol, double rel_rms, double scale_error, uint64_t n);
+
+/** The bound on |scale_error| over n > 0 finite pairs: max_scale + max_scale_sqrt_n / sqrt(n). */
+double pc_tol_scale_limit(const pc_tol *tol, uint64_t n);
 
 #ifdef __cplusplus
 }

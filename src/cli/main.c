@@ -2,6 +2,8 @@
  * tolerances, compare, write reports, exit 0 (pass), 1 (drift) or 2 (error). */
 #include <paritycheck/paritycheck.h>
 
+#include <dirent.h> /* opendir, readdir: the profiles on offer */
+#include <errno.h>  /* errno, ENOENT */
 #include <float.h>  /* DBL_MAX */
 #include <getopt.h> /* getopt_long */
 #include <stdio.h>  /* fprintf */
@@ -14,7 +16,7 @@ enum { EXIT_PASS = 0, EXIT_DRIFT = 1, EXIT_ERROR = 2 };
 
 enum { PC_MAX_JOBS = 256 }; /* more threads than this only adds contention */
 
-enum { OPT_JSON = 256, OPT_NO_COLOR, OPT_BLOCK, OPT_DEBUG, OPT_JOBS };
+enum { OPT_JSON = 256, OPT_NO_COLOR, OPT_BLOCK, OPT_DEBUG, OPT_JOBS, OPT_PROFILE, OPT_MAX_MEMORY };
 
 /* Options of the report files, sorting and the baseline gate. */
 enum {
@@ -37,11 +39,15 @@ typedef struct outputs {
 
 typedef struct cli {
   const char *path_a, *path_b;
+  const char *profile;    /* --profile NAME, or NULL */
+  const char **tol_files; /* the -t files in command-line order (room for argc) */
+  size_t n_tol_files;
   const char *json;
   bool quiet, no_color, debug;
   size_t block_elems;
   outputs out;
   size_t jobs;
+  uint64_t max_memory; /* 0: the library's default */
 } cli;
 
 static void usage(FILE *out) {
@@ -53,6 +59,9 @@ static void usage(FILE *out) {
         "  -t, --tolerances FILE  tolerance file (YAML, docs/tolerances.md); repeatable, a later\n"
         "                         file wins; the built-in defaults (tolerances/default.yaml)\n"
         "                         always come first\n"
+        "      --profile NAME     the tolerance profile tolerances/NAME.yaml (docs/\n"
+        "                         tolerance-model.md), from $PARITYCHECK_TOLERANCES when set;\n"
+        "                         it loads after the built-in defaults, before any -t file\n"
         "      --json FILE        also write the JSON report to FILE (\"-\": stdout, instead of\n"
         "                         the text report)\n"
         "      --markdown FILE    also write a Markdown delta table (docs/reports.md)\n"
@@ -70,6 +79,9 @@ static void usage(FILE *out) {
         "  -q, --quiet            print only failing tensors and the summary\n"
         "      --no-color         no colours (they are used only when stdout is a terminal)\n"
         "      --block-elems N    elements per read block (default 262144)\n"
+        "      --max-memory SIZE  a dataset that needs more than SIZE bytes at once (an\n"
+        "                         uncompressed chunk) is an error; suffixes K, M, G, T\n"
+        "                         (default 1G; docs/robustness.md)\n"
         "  -j, --jobs N           worker threads (default: one per core); results do not\n"
         "                         depend on N\n"
         "      --debug            show HDF5's own error stack on stderr\n"
@@ -99,8 +111,27 @@ static bool parse_count(const char *s, size_t *out) {
   return true;
 }
 
+/* A byte count: digits and an optional K, M, G or T (powers of 1024), at least 1. */
+static bool parse_size(const char *s, uint64_t *out) {
+  static const char units[] = "KMGT";
+  char *end;
+  if (!s || *s < '0' || *s > '9')
+    return false;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  const char *unit = *end ? strchr(units, *end) : NULL;
+  if (errno == ERANGE || v == 0 || (*end && (!unit || end[1])))
+    return false;
+  int shift = unit ? 10 * (int)(unit - units + 1) : 0;
+  if (v > UINT64_MAX >> shift)
+    return false;
+  *out = (uint64_t)v << shift;
+  return true;
+}
+
 static const struct option long_opts[] = {
     {"tolerances", required_argument, NULL, 't'},
+    {"profile", required_argument, NULL, OPT_PROFILE},
     {"json", required_argument, NULL, OPT_JSON},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"junit", required_argument, NULL, OPT_JUNIT},
@@ -113,6 +144,7 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"no-color", no_argument, NULL, OPT_NO_COLOR},
     {"block-elems", required_argument, NULL, OPT_BLOCK},
+    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
     {"jobs", required_argument, NULL, 'j'},
     {"debug", no_argument, NULL, OPT_DEBUG},
     {"version", no_argument, NULL, 'V'},
@@ -154,16 +186,16 @@ static bool parse_output_option(int opt, const char *arg, outputs *o) {
   return true;
 }
 
-/* Tolerance files are loaded as they come, so that their order is the command line's.
- * Returns -1 to go on, else the exit code. */
-static int parse_args(int argc, char **argv, cli *c, pc_tolset *tols) {
-  pc_error err;
+/* Tolerance files are only collected here: load_tolerances() loads them after the profile,
+ * wherever --profile stands. Returns -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, cli *c) {
   int opt;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":t:j:qvVh", long_opts, NULL)) != -1) {
-    if (opt == 't' && pc_tolset_load_file(tols, optarg, &err) < 0) {
-      fprintf(stderr, "paritycheck: %s\n", err.message);
-      return EXIT_ERROR;
+    if (opt == 't') {
+      c->tol_files[c->n_tol_files++] = optarg;
+    } else if (opt == OPT_PROFILE) {
+      c->profile = optarg;
     } else if (opt == OPT_JSON) {
       c->json = optarg;
     } else if (opt == 'q') {
@@ -172,6 +204,8 @@ static int parse_args(int argc, char **argv, cli *c, pc_tolset *tols) {
       c->no_color = true;
     } else if (opt == OPT_BLOCK && !parse_count(optarg, &c->block_elems)) {
       return usage_error("--block-elems wants a whole number from 1 to 2^32", optarg);
+    } else if (opt == OPT_MAX_MEMORY && !parse_size(optarg, &c->max_memory)) {
+      return usage_error("--max-memory wants a byte count such as 512M or 2G", optarg);
     } else if (opt == 'j' && (!parse_count(optarg, &c->jobs) || c->jobs > PC_MAX_JOBS)) {
       return usage_error("-j wants a whole number from 1 to 256", optarg);
     } else if (is_output_option(opt) && !parse_output_option(opt, optarg, &c->out)) {
@@ -200,6 +234,79 @@ static int parse_args(int argc, char **argv, cli *c, pc_tolset *tols) {
 static int fail(const pc_error *err) {
   fprintf(stderr, "paritycheck: %s\n", err->message);
   return EXIT_ERROR;
+}
+
+/* The folder of the profiles: $PARITYCHECK_TOLERANCES, else the source tree's tolerances/
+ * (PC_TOLERANCES_DIR, compiled in). */
+static const char *profile_dir(void) {
+  const char *env = getenv("PARITYCHECK_TOLERANCES");
+  return env && *env ? env : PC_TOLERANCES_DIR;
+}
+
+/* A profile name is a file name without its .yaml: no '/' and no leading '.'. */
+static bool is_profile_name(const char *name) {
+  return *name && *name != '.' &&
+         strspn(name, "abcdefghijklmnopqrstuvwxyz"
+                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(name);
+}
+
+static int compare_names(const void *x, const void *y) {
+  return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* "unknown profile" with the names of dir's *.yaml files, sorted. */
+static int unknown_profile(const char *name, const char *dir) {
+  enum { MAX_LISTED = 64 };
+  static const char ext[] = ".yaml";
+  char names[MAX_LISTED][256];
+  const char *sorted[MAX_LISTED];
+  size_t n = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && n < MAX_LISTED && (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len > sizeof ext - 1 && len - (sizeof ext - 1) < sizeof names[0] && e->d_name[0] != '.' &&
+        strcmp(e->d_name + len - (sizeof ext - 1), ext) == 0) {
+      snprintf(names[n], sizeof names[n], "%.*s", (int)(len - (sizeof ext - 1)), e->d_name);
+      sorted[n] = names[n];
+      n++;
+    }
+  }
+  if (d)
+    closedir(d);
+  qsort(sorted, n, sizeof sorted[0], compare_names);
+  fprintf(stderr, "paritycheck: unknown profile '%s' (in %s:", name, dir);
+  for (size_t i = 0; i < n; i++)
+    fprintf(stderr, "%s %s", i ? "," : "", sorted[i]);
+  fputs(n ? ")\n" : " none)\n", stderr);
+  return EXIT_ERROR;
+}
+
+/* The profile's file, or the exit code of why there is none. */
+static int load_profile(const char *name, pc_tolset *tols) {
+  pc_error err;
+  char path[4096];
+  const char *dir = profile_dir();
+  if (!is_profile_name(name))
+    return usage_error("--profile wants a name from the profile folder, not a path", name);
+  if ((size_t)snprintf(path, sizeof path, "%s/%s.yaml", dir, name) >= sizeof path)
+    return usage_error("profile path too long", name);
+  FILE *f = fopen(path, "rb");
+  if (!f && errno == ENOENT)
+    return unknown_profile(name, dir);
+  if (f)
+    fclose(f);
+  return pc_tolset_load_file(tols, path, &err) < 0 ? fail(&err) : -1;
+}
+
+/* The profile first, then the -t files in their order: a later layer wins. Returns -1 to go
+ * on, else the exit code. */
+static int load_tolerances(const cli *c, pc_tolset *tols) {
+  pc_error err;
+  int code = c->profile ? load_profile(c->profile, tols) : -1;
+  for (size_t i = 0; code < 0 && i < c->n_tol_files; i++)
+    if (pc_tolset_load_file(tols, c->tol_files[i], &err) < 0)
+      code = fail(&err);
+  return code;
 }
 
 static bool is_stdout(const char *path) {
@@ -231,7 +338,7 @@ static int judge(const cli *c, const pc_run *run, pc_gate **gate) {
 static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   pc_error err;
   const outputs *o = &c->out;
-  pc_report_options ro = {.profile = NULL, .sort = o->sort, .max_rows = 0, .gate = gate};
+  pc_report_options ro = {.profile = c->profile, .sort = o->sort, .max_rows = 0, .gate = gate};
   if (stdout_users(c) > 1)
     return usage_error("only one report can go to standard output (\"-\")", NULL);
   if (!stdout_users(c)) {
@@ -296,6 +403,7 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.tols = tols;
   opts.block_elems = c->block_elems;
   opts.threads = (unsigned)c->jobs;
+  opts.max_memory = c->max_memory;
   if (isatty(fileno(stderr))) {
     opts.progress = show_progress;
     opts.progress_user = &prog;
@@ -318,17 +426,21 @@ int main(int argc, char **argv) {
   pc_error err;
   cli c = {.path_a = NULL}; /* every other field zero or false */
   pc_tolset *tols = pc_tolset_new();
-  if (!tols) {
+  c.tol_files = calloc((size_t)argc, sizeof *c.tol_files);
+  if (!tols || !c.tol_files) {
     fputs("paritycheck: out of memory\n", stderr);
+    pc_tolset_free(tols);
+    free(c.tol_files);
     return EXIT_ERROR;
   }
   int code;
   if (pc_tolset_load_builtin(tols, &err) < 0) {
     fprintf(stderr, "paritycheck: built-in tolerances: %s\n", err.message);
     code = EXIT_ERROR;
-  } else if ((code = parse_args(argc, argv, &c, tols)) < 0) {
+  } else if ((code = parse_args(argc, argv, &c)) < 0 && (code = load_tolerances(&c, tols)) < 0) {
     code = run_cli(&c, tols);
   }
   pc_tolset_free(tols);
+  free(c.tol_files);
   return code;
 }

@@ -1,5 +1,6 @@
 /* The comparator (compare.h): pairs datasets by path, streams each pair through the element
  * kernels of docs/metrics.md and judges it against the tolerance. */
+#include "fill.h"
 #include "kernel.h"
 #include "loader.h"
 #include "pc_internal.h"
@@ -7,14 +8,19 @@
 
 #include <paritycheck/compare.h>
 
-#include <math.h>   /* sqrt, INFINITY */
-#include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* calloc, free */
-#include <string.h> /* strcmp */
-#include <unistd.h> /* sysconf */
+#include <inttypes.h> /* PRIu64 */
+#include <math.h>     /* sqrt, INFINITY */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* calloc, free */
+#include <string.h>   /* strcmp */
+#include <unistd.h>   /* sysconf */
 
 /* Large enough to amortise one HDF5 read, small enough that buffers stay a few MiB. */
 enum { PC_DEFAULT_BLOCK_ELEMS = 1 << 18 };
+
+/* What one dataset may need at once when pc_options.max_memory is 0 (docs/robustness.md): far
+ * above the chunks that dumpers write, far below the 4 GiB chunk a hostile file can declare. */
+static const uint64_t PC_DEFAULT_MAX_MEMORY = (uint64_t)1 << 30;
 
 static const char *const pc_verdict_names[PC_VERDICT_COUNT_] = {
     "pass",           "drift",          "missing_in_a", "missing_in_b",
@@ -74,18 +80,24 @@ static int pc_set_text(char **dst, const char *text) {
   return *dst ? PC_OK : PC_ENOMEM;
 }
 
+static bool pc_is_error(const pc_dataset *d) {
+  return d && d->kind == PC_KIND_ERROR;
+}
+
 /* Decides the verdicts that need no data: missing, skipped, error, dtype and shape mismatch.
- * Returns true when the pair still has to be compared. */
+ * Returns true when the pair still has to be compared. An unreadable object is an error even
+ * where the other file lacks it (a group that cannot be walked has no namesake), so that
+ * unreadable input never passes for a missing dataset. */
 static bool pc_pre_verdict(pc_tensor *t, const pc_dataset *a, const pc_dataset *b, int *rc) {
   char why[512];
   *rc = PC_OK;
-  if (!a || !b) {
+  if ((!a || !b) && !pc_is_error(a) && !pc_is_error(b)) {
     t->verdict = a ? PC_VERDICT_MISSING_IN_B : PC_VERDICT_MISSING_IN_A;
     *rc = pc_set_text(&t->message, a ? "only in A" : "only in B");
     return false;
   }
-  if (a->kind == PC_KIND_ERROR || b->kind == PC_KIND_ERROR) {
-    const pc_dataset *bad = a->kind == PC_KIND_ERROR ? a : b;
+  if (pc_is_error(a) || pc_is_error(b)) {
+    const pc_dataset *bad = pc_is_error(a) ? a : b;
     snprintf(why, sizeof why, "%s: %s", bad == a ? "A" : "B", bad->reason);
     t->verdict = PC_VERDICT_ERROR;
   } else if (!pc_is_numeric(a) && !pc_is_numeric(b)) {
@@ -119,6 +131,7 @@ typedef struct pc_pair {
   pc_tensor *t;
   size_t block;
   pc_stream *stream;
+  uint64_t max_memory; /* pc_options.max_memory, its default applied */
 } pc_pair;
 
 /* One pass over A for the magnitude that tolerance models may scale with: max |a| and the
@@ -127,8 +140,12 @@ static int pc_measure_magnitude(const pc_pair *p, pc_tol_context *ctx) {
   pc_error e = {PC_OK, ""};
   pc_reader *r = NULL;
   pc_magnitude m = {0, 0, 0};
-  int rc = pc_reader_open(&r, p->fa, p->a, p->block, NULL, &e);
-  for (size_t n = 1; rc == PC_OK && n;) {
+  int rc = PC_OK;
+  if (p->a->all_fill) /* never written: nothing to read */
+    pc_fill_magnitude(p->a, &m);
+  else
+    rc = pc_reader_open(&r, p->fa, p->a, p->block, NULL, &e);
+  for (size_t n = 1; r && rc == PC_OK && n;) {
     if ((rc = pc_reader_next(r, &n, &e)) == PC_OK && n)
       pc_kernel_magnitude(&m, p->a->kind, pc_reader_values(r), pc_reader_ints(r),
                           p->a->stored == PC_DTYPE_UINT64, n);
@@ -157,13 +174,6 @@ static int pc_resolve_tol(pc_pair *p, const pc_tolset *tols) {
   return PC_OK;
 }
 
-/* scale_error of docs/metrics.md: the least-squares scale of B on A, minus 1. */
-static double pc_scale_error(const pc_stats *s) {
-  if (s->sum_sq_a == 0)
-    return s->sum_sq_b == 0 ? 0 : INFINITY;
-  return s->sum_ab / s->sum_sq_a - 1;
-}
-
 /* Elements first (nan/inf mismatches, then the mismatch fraction), then the tensor-level
  * criteria on the aggregate figures. */
 static pc_verdict pc_judge(const pc_tensor *t) {
@@ -174,8 +184,8 @@ static pc_verdict pc_judge(const pc_tensor *t) {
   /* count > 0 when there are mismatches: a tensor without elements has none. */
   if (s->mismatches && (double)s->mismatches / (double)s->count > allowed)
     return PC_VERDICT_DRIFT;
-  double rel_rms = pc_stats_aggregates(s).rel_rms;
-  return pc_tol_check_aggregates(&t->tol, rel_rms, pc_scale_error(s), s->finite_terms)
+  pc_aggregates g = pc_stats_aggregates(s);
+  return pc_tol_check_aggregates(&t->tol, g.rel_rms, g.scale_error, s->finite_terms)
              ? PC_VERDICT_DRIFT
              : PC_VERDICT_PASS;
 }
@@ -196,6 +206,25 @@ static void pc_tensor_done(void *user, pc_tensor *t) {
     t->verdict = pc_judge(t);
 }
 
+/* HDF5 decompresses a whole chunk to read any part of it, and a small file can declare a chunk
+ * of almost 4 GiB: a dataset whose chunk needs more than max_memory is an error, not read. */
+static bool pc_within_memory(const pc_pair *p, int *rc) {
+  const pc_dataset *big = p->a->chunk_bytes > p->max_memory   ? p->a
+                          : p->b->chunk_bytes > p->max_memory ? p->b
+                                                              : NULL;
+  char why[PC_ERROR_MESSAGE_MAX];
+  if (!big)
+    return true;
+  snprintf(why, sizeof why,
+           "%s: %s: reading needs an uncompressed chunk of %" PRIu64
+           " bytes at once, more than the memory limit of %" PRIu64 " bytes (--max-memory)",
+           big == p->a ? "A" : "B", pc_file_path(big == p->a ? p->fa : p->fb), big->chunk_bytes,
+           p->max_memory);
+  p->t->verdict = PC_VERDICT_ERROR;
+  *rc = pc_set_text(&p->t->message, why);
+  return false;
+}
+
 static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   pc_tensor *t = p->t;
   t->dtype_a = pc_numeric_dtype(p->a);
@@ -205,7 +234,7 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   if (p->a && p->b)
     pc_copy_shape(&t->rank_b, t->dims_b, p->b);
   int rc;
-  if (!pc_pre_verdict(t, p->a, p->b, &rc))
+  if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))
     return rc;
   bool cross = false;
   t->reduction_length = p->a->reduction_length ? p->a->reduction_length : p->b->reduction_length;
@@ -215,6 +244,12 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   if ((rc = pc_resolve_tol(p, tols)) < 0 || t->verdict == PC_VERDICT_ERROR ||
       (rc = pc_note(t, cross)) < 0)
     return rc;
+  if (pc_fill_pair(p->a, p->b)) {
+    if ((rc = pc_fill_compare(t, p->a, p->b)) < 0)
+      return pc_error_set(err, rc, "%s: out of memory", t->path);
+    pc_tensor_done(NULL, t);
+    return PC_OK;
+  }
   return pc_stream_tensor(p->stream, t, p->fa, p->a, p->fb, p->b, err);
 }
 
@@ -289,7 +324,10 @@ static int pc_run_all(pc_run *run, pc_file *fa, pc_file *fb, const pc_options *o
   pc_stream_config cfg = {
       pc_threads(o),         block, pc_tensor_done, NULL, o->progress, o->progress_user,
       pc_total_bytes(fa, fb)};
-  pc_pair p = {fa, fb, NULL, NULL, NULL, block, NULL};
+  pc_pair p = {.fa = fa,
+               .fb = fb,
+               .block = block,
+               .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY};
   int rc = pc_stream_new(&p.stream, &cfg, err);
   if (rc == PC_OK)
     rc = pc_run_pairs(run, &p, o->tols, err);

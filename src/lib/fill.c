@@ -64,6 +64,7 @@ static void pc_stats_times(pc_stats *s, const pc_stats *one, uint64_t n) {
   s->sum_sq_b = one->sum_sq_b * (double)n;
   s->sum_ab = one->sum_ab * (double)n;
   s->sum_sq_diff = one->sum_sq_diff * (double)n;
+  s->sum_a_diff = one->sum_a_diff * (double)n;
   s->sum_abs = one->sum_abs * (double)n;
   s->sum_rel = one->sum_rel * (double)n;
   for (int i = 0; i < PC_ULP_BUCKETS; i++)

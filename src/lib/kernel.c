@@ -67,6 +67,7 @@ static void pc_fold_sums(pc_stats *s, const double a[2], const double b[2]) {
   s->sum_sq_b += b[0] * b[0] + b[1] * b[1];
   s->sum_ab += a[0] * b[0] + a[1] * b[1];
   s->sum_sq_diff += d0 * d0 + d1 * d1;
+  s->sum_a_diff += a[0] * d0 + a[1] * d1;
 }
 
 static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, const double a[2],
@@ -177,7 +178,7 @@ typedef struct pc_acc {
   bool use_ulp;
   uint64_t tol_ulp;
   uint64_t count, mism, max_ulp, ulp_lo, ulp_hi;
-  double max_abs, max_rel, sabs, srel, ssa, ssb, sab, ssd;
+  double max_abs, max_rel, sabs, srel, ssa, ssb, sab, ssd, sad;
   int wcls; /* the worst element so far: class (-1: none), abs, index, values */
   double wabs, wrel, wa, wb;
   uint64_t widx, wulp;
@@ -228,6 +229,7 @@ static inline __attribute__((always_inline)) void pc_acc_pair(pc_acc *c, uint64_
   c->ssb += y * y;
   c->sab += x * y;
   c->ssd += d * d;
+  c->sad += x * d;
   ulp_hist[pc_ulp_bucket(ulp)]++;
   c->min_abs = abs < c->min_abs ? abs : c->min_abs;
   c->min_rel = rel < c->min_rel ? rel : c->min_rel;
@@ -275,6 +277,7 @@ static void pc_acc_finish(const pc_kernel_args *k, const pc_acc *c, uint64_t *ul
   f.sum_sq_b = c->ssb;
   f.sum_ab = c->sab;
   f.sum_sq_diff = c->ssd;
+  f.sum_a_diff = c->sad;
   if (c->wcls >= 0) {
     f.has_worst = true;
     f.worst_class = c->wcls;
@@ -426,6 +429,7 @@ void pc_stats_merge(pc_stats *dst, const pc_stats *src) {
   dst->sum_sq_b += src->sum_sq_b;
   dst->sum_ab += src->sum_ab;
   dst->sum_sq_diff += src->sum_sq_diff;
+  dst->sum_a_diff += src->sum_a_diff;
   dst->sum_abs += src->sum_abs;
   dst->sum_rel += src->sum_rel;
   for (int i = 0; i < PC_ULP_BUCKETS; i++)

@@ -5,22 +5,34 @@
 #include <hdf5.h>
 
 #include <errno.h>    /* errno */
+#include <inttypes.h> /* PRIu64 */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, qsort, bsearch */
 #include <string.h>   /* strcmp, strerror */
 #include <sys/stat.h> /* stat */
 
-/* Deeper nesting than this is refused rather than recursed into (hostile files). */
+/* Deeper nesting than this is not walked (hostile files): the group is an error. */
 enum { PC_MAX_DEPTH = 256 };
+
+/* A string attribute longer than this cannot hold a dtype name, so it is not read (a hostile
+ * file can declare a string of 4 GiB in a few bytes). */
+enum { PC_ATTR_TEXT_MAX = 4096 };
+
+/* Groups already walked, by object address: an open-addressing hash set, so that a file of many
+ * groups is walked in linear time. HADDR_UNDEF marks a free slot. */
+typedef struct pc_addr_set {
+  haddr_t *slot;
+  size_t cap, n; /* cap is 0 or a power of two */
+} pc_addr_set;
 
 struct pc_file {
   char *path;
+  uint64_t size; /* bytes, as stat saw them before HDF5 opened the file */
   hid_t fid;
   pc_dataset *ds;
   size_t n, cap;
   const pc_dataset **sorted; /* by path, for pc_file_find */
-  haddr_t *visited;          /* groups already walked */
-  size_t nvisited, capvisited;
+  pc_addr_set visited;       /* groups already walked */
 };
 
 static bool pc_debug;
@@ -87,6 +99,19 @@ static int pc_set_reason(pc_dataset *d, pc_kind kind, const char *why) {
   return d->reason ? PC_OK : PC_ENOMEM;
 }
 
+/* An unreadable object: the reason names the file, since a report says only "A" or "B". */
+static int pc_set_error(const pc_file *f, pc_dataset *d, const char *why) {
+  size_t len = strlen(f->path) + strlen(why) + 3;
+  char *text = malloc(len);
+  if (!text)
+    return PC_ENOMEM;
+  snprintf(text, len, "%s: %s", f->path, why);
+  d->kind = PC_KIND_ERROR;
+  free(d->reason);
+  d->reason = text;
+  return PC_OK;
+}
+
 /* --- dtype classification --------------------------------------------------------------- */
 
 static bool pc_order_swaps(hid_t type) {
@@ -133,7 +158,8 @@ static void pc_classify_enum(pc_dataset *d, hid_t type) {
   d->kind = PC_KIND_INTEGER;
 }
 
-/* h5py complex: a compound of exactly two members "r" and "i" of one float dtype. */
+/* h5py complex: a compound of exactly two members "r" and "i" of one float dtype and nothing
+ * else (no padding), so that an element is at most 16 bytes whatever the file declares. */
 static bool pc_classify_complex(pc_dataset *d, hid_t type) {
   if (H5Tget_nmembers(type) != 2)
     return false;
@@ -154,7 +180,8 @@ static bool pc_classify_complex(pc_dataset *d, hid_t type) {
     if (mt >= 0)
       H5Tclose(mt);
   }
-  if (!ok || comp[0] == PC_DTYPE_NONE || comp[0] != comp[1] || d->re_offset == d->im_offset)
+  if (!ok || comp[0] == PC_DTYPE_NONE || comp[0] != comp[1] || d->re_offset == d->im_offset ||
+      d->elem_size != 2 * pc_dtype_size(comp[0]))
     return false;
   d->kind = PC_KIND_COMPLEX;
   d->stored = comp[0];
@@ -230,7 +257,7 @@ static bool pc_read_string_attr(hid_t obj, const char *name, char *buf, size_t s
         snprintf(buf, size, "%s", s);
       H5free_memory(s);
       H5Tclose(mt);
-    } else {
+    } else if (H5Tget_size(type) <= PC_ATTR_TEXT_MAX) {
       size_t n = H5Tget_size(type);
       char *tmp = calloc(n + 1, 1);
       ok = tmp && H5Aread(attr, type, tmp) >= 0;
@@ -286,9 +313,10 @@ static void pc_reduction_attrs(pc_dataset *d, hid_t dset) {
   H5Eclear2(H5E_DEFAULT);
 }
 
-/* --- shape and filters ------------------------------------------------------------------ */
+/* --- shape and storage ------------------------------------------------------------------ */
 
-static int pc_read_shape(pc_dataset *d, hid_t dset) {
+/* The shape; *overflow when the declared dimensions hold more than 2^64 - 1 elements. */
+static int pc_read_shape(pc_dataset *d, hid_t dset, bool *overflow) {
   hid_t space = H5Dget_space(dset);
   if (space < 0)
     return PC_EDATA;
@@ -301,35 +329,130 @@ static int pc_read_shape(pc_dataset *d, hid_t dset) {
   }
   d->rank = rank;
   d->count = cls == H5S_NULL ? 0 : 1;
+  *overflow = false;
   for (int i = 0; i < rank; i++) {
     d->dims[i] = dims[i];
+    *overflow = *overflow || (dims[i] && d->count > UINT64_MAX / dims[i]);
     d->count *= dims[i];
   }
   H5Sclose(space);
   return PC_OK;
 }
 
-/* A filter that this HDF5 cannot apply makes the dataset unreadable; name it. */
-static int pc_check_filters(pc_dataset *d, hid_t dset) {
-  hid_t dcpl = H5Dget_create_plist(dset);
-  int nf = dcpl < 0 ? 0 : H5Pget_nfilters(dcpl);
-  int rc = PC_OK;
-  for (int i = 0; i < nf && rc == PC_OK; i++) {
-    unsigned flags, cfg;
+/* Values that live outside this file are not read: another file named by an untrusted input
+ * may be a FIFO that blocks forever, or missing, and HDF5 then returns fill values as data. */
+static const char *pc_layout_problem(hid_t dcpl, char *why, size_t size) {
+  char name[256] = "";
+  off_t offset;
+  hsize_t bytes;
+  if (H5Pget_layout(dcpl) == H5D_VIRTUAL)
+    return "virtual dataset: its values come from other datasets, which are not read";
+  if (H5Pget_external_count(dcpl) <= 0)
+    return NULL;
+  H5Pget_external(dcpl, 0, sizeof name, name, &offset, &bytes);
+  snprintf(why, size, "raw data stored in external file '%s', which is not read", name);
+  return why;
+}
+
+/* A filter this HDF5 cannot apply makes the dataset an error, even an optional one (which a
+ * writer may have skipped on some chunks: telling which would take every chunk's filter mask).
+ * Records chunk_bytes when the chunks are filtered: HDF5 decompresses a whole chunk to read any
+ * part of it. */
+static const char *pc_filter_problem(pc_dataset *d, hid_t dcpl, char *why, size_t size) {
+  int nf = H5Pget_nfilters(dcpl);
+  for (int i = 0; i < nf; i++) {
+    unsigned flags = 0, cfg;
     size_t nelem = 0;
     char name[128] = "";
     H5Z_filter_t id =
         H5Pget_filter2(dcpl, (unsigned)i, &flags, &nelem, NULL, sizeof name, name, &cfg);
     if (id >= 0 && H5Zfilter_avail(id) <= 0) {
-      char why[256];
-      snprintf(why, sizeof why, "filter '%s' (id %d) is not available", name[0] ? name : "?",
-               (int)id);
-      rc = pc_set_reason(d, PC_KIND_ERROR, why);
+      snprintf(why, size, "filter '%s' (id %d) is not available", name[0] ? name : "?", (int)id);
+      return why;
     }
   }
-  if (dcpl >= 0)
-    H5Pclose(dcpl);
-  return rc;
+  hsize_t cdims[H5S_MAX_RANK];
+  if (nf <= 0 || H5Pget_layout(dcpl) != H5D_CHUNKED || H5Pget_chunk(dcpl, d->rank, cdims) < 0)
+    return NULL;
+  d->chunk_bytes = d->elem_size;
+  for (int i = 0; i < d->rank; i++)
+    d->chunk_bytes =
+        cdims[i] && d->chunk_bytes > UINT64_MAX / cdims[i] ? UINT64_MAX : d->chunk_bytes * cdims[i];
+  return NULL;
+}
+
+/* Storage that was never (or only partly) written reads as the fill value; without a fill
+ * value HDF5 leaves the reader's buffer as it was, so those values would be garbage. A dataset
+ * never written at all is all_fill: compare can judge it from its fill value alone. */
+static const char *pc_fill_problem(pc_dataset *d, hid_t dset, hid_t dcpl, hid_t type) {
+  H5D_space_status_t status;
+  H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
+  H5D_fill_time_t when = H5D_FILL_TIME_NEVER;
+  if (d->count == 0 || H5Pget_layout(dcpl) == H5D_COMPACT)
+    return NULL;
+  if (H5Dget_space_status(dset, &status) < 0)
+    return "cannot tell whether its storage was written";
+  if (status == H5D_SPACE_STATUS_ALLOCATED)
+    return NULL;
+  H5Pfill_value_defined(dcpl, &defined);
+  H5Pget_fill_time(dcpl, &when);
+  if (defined == H5D_FILL_VALUE_UNDEFINED || when == H5D_FILL_TIME_NEVER)
+    return "part of it was never written and it has no fill value: those values are undefined";
+  if (status != H5D_SPACE_STATUS_NOT_ALLOCATED)
+    return NULL;
+  if (d->elem_size > sizeof d->fill || H5Pget_fill_value(dcpl, type, d->fill) < 0)
+    return "cannot read its fill value";
+  d->all_fill = true;
+  return NULL;
+}
+
+/* Contiguous data must lie inside the file: a size the file cannot hold means a truncated or
+ * corrupt file, said before any read. */
+static const char *pc_extent_problem(const pc_file *f, pc_dataset *d, hid_t dset, hid_t dcpl,
+                                     char *why, size_t size) {
+  if (d->count > UINT64_MAX / d->elem_size) {
+    snprintf(why, size, "declared size of %" PRIu64 " elements of %zu bytes exceeds 2^64 bytes",
+             d->count, d->elem_size);
+    return why;
+  }
+  if (H5Pget_layout(dcpl) != H5D_CONTIGUOUS || d->all_fill)
+    return NULL;
+  haddr_t at = H5Dget_offset(dset);
+  uint64_t bytes = d->count * d->elem_size;
+  H5Eclear2(H5E_DEFAULT);
+  if (at == HADDR_UNDEF || (at <= f->size && bytes <= f->size - at))
+    return NULL;
+  snprintf(why, size,
+           "declares %" PRIu64 " bytes of data at byte %" PRIu64
+           ", past the end of the file (%" PRIu64 " bytes)",
+           bytes, (uint64_t)at, f->size);
+  return why;
+}
+
+static const char *pc_storage_problem(const pc_file *f, pc_dataset *d, hid_t dset, hid_t type,
+                                      char *why, size_t size) {
+  hid_t dcpl = H5Dget_create_plist(dset);
+  if (dcpl < 0)
+    return "cannot read its creation properties";
+  const char *problem = pc_layout_problem(dcpl, why, size);
+  if (!problem)
+    problem = pc_filter_problem(d, dcpl, why, size);
+  if (!problem)
+    problem = pc_fill_problem(d, dset, dcpl, type);
+  if (!problem)
+    problem = pc_extent_problem(f, d, dset, dcpl, why, size);
+  H5Pclose(dcpl);
+  H5Eclear2(H5E_DEFAULT);
+  return problem;
+}
+
+/* Numeric datasets only: the checks that decide whether it can be read, and how. */
+static int pc_describe_numeric(const pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
+  char why[PC_ERROR_MESSAGE_MAX];
+  pc_logical_dtype(d, dset);
+  pc_reduction_attrs(d, dset);
+  const char *problem = pc_storage_problem(f, d, dset, type, why, sizeof why);
+  return problem ? pc_set_error(f, d, problem) : PC_OK;
 }
 
 static int pc_describe_dataset(pc_file *f, hid_t loc, const char *name, const char *path,
@@ -339,15 +462,15 @@ static int pc_describe_dataset(pc_file *f, hid_t loc, const char *name, const ch
   if (rc < 0)
     return rc;
   char h5err[256];
+  bool overflow = false;
   hid_t dset = H5Dopen2(loc, name, H5P_DEFAULT);
   hid_t type = dset < 0 ? -1 : H5Dget_type(dset);
-  if (type < 0 || pc_read_shape(d, dset) < 0) {
-    rc = pc_set_reason(d, PC_KIND_ERROR, pc_h5_error(h5err, sizeof h5err));
-  } else if ((rc = pc_classify_type(d, type)) == PC_OK && d->kind != PC_KIND_SKIPPED) {
-    pc_logical_dtype(d, dset);
-    pc_reduction_attrs(d, dset);
-    rc = pc_check_filters(d, dset);
-  }
+  if (type < 0 || pc_read_shape(d, dset, &overflow) < 0)
+    rc = pc_set_error(f, d, pc_h5_error(h5err, sizeof h5err));
+  else if (overflow)
+    rc = pc_set_error(f, d, "declared shape has more than 2^64 elements");
+  else if ((rc = pc_classify_type(d, type)) == PC_OK && d->kind != PC_KIND_SKIPPED)
+    rc = pc_describe_numeric(f, d, dset, type);
   if (type >= 0)
     H5Tclose(type);
   if (dset >= 0)
@@ -369,56 +492,90 @@ typedef struct pc_walk {
 
 static int pc_walk_group(pc_file *f, hid_t gid, const char *prefix, int depth, pc_error *err);
 
+static size_t pc_addr_slot(const pc_addr_set *s, haddr_t a) {
+  /* Fibonacci hashing: multiplying by 2^64 / golden ratio spreads nearby addresses apart. */
+  uint64_t h = (uint64_t)a * UINT64_C(0x9E3779B97F4A7C15);
+  size_t i = (size_t)(h ^ (h >> 32)) & (s->cap - 1);
+  while (s->slot[i] != HADDR_UNDEF && s->slot[i] != a)
+    i = (i + 1) & (s->cap - 1);
+  return i;
+}
+
+/* Keeps the set at most half full, so that probes stay short. */
+static int pc_addr_grow(pc_addr_set *s) {
+  pc_addr_set g = {NULL, s->cap ? 2 * s->cap : 64, s->n};
+  g.slot = malloc(g.cap * sizeof *g.slot);
+  if (!g.slot)
+    return PC_ENOMEM;
+  for (size_t i = 0; i < g.cap; i++)
+    g.slot[i] = HADDR_UNDEF;
+  for (size_t i = 0; i < s->cap; i++)
+    if (s->slot[i] != HADDR_UNDEF)
+      g.slot[pc_addr_slot(&g, s->slot[i])] = s->slot[i];
+  free(s->slot);
+  *s = g;
+  return PC_OK;
+}
+
+/* Adds a; *added is false when it was already there. */
+static int pc_addr_add(pc_addr_set *s, haddr_t a, bool *added) {
+  if (2 * (s->n + 1) > s->cap && pc_addr_grow(s) < 0)
+    return PC_ENOMEM;
+  size_t i = pc_addr_slot(s, a);
+  *added = s->slot[i] == HADDR_UNDEF;
+  if (*added) {
+    s->slot[i] = a;
+    s->n++;
+  }
+  return PC_OK;
+}
+
 /* True (and remembered) the first time a group object is met. */
 static int pc_first_visit(pc_file *f, hid_t obj, bool *first) {
   H5O_info_t info;
   if (H5Oget_info2(obj, &info, H5O_INFO_BASIC) < 0)
     return PC_EIO;
-  for (size_t i = 0; i < f->nvisited; i++)
-    if (f->visited[i] == info.addr) {
-      *first = false;
-      return PC_OK;
-    }
-  if (f->nvisited == f->capvisited) {
-    size_t cap = f->capvisited ? 2 * f->capvisited : 16;
-    haddr_t *v = realloc(f->visited, cap * sizeof *v);
-    if (!v)
-      return PC_ENOMEM;
-    f->visited = v;
-    f->capvisited = cap;
-  }
-  f->visited[f->nvisited++] = info.addr;
-  *first = true;
-  return PC_OK;
+  return pc_addr_add(&f->visited, info.addr, first);
 }
 
-static int pc_add_skipped(pc_file *f, const char *path, const char *why, pc_error *err) {
+static int pc_add_entry(pc_file *f, const char *path, pc_kind kind, const char *why,
+                        pc_error *err) {
   pc_dataset *d = NULL;
   int rc = pc_file_add(f, &d, path, err);
-  if (rc == PC_OK && pc_set_reason(d, PC_KIND_SKIPPED, why) < 0)
+  if (rc == PC_OK &&
+      (kind == PC_KIND_ERROR ? pc_set_error(f, d, why) : pc_set_reason(d, kind, why)) < 0)
     rc = pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
   return rc;
 }
 
+/* An object that cannot be opened, or a group that cannot be walked, is an error entry at its
+ * path; the walk goes on with its siblings. */
+static int pc_add_h5_error(pc_file *f, const char *path, const char *what, pc_error *err) {
+  char h5err[256], why[320];
+  snprintf(why, sizeof why, "%s: %s", what, pc_h5_error(h5err, sizeof h5err));
+  return pc_add_entry(f, path, PC_KIND_ERROR, why, err);
+}
+
+static int pc_visit_group(pc_walk *w, hid_t obj, const char *path) {
+  bool first = false;
+  int rc = pc_first_visit(w->f, obj, &first);
+  if (rc == PC_ENOMEM)
+    return pc_error_set(w->err, rc, "%s: out of memory", w->f->path);
+  if (rc < 0)
+    return pc_add_h5_error(w->f, path, "cannot read group", w->err);
+  return first ? pc_walk_group(w->f, obj, path, w->depth + 1, w->err) : PC_OK;
+}
+
 static int pc_visit_object(pc_walk *w, hid_t gid, const char *name, const char *path) {
-  char h5err[256];
   hid_t obj = H5Oopen(gid, name, H5P_DEFAULT);
   if (obj < 0)
-    return pc_error_set(w->err, PC_EIO, "%s: %s: %s", w->f->path, path,
-                        pc_h5_error(h5err, sizeof h5err));
+    return pc_add_h5_error(w->f, path, "cannot open object", w->err);
   int rc = PC_OK;
   H5I_type_t t = H5Iget_type(obj);
-  if (t == H5I_GROUP) {
-    bool first = false;
-    rc = pc_first_visit(w->f, obj, &first);
-    if (rc == PC_OK && first)
-      rc = pc_walk_group(w->f, obj, path, w->depth + 1, w->err);
-    else if (rc < 0)
-      rc = pc_error_set(w->err, rc, "%s: %s: %s", w->f->path, path,
-                        pc_h5_error(h5err, sizeof h5err));
-  } else if (t == H5I_DATASET) {
+  if (t == H5I_GROUP)
+    rc = pc_visit_group(w, obj, path);
+  else if (t == H5I_DATASET)
     rc = pc_describe_dataset(w->f, gid, name, path, w->err);
-  }
   H5Oclose(obj);
   return rc;
 }
@@ -432,13 +589,16 @@ static herr_t pc_walk_cb(hid_t gid, const char *name, const H5L_info_t *info, vo
     return -1;
   }
   snprintf(path, len, "%s/%s", w->prefix, name);
-  if (info->type == H5L_TYPE_EXTERNAL)
-    w->rc = pc_add_skipped(w->f, path, "external link (not followed)", w->err);
-  else if (info->type == H5L_TYPE_SOFT && H5Oexists_by_name(gid, name, H5P_DEFAULT) <= 0) {
+  if (info->type == H5L_TYPE_EXTERNAL) {
+    w->rc = pc_add_entry(w->f, path, PC_KIND_SKIPPED, "external link (not followed)", w->err);
+  } else if (info->type == H5L_TYPE_SOFT && H5Oexists_by_name(gid, name, H5P_DEFAULT) <= 0) {
     H5Eclear2(H5E_DEFAULT);
-    w->rc = pc_add_skipped(w->f, path, "dangling soft link", w->err);
-  } else if (info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT)
+    w->rc = pc_add_entry(w->f, path, PC_KIND_SKIPPED, "dangling soft link", w->err);
+  } else if (info->type == H5L_TYPE_HARD || info->type == H5L_TYPE_SOFT) {
     w->rc = pc_visit_object(w, gid, name, path);
+  } else {
+    w->rc = pc_add_entry(w->f, path, PC_KIND_SKIPPED, "user-defined link (not followed)", w->err);
+  }
   free(path);
   return w->rc < 0 ? -1 : 0;
 }
@@ -453,11 +613,14 @@ static bool pc_tracks_order(hid_t gid) {
   return (flags & H5P_CRT_ORDER_TRACKED) != 0;
 }
 
+/* A group that cannot be walked (too deep, or its link table is corrupt) is an error entry at
+ * its path, except the root: then there is nothing to compare. */
 static int pc_walk_group(pc_file *f, hid_t gid, const char *prefix, int depth, pc_error *err) {
-  char h5err[256];
-  if (depth > PC_MAX_DEPTH)
-    return pc_error_set(err, PC_EIO, "%s: %s: groups nested deeper than %d", f->path, prefix,
-                        PC_MAX_DEPTH);
+  char h5err[256], why[64];
+  if (depth > PC_MAX_DEPTH) {
+    snprintf(why, sizeof why, "groups nested deeper than %d: not walked", PC_MAX_DEPTH);
+    return pc_add_entry(f, prefix, PC_KIND_ERROR, why, err);
+  }
   pc_walk w = {f, prefix, depth, PC_OK, err};
   hsize_t idx = 0;
   herr_t st = -1;
@@ -469,10 +632,11 @@ static int pc_walk_group(pc_file *f, hid_t gid, const char *prefix, int depth, p
   }
   if (w.rc < 0)
     return w.rc;
-  if (st < 0)
-    return pc_error_set(err, PC_EIO, "%s: %s: %s", f->path, prefix[0] ? prefix : "/",
-                        pc_h5_error(h5err, sizeof h5err));
-  return PC_OK;
+  if (st >= 0)
+    return PC_OK;
+  if (depth > 0)
+    return pc_add_h5_error(f, prefix, "cannot list group", err);
+  return pc_error_set(err, PC_EIO, "%s: /: %s", f->path, pc_h5_error(h5err, sizeof h5err));
 }
 
 /* --- the file --------------------------------------------------------------------------- */
@@ -483,7 +647,7 @@ static int pc_by_path(const void *x, const void *y) {
 }
 
 /* HDF5 would block on a FIFO and give an unhelpful message for a directory: check first. */
-static int pc_check_regular(const char *path, pc_error *err) {
+static int pc_check_regular(const char *path, uint64_t *size, pc_error *err) {
   struct stat st;
   if (stat(path, &st) != 0)
     return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
@@ -493,6 +657,7 @@ static int pc_check_regular(const char *path, pc_error *err) {
     return pc_error_set(err, PC_EIO, "%s: not a regular file", path);
   if (st.st_size == 0)
     return pc_error_set(err, PC_EIO, "%s: empty file (not HDF5)", path);
+  *size = (uint64_t)st.st_size;
   return PC_OK;
 }
 
@@ -505,6 +670,8 @@ static int pc_file_walk(pc_file *f, pc_error *err) {
   int rc = pc_first_visit(f, root, &first);
   if (rc == PC_OK)
     rc = pc_walk_group(f, root, "", 0, err);
+  else if (rc == PC_ENOMEM)
+    rc = pc_error_set(err, rc, "%s: out of memory", f->path);
   else
     rc = pc_error_set(err, PC_EIO, "%s: %s", f->path, pc_h5_error(h5err, sizeof h5err));
   H5Gclose(root);
@@ -521,9 +688,10 @@ static int pc_file_walk(pc_file *f, pc_error *err) {
 
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   char h5err[256];
+  uint64_t size = 0;
   *out = NULL;
   pc_h5_quiet();
-  int rc = pc_check_regular(path, err);
+  int rc = pc_check_regular(path, &size, err);
   if (rc < 0)
     return rc;
   if (H5Fis_hdf5(path) <= 0) {
@@ -535,6 +703,7 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
     free(f);
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", path);
   }
+  f->size = size;
   f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f->fid < 0) {
     rc = pc_error_set(err, PC_EIO, "%s: cannot open: %s", path, pc_h5_error(h5err, sizeof h5err));
@@ -561,7 +730,7 @@ void pc_file_close(pc_file *f) {
     H5Fclose(f->fid);
   free(f->ds);
   free(f->sorted);
-  free(f->visited);
+  free(f->visited.slot);
   free(f->path);
   free(f);
 }

@@ -21,6 +21,8 @@ typedef enum pc_kind {
   PC_KIND_ERROR    /* cannot be read: `reason` says why */
 } pc_kind;
 
+enum { PC_FILL_MAX = 16 }; /* bytes of the largest numeric element, complex128 */
+
 typedef struct pc_dataset {
   char *path; /* full path from the root, e.g. "/g/x" */
   pc_kind kind;
@@ -36,6 +38,12 @@ typedef struct pc_dataset {
   char *reason;              /* for PC_KIND_SKIPPED and PC_KIND_ERROR */
   uint64_t reduction_length; /* attribute `reduction_length` (K); 0 when absent */
   pc_dtype accumulation;     /* attribute `accumulation_dtype`; PC_DTYPE_NONE when absent */
+  /* Storage (docs/robustness.md). A dataset never written reads as its fill value everywhere:
+   * all_fill, with the value as stored (elem_size bytes, decoded like a read block). */
+  bool all_fill;
+  unsigned char fill[PC_FILL_MAX];
+  uint64_t chunk_bytes; /* one uncompressed chunk, when chunks are filtered (HDF5 then
+                           decompresses whole chunks); 0 otherwise */
 } pc_dataset;
 
 typedef struct pc_file pc_file;

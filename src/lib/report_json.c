@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include <stdio.h>  /* snprintf */
+#include <stdio.h> /* snprintf */
 
 static json_t *dtype_json(pc_dtype dt, bool is_complex) {
   char buf[40];
@@ -64,6 +64,12 @@ static json_t *tolerance_json(const pc_tol *tol) {
     rc |= json_object_set_new(o, "max_ulp", pc_json_count(tol->max_ulp));
   double fraction = tol->set & PC_TOL_MAX_MISMATCH_FRACTION ? tol->max_mismatch_fraction : 0;
   rc |= json_object_set_new(o, "max_mismatch_fraction", pc_json_real(fraction));
+  if (tol->set & PC_TOL_MAX_REL_RMS)
+    rc |= json_object_set_new(o, "max_rel_rms", pc_json_real(tol->max_rel_rms));
+  if (tol->set & PC_TOL_MAX_SCALE) {
+    rc |= json_object_set_new(o, "max_scale", pc_json_real(tol->max_scale));
+    rc |= json_object_set_new(o, "max_scale_sqrt_n", pc_json_real(tol->max_scale_sqrt_n));
+  }
   return pc_json_finish(o, rc);
 }
 
@@ -101,6 +107,7 @@ static int put_distribution(json_t *o, const pc_stats *s) {
   rc |= json_object_set_new(o, "rel_rms", pc_json_real(g.rel_rms));
   rc |= json_object_set_new(o, "cosine", pc_json_real(g.cosine));
   rc |= json_object_set_new(o, "snr_db", pc_json_real(g.snr_db));
+  rc |= json_object_set_new(o, "scale_error", pc_json_real(g.scale_error));
   rc |= json_object_set_new(o, "ulp_hist", hist_json(s));
   if (s->has_quantiles)
     rc |= json_object_set_new(o, "quantiles", quantiles_json(s));

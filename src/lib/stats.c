@@ -30,6 +30,13 @@ static double pc_snr_db(const pc_stats *s) {
   return 10 * log10(s->sum_sq_a / s->sum_sq_diff);
 }
 
+static double pc_scale_error(const pc_stats *s) {
+  if (s->sum_sq_a == 0)
+    return s->sum_sq_b == 0 ? 0 : INFINITY;
+  /* Σab/Σa² − 1 would cancel: honest drift puts the ratio within 1e-8 of 1. */
+  return s->sum_a_diff / s->sum_sq_a;
+}
+
 pc_aggregates pc_stats_aggregates(const pc_stats *s) {
   pc_aggregates g;
   g.mean_abs = pc_mean(s->sum_abs, s->ulp_terms);
@@ -38,5 +45,6 @@ pc_aggregates pc_stats_aggregates(const pc_stats *s) {
   g.rel_rms = pc_rel_rms(s);
   g.cosine = pc_cosine(s);
   g.snr_db = pc_snr_db(s);
+  g.scale_error = pc_scale_error(s);
   return g;
 }

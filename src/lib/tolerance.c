@@ -6,6 +6,7 @@
 #include "pc_internal.h"
 
 #include <errno.h>   /* errno, ERANGE, EFBIG */
+#include <fcntl.h>   /* open, fcntl, O_NONBLOCK */
 #include <fnmatch.h> /* fnmatch */
 #include <locale.h>  /* newlocale, uselocale: numbers are read in the C locale */
 #include <math.h>    /* isfinite, isinf, INFINITY, fabs, fmax, ldexp, sqrt */
@@ -14,6 +15,7 @@
 #include <stdlib.h>  /* calloc, realloc, free, strtod, strtoull */
 #include <string.h>  /* memcmp, memcpy, memmove, strlen, strstr, strerror */
 #include <strings.h> /* strcasecmp */
+#include <unistd.h>  /* close */
 #include <yaml.h>    /* yaml_parser_t, yaml_event_t */
 
 /* tolerances/default.yaml as it was at build time (scripts/embed.cmake). */
@@ -492,20 +494,19 @@ static int parse_format(tol_parser *p, const char *what, bool tf32_ok, double *u
   const yaml_event_t *ev = &p->ev;
   if (ev->type != YAML_SCALAR_EVENT)
     return fail_at(p, ev->start_mark, "'%s' must be a format name, got %s", what, node_kind(ev));
-  const char *name = scalar_text(ev);
-  if (tf32_ok && strcmp(name, TF32_NAME) == 0) {
+  if (tf32_ok && scalar_is(ev, TF32_NAME)) {
     *u = ldexp(1.0, -TF32_PRECISION_BITS);
     return PC_OK;
   }
   for (size_t i = 0; i < COUNT_OF(format_dtypes); i++)
-    if (strcmp(name, pc_dtype_name(format_dtypes[i])) == 0) {
+    if (scalar_is(ev, pc_dtype_name(format_dtypes[i]))) {
       *u = pc_dtype_unit_roundoff(format_dtypes[i]);
       return PC_OK;
     }
   return fail_at(p, ev->start_mark,
                  "'%s' must be one of float64, float32, %sfloat16, bfloat16, float8_e4m3fn, "
                  "float8_e5m2, got '%.*s'",
-                 what, tf32_ok ? "tf32, " : "", TOL_QUOTE_MAX, name);
+                 what, tf32_ok ? "tf32, " : "", TOL_QUOTE_MAX, scalar_text(ev));
 }
 
 static int on_criterion(tol_parser *p, size_t key, void *arg) {
@@ -794,10 +795,26 @@ static int read_stream(FILE *f, const char *path, char **buf, size_t *len, pc_er
   return PC_OK;
 }
 
+/* Opens for reading without waiting for a writer: a FIFO that nobody writes to reads as empty
+ * instead of blocking forever, while a pipe with a writer (a shell's <(...)) is read as usual. */
+static FILE *open_no_wait(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  int flags = fcntl(fd, F_GETFL);
+  FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+  }
+  return f;
+}
+
 int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err) {
   if (!set || !path)
     return pc_error_set(err, PC_EUSAGE, "pc_tolset_load_file: no set or no path");
-  FILE *f = fopen(path, "rb");
+  FILE *f = open_no_wait(path);
   if (!f)
     return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
   char *buf = NULL;
@@ -942,8 +959,11 @@ unsigned pc_tol_check_aggregates(const pc_tol *tol, double rel_rms, double scale
     return 0;
   if ((tol->set & PC_TOL_MAX_REL_RMS) && !(rel_rms <= tol->max_rel_rms))
     broken |= PC_TOL_MAX_REL_RMS;
-  if ((tol->set & PC_TOL_MAX_SCALE) &&
-      !(fabs(scale_error) <= tol->max_scale + tol->max_scale_sqrt_n / sqrt((double)n)))
+  if ((tol->set & PC_TOL_MAX_SCALE) && !(fabs(scale_error) <= pc_tol_scale_limit(tol, n)))
     broken |= PC_TOL_MAX_SCALE;
   return broken;
+}
+
+double pc_tol_scale_limit(const pc_tol *tol, uint64_t n) {
+  return tol->max_scale + tol->max_scale_sqrt_n / sqrt((double)n);
 }

@@ -60,6 +60,7 @@ static void make_pass(pc_tensor *t) {
                         .sum_sq_b = 4,
                         .sum_ab = 3.995,
                         .sum_sq_diff = 0.01,
+                        .sum_a_diff = -0.005, /* sum_ab - sum_sq_a */
                         .sum_abs = 0.3,
                         .sum_rel = 0.6,
                         .ulp_hist = {2, 2, 2},
@@ -282,11 +283,12 @@ static void test_json_pass_tensor(void **state) {
   json_t *root = render_json(&run);
   const json_t *t = tensor_at(root, T_PASS);
   static const char *const keys[] = {
-      "path",    "verdict",    "dtype_a",        "dtype_b",        "compare_dtype", "shape",
-      "count",   "mismatches", "nan_mismatches", "inf_mismatches", "max_abs",       "max_rel",
-      "max_ulp", "mean_ulp",   "mean_abs",       "mean_rel",       "rms",           "rel_rms",
-      "cosine",  "snr_db",     "ulp_hist",       "quantiles",      "worst",         "tolerance"};
-  assert_keys(t, keys, 24);
+      "path",        "verdict",  "dtype_a",    "dtype_b",        "compare_dtype",
+      "shape",       "count",    "mismatches", "nan_mismatches", "inf_mismatches",
+      "max_abs",     "max_rel",  "max_ulp",    "mean_ulp",       "mean_abs",
+      "mean_rel",    "rms",      "rel_rms",    "cosine",         "snr_db",
+      "scale_error", "ulp_hist", "quantiles",  "worst",          "tolerance"};
+  assert_keys(t, keys, 25);
   assert_string_equal(string_at(t, "verdict"), "pass");
   assert_string_equal(string_at(t, "dtype_a"), "float32");
   assert_string_equal(string_at(t, "compare_dtype"), "float32");
@@ -319,32 +321,14 @@ static void test_json_drift_tensor(void **state) {
   (void)state;
   json_t *root = render_json(&run);
   const json_t *t = tensor_at(root, T_DRIFT);
-  static const char *const keys[] = {"path",
-                                     "verdict",
-                                     "dtype_a",
-                                     "dtype_b",
-                                     "compare_dtype",
-                                     "shape",
-                                     "count",
-                                     "mismatches",
-                                     "nan_mismatches",
-                                     "inf_mismatches",
-                                     "max_abs",
-                                     "max_rel",
-                                     "max_ulp",
-                                     "mean_ulp",
-                                     "mean_abs",
-                                     "mean_rel",
-                                     "rms",
-                                     "rel_rms",
-                                     "cosine",
-                                     "snr_db",
-                                     "ulp_hist",
-                                     "worst",
-                                     "tolerance",
-                                     "not_representable_b",
-                                     "note"};
-  assert_keys(t, keys, 25); /* no quantiles: the run did not make them */
+  static const char *const keys[] = {
+      "path",        "verdict",  "dtype_a",    "dtype_b",        "compare_dtype",
+      "shape",       "count",    "mismatches", "nan_mismatches", "inf_mismatches",
+      "max_abs",     "max_rel",  "max_ulp",    "mean_ulp",       "mean_abs",
+      "mean_rel",    "rms",      "rel_rms",    "cosine",         "snr_db",
+      "scale_error", "ulp_hist", "worst",      "tolerance",      "not_representable_b",
+      "note"};
+  assert_keys(t, keys, 26); /* no quantiles: the run did not make them */
   assert_string_equal(string_at(t, "dtype_a"), "float32");
   assert_string_equal(string_at(t, "dtype_b"), "bfloat16");
   assert_string_equal(string_at(t, "compare_dtype"), "bfloat16");
@@ -564,6 +548,7 @@ static void test_json_distribution(void **state) {
   assert_int_equal(bits(real_at(t, "rel_rms")), bits(sqrt(0.01 / 4)));
   assert_int_equal(bits(real_at(t, "cosine")), bits(3.995 / sqrt(4.0 * 4.0)));
   assert_int_equal(bits(real_at(t, "snr_db")), bits(10 * log10(4 / 0.01)));
+  assert_int_equal(bits(real_at(t, "scale_error")), bits(-0.005 / 4));
   assert_dims(json_object_get(t, "ulp_hist"), (const json_int_t[]){2, 2, 2}, 3);
   const json_t *q = json_object_get(t, "quantiles");
   static const char *const levels[] = {"p50", "p90", "p99", "p99.9"};
@@ -582,6 +567,7 @@ static void test_json_distribution(void **state) {
   t = tensor_at(root, T_DRIFT);
   assert_int_equal(bits(real_at(t, "cosine")), bits(1.0));
   assert_string_equal(string_at(t, "snr_db"), "inf");
+  assert_int_equal(bits(real_at(t, "scale_error")), bits(0.0));
   assert_int_equal(json_array_size(json_object_get(t, "ulp_hist")), 0);
   json_decref(root);
 }
@@ -741,6 +727,39 @@ static void test_text_summaries(void **state) {
   text = render_text(&r, false, false);
   assert_non_null(strstr(text, "\nFAIL: 1 of 3 tensors fails (1 missing_in_b), 1 skipped; "
                                "first divergence: /dec/only_a\n"));
+  free(text);
+}
+
+/* A drift with no mismatching element says which tensor-level criterion it breaks. B = 1.1 A
+ * over 4 values with sum a^2 = 4: rel_rms = sqrt(0.04 / 4) = 0.1 and scale_error = 0.4 / 4 =
+ * 0.1, against limits 0.05 and 0.02 + 0.04 / sqrt(4) = 0.04. */
+static void test_text_tensor_level_reason(void **state) {
+  (void)state;
+  pc_tensor t = tensors[T_PASS];
+  t.verdict = PC_VERDICT_DRIFT;
+  t.stats.mismatches = 0;
+  t.stats.finite_terms = 4;
+  t.stats.sum_sq_a = 4;
+  t.stats.sum_sq_b = 4.84;
+  t.stats.sum_ab = 4.4;
+  t.stats.sum_sq_diff = 0.04;
+  t.stats.sum_a_diff = 0.4;
+  t.tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE;
+  t.tol.max_rel_rms = 0.05;
+  t.tol.max_scale = 0.02;
+  t.tol.max_scale_sqrt_n = 0.04;
+  pc_run r = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+  r.by_verdict[PC_VERDICT_DRIFT] = 1;
+  r.verdict = PC_RUN_DRIFT;
+  char *text = render_text(&r, false, false);
+  assert_non_null(strstr(text, "rel_rms 0.1 > 0.05"));
+  assert_non_null(strstr(text, "|scale_error| 0.1 > 0.04"));
+  free(text);
+  t.tol.max_rel_rms = 0.2; /* within both limits now: neither line */
+  t.tol.max_scale = 0.2;
+  text = render_text(&r, false, false);
+  assert_null(strstr(text, "rel_rms 0.1"));
+  assert_null(strstr(text, "scale_error"));
   free(text);
 }
 
@@ -974,6 +993,7 @@ int main(void) {
       cmocka_unit_test_setup(test_text_quiet, setup),
       cmocka_unit_test_setup(test_text_summaries, setup),
       cmocka_unit_test_setup(test_text_long_path, setup),
+      cmocka_unit_test_setup(test_text_tensor_level_reason, setup),
       cmocka_unit_test_setup(test_text_write_error, setup),
       cmocka_unit_test_setup(test_text_verbose, setup),
       cmocka_unit_test_setup(test_text_gate, setup),

@@ -33,6 +33,8 @@ static void test_aggregates_by_hand(void **state) {
   assert_true(g.rel_rms == sqrt(1.0 / 25));
   assert_true(g.cosine == 29 / sqrt(25.0 * 34));
   assert_true(g.snr_db == 10 * log10(25.0));
+  assert_true(s.sum_a_diff == 4); /* 3*0 + 4*1 */
+  assert_true(g.scale_error == 4.0 / 25);
   assert_true(g.mean_abs == 0.5);   /* (0 + 1) / 2 */
   assert_true(g.mean_rel == 0.125); /* (0 + 1/4) / 2 */
 }
@@ -57,9 +59,11 @@ static void test_aggregates_edges(void **state) {
   pc_stats s = fold(z, z, 2, PC_DTYPE_FLOAT64);
   pc_aggregates g = pc_stats_aggregates(&s);
   assert_true(g.cosine == 1 && g.rel_rms == 0 && g.rms == 0 && isinf(g.snr_db));
+  assert_true(g.scale_error == 0);
   s = fold(z, one, 2, PC_DTYPE_FLOAT64); /* zero reference, nonzero candidate */
   g = pc_stats_aggregates(&s);
   assert_true(g.cosine == 0 && isinf(g.rel_rms) && isinf(g.snr_db) && g.snr_db < 0);
+  assert_true(isinf(g.scale_error) && g.scale_error > 0);
   s = fold(one, z, 0, PC_DTYPE_FLOAT64); /* empty */
   g = pc_stats_aggregates(&s);
   assert_true(g.rms == 0 && g.mean_abs == 0 && g.mean_rel == 0);

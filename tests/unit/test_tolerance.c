@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>  /* open */
+#include <math.h>   /* INFINITY, NAN */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, free, mkstemp, mkdtemp */
 #include <string.h> /* strlen, strcmp, memcpy, memset */
@@ -339,7 +340,154 @@ static void test_builtin_comes_first_once(void **state) {
   pc_tolset_free(set);
 }
 
+/* ---- The reduction-aware model (docs/tolerance-model.md) -------------------------------- */
+
+/* Every coefficient is a power of two times a small integer, so each expected value below is
+ * exact: u(bfloat16) = 2^-8, u(float16) = u(tf32) = 2^-11, u(float32) = 2^-24. */
+static const char MODEL[] = "version: 1\n"
+                            "defaults:\n"
+                            "  all: {precision: bfloat16, accumulation: float16, atol_rms: 3,\n"
+                            "        rtol_u: 0.5, rtol_sqrt_k: 2, max_rel_rms_u: 4,\n"
+                            "        max_scale_u: 0.25, max_scale_u_sqrt_n: 8}\n";
+
+static pc_tol_context ctx_of(uint64_t k, pc_dtype acc, double rms) {
+  pc_tol_context c = {k, acc, true, 5.0, rms};
+  return c;
+}
+
+static void test_model_resolves_by_hand(void **state) {
+  (void)state;
+  pc_tolset *set = set_of(MODEL);
+  pc_tol_context c = ctx_of(16, PC_DTYPE_NONE, 2.0);
+  pc_tol tol = pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT32, &c);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL | PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE);
+  /* u = max(u(float32), u(bfloat16)) = 2^-8 */
+  assert_true(tol.atol == 3 * 0x1p-8 * 2.0); /* atol_rms * u * rms */
+  /* rtol_u * u = 2^-9 loses to rtol_sqrt_k * sqrt(16) * u(float16, from `accumulation`) = 2^-8 */
+  assert_true(tol.rtol == 0x1p-8);
+  assert_true(tol.max_rel_rms == 0x1p-6);
+  assert_true(tol.max_scale == 0x1p-10);
+  assert_true(tol.max_scale_sqrt_n == 0x1p-5);
+  /* The dataset's own accumulation dtype comes before the profile's: 2 * 4 * 2^-24 < 2^-9. */
+  c = ctx_of(16, PC_DTYPE_FLOAT32, 2.0);
+  assert_true(pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT32, &c).rtol == 0x1p-9);
+  /* A coarser compare dtype raises u: float8_e4m3fn has u = 2^-4. */
+  tol = pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT8_E4M3FN, &c);
+  assert_true(tol.atol == 3 * 0x1p-4 * 2.0);
+  assert_true(tol.max_rel_rms == 0x1p-2);
+  pc_tolset_free(set);
+}
+
+static void test_model_without_context(void **state) {
+  (void)state;
+  pc_tolset *set = set_of(MODEL);
+  /* Nothing known: no K and no magnitude, so only rtol_u and the tensor-level criteria. */
+  pc_tol tol = pc_tolset_resolve(set, "/a", PC_DTYPE_FLOAT32);
+  assert_int_equal(tol.set, PC_TOL_RTOL | PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE);
+  assert_true(tol.rtol == 0x1p-9);
+  /* K = 0 (unknown) and an unmeasured magnitude contribute nothing either. */
+  pc_tol_context c = ctx_of(0, PC_DTYPE_NONE, 2.0);
+  c.has_magnitude = false;
+  tol = pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT32, &c);
+  assert_int_equal(tol.set, PC_TOL_RTOL | PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE);
+  assert_true(tol.rtol == 0x1p-9);
+  /* The model takes no part for integers or a compare dtype of none. */
+  c = ctx_of(16, PC_DTYPE_NONE, 2.0);
+  assert_int_equal(pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_INT32, &c).set, 0);
+  assert_int_equal(pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_NONE, &c).set, 0);
+  pc_tolset_free(set);
+}
+
+static void test_model_widens_plain_criteria(void **state) {
+  (void)state;
+  pc_tol_context c = ctx_of(0, PC_DTYPE_NONE, 1.0);
+  /* atol_rms gives 4 * 2^-11 * 1 = 2^-9; the larger of it and the plain atol applies. */
+  pc_tolset *set = set_of("version: 1\n"
+                          "defaults: {all: {precision: tf32, atol_rms: 4, atol: 0.5, rtol: 0.125,"
+                          " rtol_u: 1}}\n");
+  pc_tol tol = pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT32, &c);
+  assert_true(tol.atol == 0.5);
+  assert_true(tol.rtol == 0.125);
+  assert_int_equal(load(set, "version: 1\ndefaults: {all: {atol: 0x1p-12, rtol: null}}\n"), PC_OK);
+  tol = pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT32, &c);
+  assert_int_equal(tol.set, PC_TOL_ATOL | PC_TOL_RTOL);
+  assert_true(tol.atol == 0x1p-9);
+  assert_true(tol.rtol == 0x1p-11); /* rtol unset: rtol_u * u alone */
+  pc_tolset_free(set);
+  /* A quoted name is a name too. */
+  tol = resolve_one("version: 1\ndefaults: {all: {precision: 'bfloat16', rtol_u: 1}}\n", "/a",
+                    PC_DTYPE_FLOAT32);
+  assert_true(tol.rtol == 0x1p-8);
+}
+
+static void test_model_keys_layer_and_unset(void **state) {
+  (void)state;
+  pc_tolset *set = set_of("version: 1\n"
+                          "defaults:\n"
+                          "  all: {rtol_u: 1, max_scale_u_sqrt_n: 2, atol_rms: 1}\n"
+                          "  float16: {rtol_u: 2}\n");
+  pc_tol_context c = ctx_of(0, PC_DTYPE_NONE, 1.0);
+  /* no precision: u is the compare dtype's own */
+  assert_true(pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT32, &c).rtol == 0x1p-24);
+  assert_true(pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT16, &c).rtol == 0x1p-10);
+  pc_tol tol = pc_tolset_resolve_ctx(set, "/a", PC_DTYPE_FLOAT32, &c);
+  assert_true(tol.max_scale == 0); /* max_scale_u unset counts as 0 */
+  assert_true(tol.max_scale_sqrt_n == 0x1p-23);
+  assert_true(pc_tolset_needs_magnitude(set, "/a", PC_DTYPE_FLOAT32));
+  assert_false(pc_tolset_needs_magnitude(set, "/a", PC_DTYPE_INT8));
+  assert_int_equal(load(set, "version: 1\n"
+                             "rules: [{match: /b, all: {atol_rms: null, max_scale_u_sqrt_n: ~,"
+                             " rtol_u: null}}]\n"),
+                   PC_OK);
+  assert_int_equal(pc_tolset_resolve_ctx(set, "/b", PC_DTYPE_FLOAT32, &c).set, 0);
+  assert_false(pc_tolset_needs_magnitude(set, "/b", PC_DTYPE_FLOAT32));
+  assert_int_equal(load(set, "version: 1\ndefaults: {all: {atol_rms: 0}}\n"), PC_OK);
+  assert_false(pc_tolset_needs_magnitude(set, "/a", PC_DTYPE_FLOAT32));
+  assert_false(pc_tolset_needs_magnitude(NULL, "/a", PC_DTYPE_FLOAT32));
+  pc_tolset_free(set);
+}
+
+static void test_check_aggregates(void **state) {
+  (void)state;
+  pc_tol tol = {0};
+  assert_int_equal(pc_tol_check_aggregates(&tol, INFINITY, NAN, 4), 0); /* nothing set */
+  tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE;
+  tol.max_rel_rms = 0.5;
+  tol.max_scale = 0.25;
+  tol.max_scale_sqrt_n = 1.0; /* allowance 0.25 + 1 / sqrt(n) */
+  assert_int_equal(pc_tol_check_aggregates(&tol, 0.5, -0.75, 4), 0);
+  assert_int_equal(pc_tol_check_aggregates(&tol, 0.5000001, 0, 4), PC_TOL_MAX_REL_RMS);
+  assert_int_equal(pc_tol_check_aggregates(&tol, 0, -0.7500001, 4), PC_TOL_MAX_SCALE);
+  assert_int_equal(pc_tol_check_aggregates(&tol, 0, 0.5, 16), 0);
+  assert_int_equal(pc_tol_check_aggregates(&tol, 0, 0.5000001, 16), PC_TOL_MAX_SCALE);
+  assert_int_equal(pc_tol_check_aggregates(&tol, NAN, NAN, 16),
+                   PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE);
+  assert_int_equal(pc_tol_check_aggregates(&tol, INFINITY, INFINITY, 0), 0); /* no pairs */
+}
+
 /* ---- Errors ----------------------------------------------------------------------------- */
+
+static void test_bad_model_values(void **state) {
+  (void)state;
+  expect_error("version: 1\ndefaults: {all: {precision: fp32}}\n",
+               NAME ":2:29: 'precision' must be one of float64, float32, tf32, float16, bfloat16,"
+                    " float8_e4m3fn, float8_e5m2, got 'fp32'");
+  expect_error("version: 1\ndefaults: {all: {accumulation: tf32}}\n",
+               NAME ":2:32: 'accumulation' must be one of float64, float32, float16, bfloat16,"
+                    " float8_e4m3fn, float8_e5m2, got 'tf32'");
+  /* A name must match whole: a NUL inside a quoted one does not cut it short. */
+  expect_error("version: 1\ndefaults: {all: {precision: \"tf32\\0\"}}\n",
+               NAME ":2:29: 'precision' must be one of float64, float32, tf32, float16, bfloat16,"
+                    " float8_e4m3fn, float8_e5m2, got 'tf32'");
+  expect_error("version: 1\ndefaults: {all: {precision: [float32]}}\n",
+               NAME ":2:29: 'precision' must be a format name, got a sequence");
+  expect_error("version: 1\ndefaults: {all: {atol_rms: -1}}\n",
+               NAME ":2:28: 'atol_rms' must be >= 0, got '-1'");
+  expect_error("version: 1\ndefaults: {all: {max_scale_u: .inf}}\n",
+               NAME ":2:31: 'max_scale_u' must be finite, got '.inf'");
+  expect_error("version: 1\ndefaults: {all: {rtol_sqrt_k: \"1\"}}\n",
+               NAME ":2:31: 'rtol_sqrt_k' must be a number, got a quoted string");
+}
 
 static void test_invalid_yaml(void **state) {
   (void)state;
@@ -362,7 +510,9 @@ static void test_unknown_keys(void **state) {
                     " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all)");
   expect_error("version: 1\ndefaults:\n  float32: {atol: 1, atoll: 2}\n",
                NAME ":3:22: unknown key 'atoll' in 'float32'"
-                    " (expected one of: atol, rtol, max_ulp, max_mismatch_fraction)");
+                    " (expected one of: atol, rtol, max_ulp, max_mismatch_fraction, precision,"
+                    " accumulation, atol_rms, rtol_u, rtol_sqrt_k, max_rel_rms_u, max_scale_u,"
+                    " max_scale_u_sqrt_n)");
   expect_error("version: 1\nrules:\n  - match: /a\n    int8: {}\n",
                NAME ":4:5: unknown key 'int8' in a rule (expected one of: float64, float32,"
                     " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all, match)");
@@ -643,6 +793,11 @@ int main(void) {
       cmocka_unit_test(test_docs_example),
       cmocka_unit_test(test_builtin_matches_torch),
       cmocka_unit_test(test_builtin_comes_first_once),
+      cmocka_unit_test(test_model_resolves_by_hand),
+      cmocka_unit_test(test_model_without_context),
+      cmocka_unit_test(test_model_widens_plain_criteria),
+      cmocka_unit_test(test_model_keys_layer_and_unset),
+      cmocka_unit_test(test_check_aggregates),
       cmocka_unit_test(test_invalid_yaml),
       cmocka_unit_test(test_unknown_keys),
       cmocka_unit_test(test_wrong_types),
@@ -650,6 +805,7 @@ int main(void) {
       cmocka_unit_test(test_missing_required),
       cmocka_unit_test(test_bad_version),
       cmocka_unit_test(test_bad_numbers),
+      cmocka_unit_test(test_bad_model_values),
       cmocka_unit_test(test_duplicate_keys),
       cmocka_unit_test(test_anchors_aliases_tags),
       cmocka_unit_test(test_multiple_documents),

@@ -1,0 +1,280 @@
+#!/usr/bin/python3
+"""Tests of the PyTorch dumper scripts/pcdump.py on the CPU (Debian's python3-torch).
+
+    /usr/bin/python3 tests/dumper/test_dumper.py PATH/TO/paritycheck WORK_DIR
+
+A missing torch is a failure, not a skip: CI installs python3-torch (scripts/install-deps.sh),
+and a test that quietly skips would hide a broken install.
+
+Expected values are computed here by calling the same modules directly, outside the dumper, and
+reading back what it wrote with h5py; K values are worked out by hand from the module shapes.
+Prints one line per failure and a last line "N passed, M failed"; exits 1 when anything failed.
+"""
+
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError as e:  # a failure: see the docstring
+    print("FAIL torch is not importable (%s): install python3-torch (scripts/install-deps.sh)" % e)
+    print("0 passed, 1 failed")
+    sys.exit(1)
+
+import h5py  # noqa: E402
+import numpy as np  # noqa: E402
+
+import pcdump  # noqa: E402
+
+BIN = WORK = None
+PASSED = 0
+FAILED = []
+
+
+def check(name, cond, detail=""):
+    global PASSED
+    if cond:
+        PASSED += 1
+    else:
+        FAILED.append(name)
+        print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
+    return cond
+
+
+class ToHalf(nn.Module):
+    def forward(self, x):
+        return x.half()
+
+
+class ToBf16(nn.Module):
+    def forward(self, x):
+        return x.bfloat16()
+
+
+class Dot(nn.Module):
+    """A matmul-like module that states its own K."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.reduction_length = k
+
+    def forward(self, x):
+        return x @ x.transpose(-1, -2)
+
+
+class Net(nn.Module):
+    """x (2, 3, 8, 8) -> conv (K = 3*3*3 = 27, grouped conv K = 8/2*1 = 4) -> flatten per
+    position -> Linear 8->16 (K = 8) -> LayerNorm(16) (K = 16) -> Softmax(-1) (K = 16) -> GRU
+    (tuple output) -> Dot (K from its attribute) -> the same Linear again (a second call) ->
+    fp16 and bf16 copies."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.gconv = nn.Conv2d(8, 8, 1, groups=2)
+        self.fc = nn.Linear(8, 16)
+        self.ln = nn.LayerNorm(16)
+        self.sm = nn.Softmax(dim=-1)
+        self.gru = nn.GRU(16, 8, batch_first=True)
+        self.dot = Dot(8)
+        self.to_half = ToHalf()
+        self.to_bf16 = ToBf16()
+
+    def forward(self, x):
+        h = self.gconv(self.conv(x))                 # (2, 8, 8, 8)
+        h = h.flatten(2).transpose(1, 2)             # (2, 64, 8)
+        s = self.sm(self.ln(self.fc(h)))             # (2, 64, 16)
+        g, _ = self.gru(s)                           # (2, 64, 8)
+        d = self.dot(g)                              # (2, 64, 64)
+        again = self.fc(g)                           # (2, 64, 16), fc's second call
+        return d.sum() + again.sum() + self.to_half(again).float().sum() + \
+            self.to_bf16(again).float().sum()
+
+
+def creation_order(group):
+    names = []
+    group.id.links.iterate(lambda n: names.append(n.decode()), idx_type=h5py.h5.INDEX_CRT_ORDER)
+    return names
+
+
+def expected_outputs(model, x):
+    """The module outputs in call order, computed without hooks."""
+    h = model.conv(x)
+    h2 = model.gconv(h)
+    hf = h2.flatten(2).transpose(1, 2)
+    f1 = model.fc(hf)
+    ln = model.ln(f1)
+    sm = model.sm(ln)
+    g = model.gru(sm)
+    d = model.dot(g[0])
+    f2 = model.fc(g[0])
+    return [("conv", h), ("gconv", h2), ("fc", f1), ("ln", ln), ("sm", sm), ("gru", g),
+            ("dot", d), ("fc", f2), ("to_half", f2.half()), ("to_bf16", f2.bfloat16())]
+
+
+def test_forward_dump():
+    torch.manual_seed(0)
+    model = Net()
+    x = torch.randn(2, 3, 8, 8)
+    path = os.path.join(WORK, "net_fp32.h5")
+    with pcdump.Dumper(model, path, policy="fp32", reduction_lengths={"gconv": 5}) as d:
+        d.save("inputs/x", x)
+        with d.policy_context():
+            loss = model(x)
+        loss.backward()
+        d.enabled = False
+        d.dump_gradients(["fc.weight"], reduction_lengths={"fc.weight": 128})
+    with torch.no_grad():
+        expected = expected_outputs(model, x)
+    names = ["%03d_%s" % (i, n) for i, (n, _) in enumerate(expected)]
+    with h5py.File(path, "r") as f:
+        act = f["activations"]
+        check("one entry per call, in creation order", creation_order(act) == names,
+              str(creation_order(act)))
+        check("top-level groups in creation order",
+              creation_order(f) == ["activations", "inputs", "gradients"], str(creation_order(f)))
+        for i, (name, value) in enumerate(expected):
+            key = names[i]
+            if name == "gru":
+                check("tuple output is a group of 0, 1", creation_order(act[key]) == ["0", "1"])
+                for j in range(2):
+                    check("gru/%d values" % j, np.array_equal(act[key][str(j)][()],
+                                                               value[j].numpy()))
+                continue
+            ds = act[key]
+            check("%s call_index" % key, ds.attrs["call_index"] == i)
+            if name == "to_bf16":
+                check("bf16 saved as float32", ds.dtype == np.float32, str(ds.dtype))
+                check("bf16 has dtype attribute", ds.attrs.get("dtype") == "bfloat16")
+                check("bf16 values exact", np.array_equal(ds[()], value.float().numpy()))
+            elif name == "to_half":
+                check("fp16 saved natively", ds.dtype == np.float16, str(ds.dtype))
+                check("fp16 has no dtype attribute", "dtype" not in ds.attrs)
+                check("fp16 values", np.array_equal(ds[()], value.numpy()))
+            else:
+                check("%s values" % key, np.array_equal(ds[()], value.numpy()))
+        # K by hand: conv 3 in-channels * 3*3 kernel; gconv from reduction_lengths (its own
+        # would be 8/2 * 1); fc in_features; LayerNorm and Softmax the normalised length 16;
+        # Dot its attribute; GRU and the dtype casts none.
+        ks = {"000_conv": 27, "001_gconv": 5, "002_fc": 8, "003_ln": 16, "004_sm": 16,
+              "006_dot": 8, "007_fc": 8}
+        for key in names:
+            obj = act[key]
+            got = None if isinstance(obj, h5py.Group) else obj.attrs.get("reduction_length")
+            check("%s reduction_length %s" % (key, ks.get(key)), got == ks.get(key), str(got))
+            if key in ks:
+                check("%s accumulation_dtype float32" % key,
+                      obj.attrs.get("accumulation_dtype") == "float32")
+        check("inputs saved", np.array_equal(f["inputs/x"][()], x.numpy()))
+        g = f["gradients/fc.weight"]
+        check("gradient values", np.array_equal(g[()], model.fc.weight.grad.numpy()))
+        check("gradient K", g.attrs.get("reduction_length") == 128)
+        attrs = dict(f.attrs)
+        for k, v in (("backend", "cpu"), ("policy", "fp32"), ("torch_version", torch.__version__),
+                     ("allow_tf32_matmul", 0), ("allow_tf32_cudnn", 0)):
+            check("file attribute %s = %r" % (k, v), attrs.get(k) == v, repr(attrs.get(k)))
+        check("file attribute device_name", bool(attrs.get("device_name")))
+    check("own K inference: grouped conv",
+          pcdump.infer_reduction_length(model.gconv, (torch.zeros(1, 8, 2, 2),)) == 4)
+    check("own K inference: LogSoftmax over dim 1",
+          pcdump.infer_reduction_length(nn.LogSoftmax(dim=1), (torch.zeros(2, 7, 3),)) == 7)
+    check("own K inference: Conv1d",
+          pcdump.infer_reduction_length(nn.Conv1d(4, 2, 5), (torch.zeros(1, 4, 9),)) == 20)
+    check("own K inference: none for GELU",
+          pcdump.infer_reduction_length(nn.GELU(), (torch.zeros(3),)) is None)
+    return path
+
+
+def test_policies(fp32_path):
+    """A fp64 dump records float64 accumulation, and it and the fp32 dump of the same model pass
+    paritycheck's fp32 profile (the dumper's files work end to end, K attributes included); bf16
+    autocast on the CPU writes bf16 tensors and no accumulation dtype."""
+    torch.manual_seed(0)
+    model = Net()
+    x = torch.randn(2, 3, 8, 8)
+    path64 = os.path.join(WORK, "net_fp64.h5")
+    m64 = pcdump.apply_policy_to_model(model, "fp64", "cpu")
+    with pcdump.Dumper(m64, path64, policy="fp64") as d:
+        d.save("inputs/x", pcdump.cast_input(x, "fp64", "cpu"))
+        with d.policy_context():
+            loss = m64(pcdump.cast_input(x, "fp64", "cpu"))
+        loss.backward()
+        d.enabled = False
+        d.dump_gradients(["fc.weight"], reduction_lengths={"fc.weight": 128})
+    with h5py.File(path64, "r") as f:
+        check("fp64 dump is float64", f["activations/002_fc"].dtype == np.float64)
+        check("fp64 accumulation", f["activations/002_fc"].attrs["accumulation_dtype"] == "float64")
+    p = subprocess.run([BIN, "-q", "--profile", "cpu-vs-cuda-fp32", fp32_path, path64],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check("paritycheck: fp32 vs fp64 dumps pass the fp32 profile", p.returncode == 0,
+          p.stdout[-500:] + p.stderr)
+
+    # torch 1.13's CPU autocast has no float32 rule for LayerNorm, so this model has none.
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    path_bf = os.path.join(WORK, "net_bf16.h5")
+    with pcdump.Dumper(model, path_bf, policy="bf16-autocast") as d:
+        with d.policy_context():
+            model(torch.randn(3, 8))
+    with h5py.File(path_bf, "r") as f:
+        fc = f["activations/000_0"]
+        check("bf16 autocast: Linear output is bf16", fc.attrs.get("dtype") == "bfloat16",
+              str(dict(fc.attrs)))
+        check("bf16 autocast on the CPU: accumulation unknown",
+              "accumulation_dtype" not in fc.attrs)
+        check("autocast recorded", f.attrs.get("autocast_dtype") == "bfloat16")
+
+
+FACTORY = '''
+import torch, torch.nn as nn
+def build():
+    return nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Linear(4, 3))
+'''
+
+
+def test_cli():
+    with open(os.path.join(WORK, "tiny_factory.py"), "w") as f:
+        f.write(FACTORY)
+    out = os.path.join(WORK, "cli.h5")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "pcdump.py"),
+                        "--model", "tiny_factory:build", "--out", out, "--input-shape", "5,6",
+                        "--grad", "all", "--k", "2=40"],
+                       cwd=WORK, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not check("CLI runs", p.returncode == 0, p.stderr[-800:]):
+        return
+    with h5py.File(out, "r") as f:
+        check("CLI: activations", creation_order(f["activations"]) == ["000_0", "001_1", "002_2"],
+              str(creation_order(f["activations"])))
+        check("CLI: --k overrides K", f["activations/002_2"].attrs["reduction_length"] == 40)
+        check("CLI: inferred K", f["activations/000_0"].attrs["reduction_length"] == 6)
+        check("CLI: gradients of every parameter",
+              sorted(f["gradients"]) == ["0.bias", "0.weight", "2.bias", "2.weight"],
+              str(list(f["gradients"])))
+        check("CLI: loss", f["outputs/loss"].shape == ())
+    p = subprocess.run([BIN, out, out], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    check("paritycheck: a dump equals itself", p.returncode == 0)
+
+
+def main():
+    global BIN, WORK
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    os.makedirs(WORK, exist_ok=True)
+    torch.set_num_threads(1)
+    print("torch %s" % torch.__version__)
+    fp32 = test_forward_dump()
+    test_policies(fp32)
+    test_cli()
+    print("%d passed, %d failed" % (PASSED, len(FAILED)))
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

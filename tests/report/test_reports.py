@@ -1,0 +1,594 @@
+#!/usr/bin/python3
+"""End-to-end tests of paritycheck's report files: Markdown, JUnit, HTML, the statistics in the
+JSON, and the baseline gate, all from single runs of the binary.
+
+    /usr/bin/python3 tests/report/test_reports.py PATH/TO/paritycheck SOURCE_DIR
+
+The fixture pair is written here with h5py from values chosen so that every figure can be derived
+by hand; tests/report/expected/*.md hold the Markdown those derivations give (written by hand).
+The statistics in the JSON are recomputed with numpy (ULP distances by scripts/pc_reference.py).
+The HTML page is loaded in headless Chromium: its rendered rows are read back, a column is
+sorted by a click, and a screenshot must not be blank. The JUnit file is validated with xmllint
+against tests/report/junit.xsd. Prints one line per failure and "N passed, M failed" last.
+"""
+
+import html.parser
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
+import pc_reference as ref  # noqa: E402
+
+BIN = None
+SRC = None
+TMP = None
+TOL = os.path.join(HERE, 'report.yaml')
+XSD = os.path.join(HERE, 'junit.xsd')
+EXPECTED = os.path.join(HERE, 'expected')
+
+PASSED = 0
+FAILED = []
+
+# The order the fixture's datasets are created in, which is the run order (A tracks it).
+RUN_ORDER = ['/act/relu', '/act/gelu', '/act/nan', '/out/logits', '/only_a', '/meta/name',
+             '/shape/x']
+# Worst first (docs/reports.md, "Row order"): failures not compared (run order), the nan
+# mismatch, then the drifts by mismatch fraction (a tie: 1/1000 each) and max_ulp (2^21 > 2),
+# the pass, the skipped tensor.
+WORST_ORDER = ['/only_a', '/shape/x', '/act/nan', '/out/logits', '/act/gelu', '/act/relu',
+               '/meta/name']
+VERDICTS = {'/act/relu': 'pass', '/act/gelu': 'drift', '/act/nan': 'drift',
+            '/out/logits': 'drift', '/only_a': 'missing_in_b', '/meta/name': 'skipped',
+            '/shape/x': 'shape_mismatch'}
+# Compared tensors and their nonempty ULP buckets (bucket k >= 1 holds [2^(k-1), 2^k)):
+# gelu has 998 zeros, one 1 and one 2; logits 999 zeros and one 2^21 (bucket 22).
+HIST = {'/act/relu': {0: 4}, '/act/gelu': {0: 998, 1: 1, 2: 1}, '/act/nan': {0: 1},
+        '/out/logits': {0: 999, 22: 1}}
+
+
+def check(name, cond, detail=''):
+    global PASSED
+    if cond:
+        PASSED += 1
+    else:
+        FAILED.append(name)
+        print('FAIL %s%s' % (name, (': ' + str(detail)[:3000]) if detail else ''))
+    return cond
+
+
+def run(args, cwd=None, timeout=120):
+    env = dict(os.environ)
+    env.pop('NO_COLOR', None)
+    return subprocess.run([BIN] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=cwd or TMP, timeout=timeout, text=True, errors='replace', env=env)
+
+
+def short(p):
+    return 'rc=%s stderr=%r stdout=%r' % (p.returncode, p.stderr[-800:], p.stdout[-400:])
+
+
+def read(path):
+    with open(path, encoding='utf-8') as fh:
+        return fh.read()
+
+
+# ------------------------------------------------------------------------------------------
+# Fixtures
+# ------------------------------------------------------------------------------------------
+
+F = np.float32
+
+
+def write_side(path, side, worse=False):
+    """A (side 'a') or B. B differs from A by: gelu[10] one ULP up, gelu[20] two (with `worse`
+    also gelu[30] and gelu[40] two), logits[999] 2 -> 2.5, nan[1] NaN; /only_a is only in A and
+    /shape/x is 2x3 in A, 3x2 in B."""
+    with h5py.File(path, 'w', track_order=True) as f:
+        for group in ('act', 'out'):
+            f.create_group(group, track_order=True)
+        f.create_dataset('act/relu', data=np.array([1, 2, 4, 8], F))
+        g = np.ones(1000, F)
+        if side == 'b':
+            one_up = np.nextafter(F(1), F(2))
+            two_up = np.nextafter(one_up, F(2))
+            g[10] = one_up
+            g[[20, 30, 40] if worse else [20]] = two_up
+        f.create_dataset('act/gelu', data=g)
+        f.create_dataset('act/nan', data=np.array([1, 2 if side == 'a' else np.nan], F))
+        lg = np.full(1000, 2, F)
+        if side == 'b':
+            lg[999] = 2.5
+        f.create_dataset('out/logits', data=lg)
+        if side == 'a':
+            f.create_dataset('only_a', data=np.array([1, 2], F))
+        f.create_dataset('meta/name', data=np.bytes_('model'))
+        f.create_dataset('shape/x', data=np.zeros((2, 3) if side == 'a' else (3, 2), F))
+
+
+def make_fixtures():
+    write_side(os.path.join(TMP, 'ra.h5'), 'a')
+    write_side(os.path.join(TMP, 'rb.h5'), 'b')
+    write_side(os.path.join(TMP, 'rb_worse.h5'), 'b', worse=True)
+    shutil.copy(os.path.join(TMP, 'rb.h5'), os.path.join(TMP, 'rb_extra.h5'))
+    with h5py.File(os.path.join(TMP, 'rb_extra.h5'), 'a') as f:
+        f.create_dataset('extra', data=np.zeros(3, F))
+
+
+def arrays(path_a, path_b, name):
+    with h5py.File(path_a, 'r') as fa, h5py.File(path_b, 'r') as fb:
+        return fa[name][()].astype(np.float64).ravel(), fb[name][()].astype(np.float64).ravel()
+
+
+# ------------------------------------------------------------------------------------------
+# Markdown
+# ------------------------------------------------------------------------------------------
+
+
+def test_all_outputs_one_run():
+    """One run writes text, JSON, Markdown, JUnit, HTML and a baseline; the Markdown is the file
+    derived by hand."""
+    outs = {k: os.path.join(TMP, 'one.' + k) for k in ('json', 'md', 'xml', 'html')}
+    p = run(['-t', TOL, '--json', outs['json'], '--markdown', outs['md'], '--junit', outs['xml'],
+             '--html', outs['html'], '--save-baseline', 'base.json', 'ra.h5', 'rb.h5'])
+    check('one run: exit 1 (drift)', p.returncode == 1, short(p))
+    check('one run: text report on stdout', 'first divergence: /act/gelu' in p.stdout, p.stdout)
+    for k, path in outs.items():
+        check('one run: %s written' % k, os.path.getsize(path) > 0)
+    check('one run: baseline written', os.path.getsize(os.path.join(TMP, 'base.json')) > 0)
+    got = read(outs['md'])
+    want = read(os.path.join(EXPECTED, 'report_worst.md'))
+    check('markdown --sort worst (default) == expected/report_worst.md', got == want, got)
+    report = json.loads(read(outs['json']))
+    order = [t['path'] for t in report['tensors']]
+    check('JSON run order is the creation order', order == RUN_ORDER, order)
+    check('JSON verdicts', {t['path']: t['verdict'] for t in report['tensors']} == VERDICTS)
+
+
+def test_markdown_to_stdout():
+    p = run(['-t', TOL, '--sort', 'worst', '--markdown', '-', 'ra.h5', 'rb.h5'])
+    check('--markdown -: exit 1', p.returncode == 1, short(p))
+    check('--markdown -: stdout is the Markdown alone',
+          p.stdout == read(os.path.join(EXPECTED, 'report_worst.md')), p.stdout)
+    p = run(['-t', TOL, '--markdown', '-', '--junit', '-', 'ra.h5', 'rb.h5'])
+    check('two reports to stdout: exit 2', p.returncode == 2, short(p))
+    check('two reports to stdout: says why', 'standard output' in p.stderr, p.stderr)
+
+
+def test_usage():
+    for args in (['--sort', 'best'], ['--baseline-factor', '0.5'], ['--baseline-factor', 'nan'],
+                 ['--baseline-factor', 'x'], ['--markdown']):
+        p = run(['-t', TOL] + args + ['ra.h5', 'rb.h5'])
+        check('usage %r: exit 2' % args, p.returncode == 2, short(p))
+        check('usage %r: message' % args, p.stderr.startswith('paritycheck: '), p.stderr)
+    p = run(['-t', TOL, '--markdown', '/nonexistent-dir/r.md', 'ra.h5', 'rb.h5'])
+    check('unwritable --markdown: exit 2', p.returncode == 2, short(p))
+    check('unwritable --markdown: names the file', '/nonexistent-dir/r.md' in p.stderr, p.stderr)
+    p = run(['--help'])
+    for opt in ('--markdown', '--junit', '--html', '--sort', '--verbose', '--save-baseline',
+                '--baseline', '--baseline-factor'):
+        check('--help lists %s' % opt, opt in p.stdout)
+
+
+# ------------------------------------------------------------------------------------------
+# Statistics
+# ------------------------------------------------------------------------------------------
+
+
+def bucket(u):
+    return 0 if u == 0 else int(u).bit_length()
+
+
+def numpy_figures(a, b):
+    """docs/metrics.md "Aggregate sums" and "Error distribution" for float32 tensors, computed
+    here from the values: sums with math.fsum (exact rounding), ULPs by pc_reference."""
+    nan_mm = np.isnan(a) != np.isnan(b)
+    keep = ~nan_mm
+    both_nan = np.isnan(a) & np.isnan(b)
+    ak, bk = np.where(both_nan, 0, a)[keep], np.where(both_nan, 0, b)[keep]
+    with np.errstate(invalid='ignore'):
+        absv = np.where(ak == bk, 0.0, np.abs(bk - ak))  # equal infinities are equal
+    with np.errstate(divide='ignore', invalid='ignore'):
+        rel = np.where(absv == 0, 0.0, np.where(ak == 0, np.inf, absv / np.abs(ak)))
+    ulp = ref.ulp_distance(ref.ordinal(ak, 'float32'), ref.ordinal(bk, 'float32'))
+    fin = np.isfinite(a) & np.isfinite(b)
+    fa, fb = a[fin], b[fin]
+    saa, sbb = math.fsum(fa * fa), math.fsum(fb * fb)
+    sab, sdd = math.fsum(fa * fb), math.fsum((fb - fa) ** 2)
+    n = len(ak)
+    hist = {}
+    for u in ulp:
+        hist[bucket(int(u))] = hist.get(bucket(int(u)), 0) + 1
+    return dict(
+        mean_abs=math.fsum(absv) / n if n else 0.0,
+        mean_rel=math.fsum(rel) / n if n else 0.0,
+        rms=math.sqrt(sdd / len(fa)) if len(fa) else 0.0,
+        rel_rms=math.sqrt(sdd / saa) if saa else (0.0 if sdd == 0 else math.inf),
+        cosine=(sab / math.sqrt(saa * sbb)) if saa and sbb else (1.0 if saa == sbb else 0.0),
+        snr_db=(10 * math.log10(saa / sdd)) if sdd and saa else (math.inf if sdd == 0
+                                                                  else -math.inf),
+        scale_error=(math.fsum(fa * (fb - fa)) / saa) if saa else (0.0 if sbb == 0 else math.inf),
+        hist=hist)
+
+
+def close(x, y):
+    if isinstance(x, str) or isinstance(y, str):
+        return ref.from_json_number(x) == ref.from_json_number(y) or x == y
+    if math.isinf(x) or math.isinf(y):
+        return x == y
+    return abs(x - y) <= 1e-9 * max(abs(x), abs(y)) + 1e-300
+
+
+def check_statistics(label, report, path_a, path_b):
+    for t in report['tensors']:
+        if t['verdict'] not in ('pass', 'drift'):
+            for k in ('mean_abs', 'rms', 'ulp_hist', 'quantiles'):
+                check('%s %s: no %s when not compared' % (label, t['path'], k), k not in t)
+            continue
+        a, b = arrays(path_a, path_b, t['path'])
+        want = numpy_figures(a, b)
+        for k in ('mean_abs', 'mean_rel', 'rms', 'rel_rms', 'cosine', 'snr_db', 'scale_error'):
+            check('%s %s: %s' % (label, t['path'], k), close(t.get(k), want[k]),
+                  'want %r, got %r' % (want[k], t.get(k)))
+        hist = t.get('ulp_hist', [])
+        got = {k: c for k, c in enumerate(hist) if c}
+        check('%s %s: ulp_hist' % (label, t['path']), got == want['hist'] and
+              (not hist or hist[-1] != 0), 'want %r, got %r' % (want['hist'], hist))
+        q = t.get('quantiles')
+        check('%s %s: quantiles p50..p99.9 of abs, rel, ulp' % (label, t['path']),
+              isinstance(q, dict) and list(q) == ['p50', 'p90', 'p99', 'p99.9'] and
+              all(list(v) == ['abs', 'rel', 'ulp'] for v in q.values()), repr(q))
+
+
+def test_statistics():
+    path = os.path.join(TMP, 'stats.json')
+    p = run(['-t', TOL, '--json', path, 'ra.h5', 'rb.h5'])
+    report = json.loads(read(path))
+    check('statistics: hand fixture histograms as derived',
+          {t['path']: {k: c for k, c in enumerate(t['ulp_hist']) if c}
+           for t in report['tensors'] if 'ulp_hist' in t} == HIST, short(p))
+    check_statistics('fixture', report, os.path.join(TMP, 'ra.h5'), os.path.join(TMP, 'rb.h5'))
+    a = os.path.join(SRC, 'fixtures', 'real', 'attention_cpu_fp32.h5')
+    b = os.path.join(SRC, 'fixtures', 'real', 'attention_cuda_fp32.h5')
+    p = run(['--json', path, a, b])
+    check_statistics('attention cpu vs cuda', json.loads(read(path)), a, b)
+
+
+def test_verbose_text():
+    p = run(['-t', TOL, '-v', 'ra.h5', 'rb.h5'])
+    # gelu: mean abs (2^-23 + 2^-22) / 1000 = 3.58e-10, mean ulp 3 / 1000; rms
+    # sqrt((2^-46 + 2^-44) / 1000) = 2^-23 sqrt(0.005) = 8.43e-9, and so is rel_rms (sum a^2 =
+    # 1000); snr 10 log10(1000 * 2^46 / 5) = 161.5
+    check('-v: gelu statistics line',
+          'mean abs 3.58e-10, rel 3.58e-10, ulp 0.003; rms 8.43e-09, rel_rms 8.43e-09, '
+          'cosine 1, snr 161 dB' in p.stdout, p.stdout)
+    check('-v: gelu histogram line', 'ulp histogram: 0: 998, 1: 1, 2-3: 1\n' in p.stdout,
+          p.stdout)
+    check('-v: quantile line', 'p50/p90/p99/p99.9: abs 0/0/0/' in p.stdout, p.stdout)
+    q = run(['-t', TOL, 'ra.h5', 'rb.h5'])
+    check('without -v: no statistics', 'ulp histogram' not in q.stdout, q.stdout)
+    check('key figures: an snr_db column', 'snr_db' in q.stdout.splitlines()[0], q.stdout)
+
+
+# ------------------------------------------------------------------------------------------
+# JUnit
+# ------------------------------------------------------------------------------------------
+
+
+def xmllint(path):
+    return subprocess.run(['xmllint', '--noout', '--schema', XSD, path], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+
+
+def test_schema_rejects():
+    """The schema is not vacuous: a testcase without a classname, or with two outcomes, fails."""
+    for label, doc in (('no classname', '<testcase name="x"/>'),
+                       ('two outcomes', '<testcase name="x" classname="c"><failure message="m"/>'
+                                        '<error message="m"/></testcase>')):
+        path = os.path.join(TMP, 'bad.xml')
+        with open(path, 'w') as fh:
+            fh.write('<testsuites tests="1" failures="0" errors="0" skipped="0"><testsuite '
+                     'name="s" tests="1" failures="0" errors="0" skipped="0">%s</testsuite>'
+                     '</testsuites>' % doc)
+        check('junit.xsd rejects %s' % label, xmllint(path).returncode != 0)
+
+
+def test_junit():
+    path = os.path.join(TMP, 'r.xml')
+    p = run(['-t', TOL, '--junit', path, 'ra.h5', 'rb.h5'])
+    check('junit: exit 1', p.returncode == 1, short(p))
+    v = xmllint(path)
+    check('junit: valid against junit.xsd', v.returncode == 0, v.stdout)
+    root = ET.parse(path).getroot()
+    suite = root.find('testsuite')
+    cases = suite.findall('testcase')
+    check('junit: one testcase per tensor, run order',
+          [(c.get('classname'), c.get('name')) for c in cases] ==
+          [('act', 'relu'), ('act', 'gelu'), ('act', 'nan'), ('out', 'logits'),
+           ('(root)', 'only_a'), ('meta', 'name'), ('shape', 'x')],
+          [(c.get('classname'), c.get('name')) for c in cases])
+    counts = {k: suite.get(k) for k in ('tests', 'failures', 'errors', 'skipped')}
+    check('junit: counts', counts == {'tests': '7', 'failures': '5', 'errors': '0',
+                                      'skipped': '1'}, counts)
+    check('junit: root counts as the suite', all(root.get(k) == v for k, v in counts.items()))
+    by = {c.get('name'): c for c in cases}
+    gelu = by['gelu'].find('failure')
+    check('junit: gelu failure message',
+          gelu is not None and gelu.get('message') ==
+          '1 of 1000 elements (0.1%) outside tolerance, none allowed; '
+          'worst [20]: a=1, b=1.0000002', None if gelu is None else gelu.get('message'))
+    check('junit: gelu failure body, full precision',
+          gelu is not None and 'worst [20]: a=1, b=1.0000002384185791' in gelu.text, gelu.text)
+    nan = by['nan'].find('failure')
+    check('junit: nan failure names the nan mismatch', nan is not None and
+          '1 nan mismatch' in nan.get('message'), None if nan is None else nan.get('message'))
+    check('junit: missing tensor', by['only_a'].find('failure').get('message') == 'only in A')
+    check('junit: skipped tensor', by['name'].find('skipped') is not None)
+    check('junit: passing tensor has no outcome', len(list(by['relu'])) == 0)
+    props = {q.get('name'): q.get('value') for q in suite.find('properties')}
+    check('junit: properties', props.get('verdict') == 'drift' and
+          props.get('first_divergence') == '/act/gelu' and props.get('a') == 'ra.h5', props)
+
+
+# ------------------------------------------------------------------------------------------
+# HTML in headless Chromium
+# ------------------------------------------------------------------------------------------
+
+
+def chromium():
+    for name in ('chromium', 'chromium-browser'):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def browse(extra, url):
+    profile = tempfile.mkdtemp(prefix='chromium_', dir=TMP)
+    return subprocess.run([chromium(), '--headless', '--no-sandbox', '--disable-gpu',
+                           '--disable-quic', '--no-first-run', '--disable-background-networking',
+                           '--disable-component-update', '--disable-sync',
+                           '--user-data-dir=' + profile] + extra + [url],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=90)
+
+
+class Rows(html.parser.HTMLParser):
+    """The rows of table#delta's body: for each, the text of its cells and its <rect> count."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self.in_delta, self.in_body, self.cell = [], False, False, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == 'table' and a.get('id') == 'delta':
+            self.in_delta = True
+        elif self.in_delta and tag == 'tbody':
+            self.in_body = True
+        elif self.in_body and tag == 'tr':
+            self.rows.append({'cells': [], 'rects': 0})
+        elif self.in_body and tag in ('td', 'th'):
+            self.cell = []
+        elif self.in_body and tag == 'rect':
+            self.rows[-1]['rects'] += 1
+
+    def handle_endtag(self, tag):
+        if tag == 'table' and self.in_delta:
+            self.in_delta = self.in_body = False
+        elif self.in_body and tag in ('td', 'th') and self.cell is not None:
+            self.rows[-1]['cells'].append(''.join(self.cell).strip())
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None and not data.startswith(('0 ULP', '1 ULP')):
+            self.cell.append(data)
+
+
+def rendered_rows(page):
+    p = browse(['--dump-dom'], 'file://' + page)
+    parser = Rows()
+    parser.feed(p.stdout)
+    return p, parser.rows
+
+
+def test_html():
+    if not check('chromium is installed (scripts/install-deps.sh)', chromium() is not None):
+        return
+    page = os.path.join(TMP, 'r.html')
+    p = run(['-t', TOL, '--html', page, 'ra.h5', 'rb.h5'])
+    check('html: exit 1', p.returncode == 1, short(p))
+    text = read(page)
+    check('html: self-contained (no src/href/url()/@import)',
+          not any(s in text for s in ('src=', 'href=', 'url(', '@import')))
+    proc, rows = rendered_rows(page)
+    paths = [r['cells'][2] for r in rows]
+    check('html: rendered rows, worst first', paths == WORST_ORDER,
+          '%r; stderr %r' % (paths, proc.stderr[-500:]))
+    verdicts = {r['cells'][2]: r['cells'][1] for r in rows}
+    check('html: verdict cells', verdicts == VERDICTS, verdicts)
+    # a rect per nonempty histogram bucket, none for tensors that were not compared
+    bars = {r['cells'][2]: r['rects'] for r in rows}
+    want = {p: len(HIST.get(p, {})) for p in RUN_ORDER}
+    check('html: one SVG bar per nonempty ULP bucket', bars == want, bars)
+    by = {r['cells'][2]: r['cells'] for r in rows}
+    check('html: logits figures', by.get('/out/logits', [])[5:11] ==
+          ['1/1000', '0.5', '0.25', '2097152', '0', '42'], by.get('/out/logits'))
+    # sorting: a click on "max ULP" (first click: largest first), run in the page itself
+    clicked = os.path.join(TMP, 'clicked.html')
+    with open(clicked, 'w', encoding='utf-8') as fh:
+        fh.write(text.replace('</body>', '<script>Array.prototype.find.call(document.querySelectorAll('
+                              '"#delta th"), function (th) { return th.textContent === "max ULP"; '
+                              '}).click();</script></body>'))
+    proc, rows = rendered_rows(clicked)
+    paths = [r['cells'][2] for r in rows]
+    check('html: sorted by max ULP, largest first, no figure last',
+          paths[:2] == ['/out/logits', '/act/gelu'] and
+          set(paths[2:4]) == {'/act/nan', '/act/relu'} and
+          set(paths[4:]) == {'/only_a', '/meta/name', '/shape/x'}, paths)
+    shot = os.path.join(TMP, 'shot.png')
+    proc = browse(['--screenshot=' + shot, '--window-size=1200,900'], 'file://' + page)
+    if check('html: screenshot taken', os.path.exists(shot), proc.stderr[-500:]):
+        from PIL import Image
+        img = Image.open(shot).convert('RGB')
+        colors = img.getcolors(maxcolors=1 << 20) or []
+        white = sum(c for c, rgb in colors if rgb == (255, 255, 255))
+        inked = 1 - white / (img.width * img.height)
+        check('html: screenshot is not blank', len(colors) > 8 and inked > 0.02,
+              '%d colours, %.3f inked' % (len(colors), inked))
+
+
+# ------------------------------------------------------------------------------------------
+# Baseline gate
+# ------------------------------------------------------------------------------------------
+
+
+def gate_run(b, extra=()):
+    path = os.path.join(TMP, 'gate.json')
+    if os.path.exists(path):
+        os.unlink(path)
+    p = run(['-t', TOL, '--baseline', 'base.json', '--json', path] + list(extra) + ['ra.h5', b])
+    report = json.loads(read(path)) if os.path.exists(path) else None
+    return p, report
+
+
+def changes(report):
+    return {t['path']: (t['baseline']['change'], t['baseline']['fails_gate'])
+            for t in report['tensors']}
+
+
+def test_baseline_gate():
+    p = run(['-t', TOL, '--save-baseline', 'base.json', 'ra.h5', 'rb.h5'])
+    check('save-baseline: exit 1 (the run drifts)', p.returncode == 1, short(p))
+    # the same run against its own baseline: every drift is accepted
+    p, report = gate_run('rb.h5')
+    check('gate, same run: exit 0', p.returncode == 0, short(p))
+    check('gate, same run: all unchanged', report is not None and
+          set(changes(report).values()) == {('unchanged', False)}, report and changes(report))
+    check('gate, same run: text says GATE PASS', 'GATE PASS: 0 tensors fail' in p.stdout, p.stdout)
+    check('gate, same run: JSON run verdict still drift', report and report['verdict'] == 'drift')
+    # gelu has 3 of 1000 mismatches instead of 1: 0.003 > 2 x 0.001, worse
+    p, report = gate_run('rb_worse.h5', ['--sort', 'order', '--markdown', 'gate.md',
+                                         '--junit', 'gate.xml'])
+    check('gate, worse: exit 1', p.returncode == 1, short(p))
+    want = {path: ('unchanged', False) for path in RUN_ORDER}
+    want['/act/gelu'] = ('worse', True)
+    check('gate, worse: labels', report is not None and changes(report) == want,
+          report and changes(report))
+    check('gate, worse: summary', report and report['baseline'] == {
+        'file': 'base.json', 'factor': 2.0, 'verdict': 'drift', 'fails_gate': 1, 'new': 0,
+        'worse': 1, 'better': 0, 'unchanged': 6, 'baseline_only': 0}, report and
+        report.get('baseline'))
+    got = read(os.path.join(TMP, 'gate.md'))
+    check('gate markdown == expected/report_order_gate.md',
+          got == read(os.path.join(EXPECTED, 'report_order_gate.md')), got)
+    v = xmllint(os.path.join(TMP, 'gate.xml'))
+    check('gate junit: valid', v.returncode == 0, v.stdout)
+    suite = ET.parse(os.path.join(TMP, 'gate.xml')).getroot().find('testsuite')
+    check('gate junit: only the gated tensor fails', suite.get('failures') == '1' and
+          [c.get('name') for c in suite.findall('testcase') if c.find('failure') is not None] ==
+          ['gelu'])
+    # a larger factor accepts it: 0.003 <= 4 x 0.001
+    p, report = gate_run('rb_worse.h5', ['--baseline-factor', '4'])
+    check('gate, factor 4: exit 0', p.returncode == 0, short(p))
+    check('gate, factor 4: gelu unchanged', report and
+          changes(report)['/act/gelu'] == ('unchanged', False))
+    # the other way round: the worse run as baseline, the first as the run: gelu better
+    run(['-t', TOL, '--save-baseline', 'worse.json', 'ra.h5', 'rb_worse.h5'])
+    p = run(['-t', TOL, '--baseline', 'worse.json', '--json', 'better.json', 'ra.h5', 'rb.h5'])
+    report = json.loads(read(os.path.join(TMP, 'better.json')))
+    check('gate, better: exit 0', p.returncode == 0, short(p))
+    check('gate, better: gelu better', changes(report)['/act/gelu'] == ('better', False))
+    # a tensor the baseline does not know, failing: new, and the gate fails
+    p = run(['-t', TOL, '--baseline', 'base.json', '--json', 'new.json', 'ra.h5', 'ra.h5'])
+    report = json.loads(read(os.path.join(TMP, 'new.json')))
+    check('gate, A vs A: exit 0 (better everywhere)', p.returncode == 0, short(p))
+    p = run(['-t', TOL, '--baseline', 'base.json', 'rb.h5', 'ra.h5'])
+    # /only_a: missing_in_b in the baseline, missing_in_a now: another failure, so worse
+    check('gate, B vs A: /only_a fails otherwise than before: exit 1', p.returncode == 1,
+          short(p))
+    check('gate, B vs A: text labels it WORSE', 'MISSING_IN_A    WORSE      /only_a' in p.stdout,
+          p.stdout)
+    p = run(['-t', TOL, '--baseline', 'base.json', 'ra.h5', 'rb_extra.h5'])
+    check('gate, a tensor only in B: exit 1', p.returncode == 1, short(p))
+    check('gate, a tensor only in B: labelled NEW', 'MISSING_IN_A    NEW        /extra'
+          in p.stdout, p.stdout)
+    # errors: the baseline cannot be read
+    for label, content in (('missing', None), ('not JSON', '{'), ('not a baseline', '{}')):
+        path = os.path.join(TMP, 'bad_base.json')
+        if os.path.exists(path):
+            os.unlink(path)
+        if content is not None:
+            with open(path, 'w') as fh:
+                fh.write(content)
+        p = run(['-t', TOL, '--baseline', path, 'ra.h5', 'rb.h5'])
+        check('bad baseline (%s): exit 2' % label, p.returncode == 2, short(p))
+        check('bad baseline (%s): names the file' % label, path in p.stderr, p.stderr)
+
+
+# ------------------------------------------------------------------------------------------
+# A real CPU-vs-CUDA pair, every output from one run
+# ------------------------------------------------------------------------------------------
+
+
+def test_real_pair():
+    a = os.path.join(SRC, 'fixtures', 'real', 'attention_cpu_fp32.h5')
+    b = os.path.join(SRC, 'fixtures', 'real', 'attention_cuda_tf32.h5')
+    out = {k: os.path.join(TMP, 'real.' + k) for k in ('json', 'md', 'xml', 'html')}
+    p = run(['--json', out['json'], '--markdown', out['md'], '--junit', out['xml'], '--html',
+             out['html'], a, b])
+    report = json.loads(read(out['json']))
+    check('real pair: exit code is the JSON verdict',
+          p.returncode == {'pass': 0, 'drift': 1, 'error': 2}[report['verdict']], short(p))
+    n = len(report['tensors'])
+    fails = sum(t['verdict'] not in ('pass', 'skipped', 'error') for t in report['tensors'])
+    md = read(out['md']).splitlines()
+    rows = [ln for ln in md if ln.startswith('| ') and '`/' in ln]
+    check('real pair: a Markdown row per tensor', len(rows) == n, len(rows))
+    check('real pair: failing rows marked', sum('\u274c' in r for r in rows) == fails)
+    v = xmllint(out['xml'])
+    check('real pair: JUnit valid', v.returncode == 0, v.stdout)
+    suite = ET.parse(out['xml']).getroot().find('testsuite')
+    check('real pair: JUnit testcases', len(suite.findall('testcase')) == n and
+          suite.get('failures') == str(fails))
+    check('real pair: HTML rows', read(out['html']).count('<tr class=') == n)
+
+
+TESTS = [test_all_outputs_one_run, test_markdown_to_stdout, test_usage, test_statistics,
+         test_verbose_text, test_schema_rejects, test_junit, test_html, test_baseline_gate,
+         test_real_pair]
+
+
+def main(argv):
+    global BIN, SRC, TMP
+    if len(argv) != 2:
+        print('usage: test_reports.py PARITYCHECK_BINARY SOURCE_DIR', file=sys.stderr)
+        return 2
+    BIN, SRC = os.path.abspath(argv[0]), os.path.abspath(argv[1])
+    only = os.environ.get('PC_TEST_ONLY')
+    with tempfile.TemporaryDirectory(prefix='pc_reports_') as tmp:
+        TMP = tmp
+        make_fixtures()
+        for t in TESTS:
+            if only and t.__name__ not in only.split(','):
+                continue
+            try:
+                t()
+            except Exception as e:  # one crash is one failure; the other tests still run
+                import traceback
+                traceback.print_exc()
+                check('%s raised %s' % (t.__name__, type(e).__name__), False, str(e))
+    print('%d passed, %d failed' % (PASSED, len(FAILED)))
+    return 1 if FAILED else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
