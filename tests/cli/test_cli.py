@@ -20,6 +20,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
+sys.path.insert(0, os.path.join(HERE, '..'))
+from checks import check, summary  # noqa: E402
 import pc_reference as ref  # noqa: E402
 
 BIN = None
@@ -32,19 +34,8 @@ BAD_SYNTAX = os.path.join(HERE, 'bad_syntax.yaml')
 TMP = None
 
 ANSI = re.compile(r'\x1b\[')
-PASSED = 0
-FAILED = []
 
 
-def check(name, cond, detail=''):
-    """Record one check."""
-    global PASSED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED.append(name)
-        print('FAIL %s%s' % (name, (': ' + detail) if detail else ''))
-    return cond
 
 
 def env():
@@ -560,8 +551,7 @@ def main(argv):
                 import traceback
                 traceback.print_exc()
                 check('%s raised %s' % (t.__name__, type(e).__name__), False, str(e))
-    print('%d passed, %d failed' % (PASSED, len(FAILED)))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == '__main__':

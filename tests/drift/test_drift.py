@@ -32,25 +32,17 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from checks import check, summary  # noqa: E402
 import inject_bugs  # noqa: E402
 import score  # noqa: E402
 
 BIN = WORK = None
-PASSED = 0
-FAILED = []
 # A figure this close (relative) to its threshold may land on either side in C and in numpy,
 # whose sums run in a different order; such a tensor's verdict is not compared.
 NEAR = 1e-9
 
 
-def check(name, cond, detail=""):
-    global PASSED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED.append(name)
-        print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
-    return cond
 
 
 def run(args, env=None):
@@ -311,8 +303,7 @@ def main():
     test_profiles_are_calibrated()
     test_honest_pairs(dumps)
     test_bug_matrix(dumps)
-    print("%d passed, %d failed" % (PASSED, len(FAILED)))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == "__main__":

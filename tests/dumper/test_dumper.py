@@ -18,6 +18,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from checks import check, summary  # noqa: E402
 
 try:
     import torch
@@ -33,18 +35,8 @@ import numpy as np  # noqa: E402
 import pcdump  # noqa: E402
 
 BIN = WORK = None
-PASSED = 0
-FAILED = []
 
 
-def check(name, cond, detail=""):
-    global PASSED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED.append(name)
-        print("FAIL %s%s" % (name, (": " + detail) if detail else ""))
-    return cond
 
 
 class ToHalf(nn.Module):
@@ -272,8 +264,7 @@ def main():
     fp32 = test_forward_dump()
     test_policies(fp32)
     test_cli()
-    print("%d passed, %d failed" % (PASSED, len(FAILED)))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
+sys.path.insert(0, os.path.join(HERE, '..'))
+from checks import check, summary  # noqa: E402
 import pc_reference as ref  # noqa: E402
 
 BIN = None
@@ -36,8 +38,6 @@ TOL = os.path.join(HERE, 'report.yaml')
 XSD = os.path.join(HERE, 'junit.xsd')
 EXPECTED = os.path.join(HERE, 'expected')
 
-PASSED = 0
-FAILED = []
 
 # The order the fixture's datasets are created in, which is the run order (A tracks it).
 RUN_ORDER = ['/act/relu', '/act/gelu', '/act/nan', '/out/logits', '/only_a', '/meta/name',
@@ -56,14 +56,6 @@ HIST = {'/act/relu': {0: 4}, '/act/gelu': {0: 998, 1: 1, 2: 1}, '/act/nan': {0: 
         '/out/logits': {0: 999, 22: 1}}
 
 
-def check(name, cond, detail=''):
-    global PASSED
-    if cond:
-        PASSED += 1
-    else:
-        FAILED.append(name)
-        print('FAIL %s%s' % (name, (': ' + str(detail)[:3000]) if detail else ''))
-    return cond
 
 
 def run(args, cwd=None, timeout=120):
@@ -586,8 +578,7 @@ def main(argv):
                 import traceback
                 traceback.print_exc()
                 check('%s raised %s' % (t.__name__, type(e).__name__), False, str(e))
-    print('%d passed, %d failed' % (PASSED, len(FAILED)))
-    return 1 if FAILED else 0
+    return summary()
 
 
 if __name__ == '__main__':
