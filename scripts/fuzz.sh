@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz/ with clang (-fsanitize=fuzzer,address,undefined)
 # and runs each for a fixed time from its seeds: the committed ones, the shipped tolerance
-# profiles and the small files of the hostile corpus. A crash, a leak, an input slower than 10 s,
-# a runaway allocation or a sanitizer report fails the script; libFuzzer leaves the input in
-# BUILD_DIR/artifacts/. Keep it as a regression test: copy it into tests/fuzz/reproducers/TARGET/,
-# where every build's ctest runs it (docs/robustness.md).
+# profiles and the small files of the hostile corpus. Every finding (a crash, a leak, an input
+# slower than 10 s, a runaway allocation, a sanitizer report) lands in BUILD_DIR/artifacts/ and
+# tests/fuzz/triage.py sorts it: one in paritycheck's code fails the script; one inside HDF5
+# 1.10 (its decoders have known faults on corrupt files) is listed. Keep a paritycheck finding as
+# a regression test: copy it into tests/fuzz/reproducers/TARGET/, where every build's ctest runs
+# it (docs/robustness.md).
 #
 # Usage: bash scripts/fuzz.sh [BUILD_DIR]      (default build-fuzz; FUZZ_SECONDS per target, 30)
 set -euo pipefail
@@ -35,24 +37,32 @@ for t in "${targets[@]}"; do
   echo "== fuzz_$t for ${seconds}s"
   extra=()
   asan=allocator_may_return_null=1:detect_leaks=1
-  [[ $t == tolerance ]] && extra=(-dict=tests/fuzz/tolerance.dict)
+  if [[ $t == tolerance ]]; then
+    extra=(-dict=tests/fuzz/tolerance.dict)
+  fi
   # HDF5 1.10 leaks on many error paths that corrupt files reach: new ones turn up in any long
   # run, and they are HDF5's. The loader's own leaks are checked on fixed inputs instead: the
   # hostile corpus under ASan and valgrind, and these reproducers in every ctest run.
-  [[ $t == loader ]] && extra=(-detect_leaks=0)
-  # A malloc that fails is handled (the loader reports it); one that succeeds and is touched
-  # beyond the RSS limit is a finding.
-  if ! ASAN_OPTIONS=$asan \
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    "$dir/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -seed=1 -timeout=10 -rss_limit_mb=2048 \
-    -malloc_limit_mb=8192 -max_len="${max_len[$t]}" -print_final_stats=1 \
-    -artifact_prefix="$dir/artifacts/$t-" "${extra[@]}" "$dir/corpus/$t" "$seeds/$t" \
-    2>"$dir/fuzz_$t.log"; then
-    status=1
-    tail -n 40 "$dir/fuzz_$t.log"
-    echo "fuzz_$t FAILED: keep the input as a regression test:" \
-      "cp $dir/artifacts/$t-* tests/fuzz/reproducers/$t/"
+  # HDF5 1.10 also reads past corrupt metadata inside libc calls (hdf5.asan.supp says which).
+  if [[ $t == loader ]]; then
+    extra=(-detect_leaks=0)
+    asan=allocator_may_return_null=1:detect_leaks=0:suppressions=$PWD/tests/hostile/hdf5.asan.supp
   fi
-  grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+.*DONE' "$dir/fuzz_$t.log" || true
+  # A malloc that fails is handled (the loader reports it); one that succeeds and is touched
+  # beyond the RSS limit is a finding. Fork mode goes on after a finding, so that one HDF5 bug
+  # cannot hide the rest of the run; tests/fuzz/triage.py then says whose each finding is.
+  ASAN_OPTIONS=$asan UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    "$dir/tests/fuzz/fuzz_$t" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -max_total_time="$seconds" -seed=1 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=8192 \
+    -max_len="${max_len[$t]}" -artifact_prefix="$dir/artifacts/$t-" "${extra[@]}" \
+    "$dir/corpus/$t" "$seeds/$t" 2>"$dir/fuzz_$t.log" || status=1
+  grep -E '^#[0-9]+: cov:' "$dir/fuzz_$t.log" | tail -n 1 || true
+  found=("$dir/artifacts/$t-"*)
+  [[ -e ${found[0]} ]] || continue
+  if ! /usr/bin/python3 tests/fuzz/triage.py "$dir/tests/fuzz/fuzz_$t" "${found[@]}"; then
+    status=1
+    echo "fuzz_$t found a bug in paritycheck: keep its input as a regression test:" \
+      "cp ARTIFACT tests/fuzz/reproducers/$t/"
+  fi
 done
 exit $status

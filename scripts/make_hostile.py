@@ -16,7 +16,8 @@ A case (cases.json "cases"):
   args           the command line after the binary (absolute paths)
   exit           the allowed exit codes
   stdout, stderr substrings that must occur (stdout is the text report)
-  json           {tensor path: {verdict, message: [substrings], count, mismatches, worst_index}}:
+  json           {tensor path: {verdict, message: [substrings], count, mismatches, max_abs,
+                 max_rel, max_ulp, worst_index, approx: {figure: value within 1e-12}}}:
                  the driver adds --json and checks these fields of the report
   names_file     when the run exits 2, this path must appear on stdout or stderr
   seconds        a tighter time limit than the driver's default
@@ -24,6 +25,7 @@ A case (cases.json "cases"):
 """
 
 import json
+import math
 import os
 import random
 import struct
@@ -119,9 +121,10 @@ def make_not_hdf5(good):
     if os.path.exists(fifo):
         os.unlink(fifo)
     os.mkfifo(fifo)
-    # 64 GiB of nothing: HDF5 looks for its signature at 0, 512, 1024, ... up to the end.
-    with open(path('sparse_64g.bin'), 'wb') as fh:
-        fh.truncate(64 << 30)
+    # 4 GiB and a byte of nothing (sparse: no disk used), past any 32-bit size: HDF5 looks for
+    # its signature at 0, 512, 1024, ... up to the end.
+    with open(path('sparse_4g.bin'), 'wb') as fh:
+        fh.truncate((4 << 30) + 1)
     loop = path('symlink_loop')
     if os.path.lexists(loop):
         os.unlink(loop)
@@ -135,7 +138,7 @@ def make_not_hdf5(good):
         ('directory', path('a_directory'), 'is a directory'),
         ('dev_null', '/dev/null', 'not a regular file'),
         ('fifo', fifo, 'not a regular file'),
-        ('sparse_64g', path('sparse_64g.bin'), 'not an HDF5 file'),
+        ('sparse_4g', path('sparse_4g.bin'), 'not an HDF5 file'),
         ('symlink_loop', loop, 'Too many levels of symbolic links'),
         ('missing', path('does_not_exist.h5'), 'No such file or directory'),
     ]
@@ -206,12 +209,6 @@ def make_target_file(name, **target_kw):
         addr = {'target': h5py.h5o.get_info(f['target'].id).addr,
                 'root': h5py.h5o.get_info(f['/'].id).addr}
     return path(name), addr
-
-
-def flip_case(src, label, offset, bit, exit, **kw):
-    p = path('flip_%s_%d_%d.h5' % (label.replace('/', '_'), offset, bit))
-    flip(src, p, offset, bit)
-    case('bitflip/%s/%d.%d' % (label, offset, bit), 'bitflip_checksummed', [p, src], exit, **kw)
 
 
 def target_error(p):
@@ -490,18 +487,30 @@ def make_odd():
     case('odd/self', 'odd', [a, a], [0], stdout=['PASS'])
 
 
+def fill_figures(n, a, b):
+    """The aggregate figures of docs/metrics.md for n copies of the pair (a, b), by hand:
+    sums n*a^2, n*b^2, n*a*b and n*(b-a)^2."""
+    return {'mean_ulp': float(1 << 22), 'rms': abs(b - a), 'rel_rms': abs(b - a) / abs(a),
+            'cosine': 1.0, 'snr_db': 10 * math.log10(a * a / ((b - a) * (b - a)))}
+
+
 def make_fill_drift():
-    """Two never-written 2^40-element datasets whose fill values differ: every element is a
-    mismatch. float32 1.0 vs 1.5: abs 0.5, rel 0.5, 0.5 / 2^-23 = 2^22 ulp."""
-    for side, fill in (('a', 1.0), ('b', 1.5)):
+    """Never-written datasets whose fill values differ: every element is a mismatch. float32
+    1.0 vs 1.5: abs 0.5, rel 0.5, 0.5 / 2^-23 = 2^22 ulp; int64 -3 vs 4: abs 7, rel 7/3."""
+    for side, fill, ifill in (('a', 1.0, -3), ('b', 1.5, 4)):
         with h5file('filldiff_%s.h5' % side) as f:
             f.create_dataset('huge', (HUGE,), 'f4', chunks=(1 << 20,), fillvalue=fill)
             f.create_dataset('small', (10,), 'f4', fillvalue=fill)
+            f.create_dataset('huge_int', (HUGE,), 'i8', chunks=(1 << 20,), fillvalue=ifill)
     a, b = path('filldiff_a.h5'), path('filldiff_b.h5')
     exp = {'/huge': {'verdict': 'drift', 'count': HUGE, 'mismatches': HUGE, 'worst_index': [0],
-                     'max_abs': 0.5, 'max_rel': 0.5, 'max_ulp': 1 << 22},
+                     'max_abs': 0.5, 'max_rel': 0.5, 'max_ulp': 1 << 22,
+                     'approx': fill_figures(HUGE, 1.0, 1.5)},
            '/small': {'verdict': 'drift', 'count': 10, 'mismatches': 10, 'worst_index': [0],
-                      'max_abs': 0.5, 'max_rel': 0.5, 'max_ulp': 1 << 22}}
+                      'max_abs': 0.5, 'max_rel': 0.5, 'max_ulp': 1 << 22,
+                      'approx': fill_figures(10, 1.0, 1.5)},
+           '/huge_int': {'verdict': 'drift', 'count': HUGE, 'mismatches': HUGE,
+                         'worst_index': [0], 'max_abs': 7.0, 'max_rel': 7 / 3}}
     case('fill/drift', 'odd', [a, b], [1], json=exp, seconds=60, valgrind=True)
     # One side never written, the other written with the same values: read, and equal.
     with h5file('fillwritten.h5') as f:

@@ -14,7 +14,7 @@ vg="valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=def
 status=0
 
 for t in "$dir"/tests/test_*; do
-  [[ -x $t ]] || continue
+  [[ -f $t && -x $t ]] || continue
   echo "== valgrind $(basename "$t")"
   $vg "$t" >/dev/null || { echo "FAIL $(basename "$t") (exit $?)"; status=1; }
 done

@@ -1,5 +1,7 @@
 /* paritycheck: the command-line tool. A thin layer over the public API: parse options, load
  * tolerances, compare, write reports, exit 0 (pass), 1 (drift) or 2 (error). */
+#include "isolate.h"
+
 #include <paritycheck/paritycheck.h>
 
 #include <dirent.h> /* opendir, readdir: the profiles on offer */
@@ -16,7 +18,20 @@ enum { EXIT_PASS = 0, EXIT_DRIFT = 1, EXIT_ERROR = 2 };
 
 enum { PC_MAX_JOBS = 256 }; /* more threads than this only adds contention */
 
-enum { OPT_JSON = 256, OPT_NO_COLOR, OPT_BLOCK, OPT_DEBUG, OPT_JOBS, OPT_PROFILE, OPT_MAX_MEMORY };
+enum {
+  OPT_JSON = 256,
+  OPT_NO_COLOR,
+  OPT_BLOCK,
+  OPT_DEBUG,
+  OPT_JOBS,
+  OPT_PROFILE,
+  OPT_MAX_MEMORY,
+  OPT_STALL
+};
+
+/* Seconds without progress after which the comparison is stopped (isolate.h): far beyond any
+ * honest pause, since progress is reported after every block read. */
+enum { DEFAULT_STALL_S = 600 };
 
 /* Options of the report files, sorting and the baseline gate. */
 enum {
@@ -48,6 +63,7 @@ typedef struct cli {
   outputs out;
   size_t jobs;
   uint64_t max_memory; /* 0: the library's default */
+  size_t stall_s;      /* --stall-timeout; 0: no limit */
 } cli;
 
 static void usage(FILE *out) {
@@ -82,6 +98,9 @@ static void usage(FILE *out) {
         "      --max-memory SIZE  a dataset that needs more than SIZE bytes at once (an\n"
         "                         uncompressed chunk) is an error; suffixes K, M, G, T\n"
         "                         (default 1G; docs/robustness.md)\n"
+        "      --stall-timeout S  stop (exit 2) when the comparison makes no progress for S\n"
+        "                         seconds, as when a corrupt file makes HDF5 loop (default\n"
+        "                         600; 0: no limit); a crash inside HDF5 also exits 2\n"
         "  -j, --jobs N           worker threads (default: one per core); results do not\n"
         "                         depend on N\n"
         "      --debug            show HDF5's own error stack on stderr\n"
@@ -145,6 +164,7 @@ static const struct option long_opts[] = {
     {"no-color", no_argument, NULL, OPT_NO_COLOR},
     {"block-elems", required_argument, NULL, OPT_BLOCK},
     {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+    {"stall-timeout", required_argument, NULL, OPT_STALL},
     {"jobs", required_argument, NULL, 'j'},
     {"debug", no_argument, NULL, OPT_DEBUG},
     {"version", no_argument, NULL, 'V'},
@@ -206,6 +226,10 @@ static int parse_args(int argc, char **argv, cli *c) {
       return usage_error("--block-elems wants a whole number from 1 to 2^32", optarg);
     } else if (opt == OPT_MAX_MEMORY && !parse_size(optarg, &c->max_memory)) {
       return usage_error("--max-memory wants a byte count such as 512M or 2G", optarg);
+    } else if (opt == OPT_STALL && strcmp(optarg, "0") != 0 && !parse_count(optarg, &c->stall_s)) {
+      return usage_error("--stall-timeout wants a whole number of seconds", optarg);
+    } else if (opt == OPT_STALL && strcmp(optarg, "0") == 0) {
+      c->stall_s = 0;
     } else if (opt == 'j' && (!parse_count(optarg, &c->jobs) || c->jobs > PC_MAX_JOBS)) {
       return usage_error("-j wants a whole number from 1 to 256", optarg);
     } else if (is_output_option(opt) && !parse_output_option(opt, optarg, &c->out)) {
@@ -374,6 +398,7 @@ static int report(const cli *c, const pc_run *run) {
 #define PROGRESS_AFTER_S 0.5
 typedef struct progress {
   struct timespec start, last;
+  bool tty; /* stderr is a terminal: show it, else only beat the heart */
   bool shown;
 } progress;
 
@@ -385,6 +410,9 @@ static double seconds_since(const struct timespec *t0) {
 
 static void show_progress(void *user, uint64_t done, uint64_t total) {
   progress *p = user;
+  pc_cli_heartbeat();
+  if (!p->tty)
+    return;
   /* Quick runs stay silent; long ones update a few times a second. */
   if (seconds_since(&p->start) < PROGRESS_AFTER_S || (p->shown && seconds_since(&p->last) < 0.2))
     return;
@@ -395,19 +423,38 @@ static void show_progress(void *user, uint64_t done, uint64_t total) {
   p->shown = true;
 }
 
+typedef struct run_args {
+  const cli *c;
+  const pc_tolset *tols;
+} run_args;
+
+static int run_cli(const cli *c, const pc_tolset *tols);
+
+/* The comparison and the reports, in the child process of pc_cli_isolated. */
+static int run_child(void *arg) {
+  const run_args *r = arg;
+  return run_cli(r->c, r->tols);
+}
+
+/* Runs the comparison isolated from crashes and endless loops inside HDF5 (isolate.h). */
+static int run_isolated(const cli *c, const pc_tolset *tols) {
+  char what[1024];
+  snprintf(what, sizeof what, "%s, %s", c->path_a, c->path_b);
+  run_args r = {c, tols};
+  return pc_cli_isolated(run_child, &r, (unsigned)c->stall_s, what);
+}
+
 static int run_cli(const cli *c, const pc_tolset *tols) {
   pc_error err;
   pc_options opts = PC_OPTIONS_INIT;
-  progress prog = {{0, 0}, {0, 0}, false};
+  progress prog = {{0, 0}, {0, 0}, isatty(fileno(stderr)) != 0, false};
   clock_gettime(CLOCK_MONOTONIC, &prog.start);
   opts.tols = tols;
   opts.block_elems = c->block_elems;
   opts.threads = (unsigned)c->jobs;
   opts.max_memory = c->max_memory;
-  if (isatty(fileno(stderr))) {
-    opts.progress = show_progress;
-    opts.progress_user = &prog;
-  }
+  opts.progress = show_progress;
+  opts.progress_user = &prog;
   pc_set_debug(c->debug);
   pc_run *run = NULL;
   int rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err);
@@ -424,7 +471,7 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
 
 int main(int argc, char **argv) {
   pc_error err;
-  cli c = {.path_a = NULL}; /* every other field zero or false */
+  cli c = {.stall_s = DEFAULT_STALL_S}; /* every other field zero, NULL or false */
   pc_tolset *tols = pc_tolset_new();
   c.tol_files = calloc((size_t)argc, sizeof *c.tol_files);
   if (!tols || !c.tol_files) {
@@ -438,7 +485,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "paritycheck: built-in tolerances: %s\n", err.message);
     code = EXIT_ERROR;
   } else if ((code = parse_args(argc, argv, &c)) < 0 && (code = load_tolerances(&c, tols)) < 0) {
-    code = run_cli(&c, tols);
+    code = run_isolated(&c, tols);
   }
   pc_tolset_free(tols);
   free(c.tol_files);

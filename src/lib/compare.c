@@ -291,7 +291,8 @@ static uint64_t pc_total_bytes(const pc_file *fa, const pc_file *fb) {
   uint64_t total = 0;
   for (size_t i = 0; i < pc_file_count(fa); i++) {
     const pc_dataset *a = pc_file_dataset(fa, i), *b = pc_file_find(fb, a->path);
-    if (b && pc_is_numeric(a) && pc_is_numeric(b) && pc_same_shape(a, b))
+    if (b && pc_is_numeric(a) && pc_is_numeric(b) && pc_same_shape(a, b) &&
+        !(a->all_fill && b->all_fill)) /* never-written pairs are not read */
       total += a->count * (a->elem_size + b->elem_size);
   }
   return total;

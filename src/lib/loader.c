@@ -814,11 +814,17 @@ size_t pc_reader_max_block(const pc_reader *r) {
   return (size_t)(n ? n : 1);
 }
 
-static hid_t pc_open_dataset(const pc_file *f, const char *path) {
+/* The chunk cache holds at least one filtered chunk: a smaller cache would decompress a big
+ * chunk again for every block that touches it. chunk_bytes was checked against
+ * pc_options.max_memory before any read. */
+static hid_t pc_open_dataset(const pc_file *f, const pc_dataset *ds) {
+  size_t cache = PC_CHUNK_CACHE_BYTES;
+  if (ds->chunk_bytes > cache && ds->chunk_bytes <= SIZE_MAX)
+    cache = (size_t)ds->chunk_bytes;
   hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
   if (dapl >= 0)
-    H5Pset_chunk_cache(dapl, PC_CHUNK_CACHE_SLOTS, PC_CHUNK_CACHE_BYTES, 1.0);
-  hid_t dset = H5Dopen2(f->fid, path, dapl >= 0 ? dapl : H5P_DEFAULT);
+    H5Pset_chunk_cache(dapl, PC_CHUNK_CACHE_SLOTS, cache, 1.0);
+  hid_t dset = H5Dopen2(f->fid, ds->path, dapl >= 0 ? dapl : H5P_DEFAULT);
   if (dapl >= 0)
     H5Pclose(dapl);
   return dset;
@@ -833,7 +839,7 @@ int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t blo
     return pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", f->path, ds->path);
   r->f = f;
   r->ds = ds;
-  r->dset = pc_open_dataset(f, ds->path);
+  r->dset = pc_open_dataset(f, ds);
   r->fspace = r->dset < 0 ? -1 : H5Dget_space(r->dset);
   r->memtype = r->dset < 0 ? -1 : H5Dget_type(r->dset);
   if (r->memtype < 0 || r->fspace < 0) {
@@ -900,11 +906,13 @@ int pc_reader_next_raw(pc_reader *r, void *raw, size_t *n, pc_error *err) {
   hsize_t mdims[1] = {k};
   hid_t mspace = H5Screate_simple(1, mdims, NULL);
   herr_t st = mspace < 0 ? -1 : H5Dread(r->dset, r->memtype, mspace, r->fspace, H5P_DEFAULT, raw);
+  /* Take HDF5's message before H5Sclose, which clears the error stack. */
+  if (st < 0)
+    pc_h5_error(h5err, sizeof h5err);
   if (mspace >= 0)
     H5Sclose(mspace);
   if (st < 0)
-    return pc_error_set(err, PC_EDATA, "%s: %s: cannot read: %s", r->f->path, r->ds->path,
-                        pc_h5_error(h5err, sizeof h5err));
+    return pc_error_set(err, PC_EDATA, "%s: %s: cannot read: %s", r->f->path, r->ds->path, h5err);
   r->done += k;
   *n = (size_t)k;
   return PC_OK;

@@ -498,6 +498,26 @@ def test_block_elems():
             check('--block-elems %s (%s): JSON identical to default' % (n, pair), same, detail)
 
 
+FAULTS = os.path.join(HERE, '..', 'fuzz', 'known-hdf5-faults')
+
+
+def test_hdf5_faults_isolated():
+    """Files on which HDF5 1.10.8 itself crashes or loops: exit 2 with the reason, in bounded
+    time, instead of a crash or a hang (src/cli/isolate.c)."""
+    other = os.path.join(FIX, 'pass_a.h5')
+    crash = os.path.join(FAULTS, 'chunk-dimension-zero-sigfpe.h5')
+    p = subprocess.run([BIN, crash, other], capture_output=True, text=True, timeout=120, env=env())
+    check('HDF5 crash: exit 2', p.returncode == 2, short(p))
+    check('HDF5 crash: says so and names the file',
+          'the comparison crashed' in p.stderr and crash in p.stderr, p.stderr[-500:])
+    loop = os.path.join(FAULTS, 'global-heap-endless-loop.h5')
+    p = subprocess.run([BIN, '--stall-timeout', '2', loop, other], capture_output=True, text=True,
+                       timeout=120, env=env())
+    check('HDF5 endless loop: exit 2', p.returncode == 2, short(p))
+    check('HDF5 endless loop: stopped for want of progress',
+          'no progress for 2 s' in p.stderr and loop in p.stderr, p.stderr[-500:])
+
+
 def test_threads_identical():
     """Results do not depend on the number of worker threads, not even in the last bit."""
     for pair in ('dtypes', 'layouts', 'pass'):
@@ -511,6 +531,7 @@ def test_threads_identical():
 
 TESTS = [
     test_tolerance_file_matches_expected,
+    test_hdf5_faults_isolated,
     test_threads_identical,
     test_exit_codes_and_figures,
     test_reference_selftest,

@@ -1,0 +1,16 @@
+/* Process isolation for the CLI. HDF5 1.10 can crash or loop forever inside the library on
+ * crafted metadata, where no check of ours runs (docs/robustness.md, "Faults inside HDF5").
+ * The comparison therefore runs in a child process: the parent turns a crash into exit 2 and
+ * stops a child that makes no progress for a while. */
+#ifndef PC_CLI_ISOLATE_H
+#define PC_CLI_ISOLATE_H
+
+/** Run fn(arg) in a child process and return its exit code; when the child dies of a signal, or
+ * sends no heartbeat for stall_s seconds (0: no limit), print why on stderr, naming `what`
+ * (the files), and return 2. If the child cannot be started, fn runs in this process. */
+int pc_cli_isolated(int (*fn)(void *), void *arg, unsigned stall_s, const char *what);
+
+/** Tell the parent that the child is making progress (cheap: at most one write a second). */
+void pc_cli_heartbeat(void);
+
+#endif
