@@ -147,15 +147,19 @@ static void pc_real_element(const pc_kernel_args *k, double a, double b, uint64_
 
 /* Positions on the ordered line of docs/metrics.md for the two compare dtypes of the fast
  * path; they agree with pc_dtype_ordinal (tests/unit/test_kernel.c checks it). The conversion
- * to float rounds to nearest even and overflows to inf (IEEE 754, C Annex F). */
-/* Signs of real data are random, so these avoid branches: with m = 0 or all ones from the sign
- * bit, (magnitude ^ m) - m is the magnitude or its negation. */
+ * to float rounds to nearest even and overflows to inf (IEEE 754, C Annex F). Signs of real
+ * data are random, so these avoid branches: with m = 0 or all ones from the sign bit,
+ * (magnitude ^ m) - m is the magnitude or its negation. */
+static inline int64_t pc_ord32_bits(uint32_t u) {
+  uint64_t m = (uint64_t)0 - (u >> 31);
+  return (int64_t)(((uint64_t)(u & INT32_MAX) ^ m) - m);
+}
+
 static inline int64_t pc_ord32(double x) {
   float f = (float)x;
   uint32_t u;
   memcpy(&u, &f, sizeof u);
-  uint64_t m = (uint64_t)0 - (u >> 31);
-  return (int64_t)(((uint64_t)(u & INT32_MAX) ^ m) - m);
+  return pc_ord32_bits(u);
 }
 
 static inline int64_t pc_ord64(double x) {
@@ -308,12 +312,6 @@ static void pc_fast_float(const pc_kernel_args *k, const double *a, const double
   }
   pc_acc out = c; /* c's address never escapes, so it can live in registers */
   pc_acc_finish(k, &out, ulp_hist);
-}
-
-/* The position of a float32 bit pattern on the ordered line (see pc_ord32). */
-static inline int64_t pc_ord32_bits(uint32_t u) {
-  uint64_t m = (uint64_t)0 - (u >> 31);
-  return (int64_t)(((uint64_t)(u & INT32_MAX) ^ m) - m);
 }
 
 /* The position of a finite float32 bit pattern rounded to bfloat16 (the top 16 bits, to nearest

@@ -87,7 +87,8 @@ static bool pc_bytes_identical(const pc_slot *sl) {
          a->swap == b->swap && memcmp(sl->raw[0], sl->raw[1], sl->n * a->elem_size) == 0;
 }
 
-static void pc_worker_kernels(pc_worker *w, pc_slot *sl, const pc_kernel_args *k) {
+/* `same`: the stored bytes of both sides are identical (pc_bytes_identical). */
+static void pc_worker_kernels(pc_worker *w, pc_slot *sl, const pc_kernel_args *k, bool same) {
   const pc_dataset *a = sl->a, *b = sl->b;
   const double *va = w->vals[0], *vb = w->vals[1];
   const int64_t *ia = w->ints[0], *ib = w->ints[1];
@@ -97,7 +98,7 @@ static void pc_worker_kernels(pc_worker *w, pc_slot *sl, const pc_kernel_args *k
   else if (a->kind == PC_KIND_INTEGER && b->kind == PC_KIND_INTEGER)
     pc_kernel_int(k, ia, ua, ib, ub);
   else if (a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT)
-    pc_bytes_identical(sl) ? pc_kernel_identical(k, va) : pc_kernel_float(k, va, vb);
+    same ? pc_kernel_identical(k, va) : pc_kernel_float(k, va, vb);
   else
     pc_kernel_mixed(k, a->kind == PC_KIND_INTEGER ? NULL : va, ia, ua,
                     b->kind == PC_KIND_INTEGER ? NULL : vb, ib, ub);
@@ -121,8 +122,9 @@ static bool pc_f32_direct(const pc_slot *sl) {
 static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
   if (sl->n == 0)
     return;
-  if (pc_f32_direct(sl) && !pc_bytes_identical(sl)) {
-    pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
+  pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
+  bool same = pc_bytes_identical(sl); /* one comparison of the bytes serves both paths */
+  if (pc_f32_direct(sl) && !same) {
     pc_kernel_f32(&k, sl->raw[0], sl->raw[1], sl->a->logical == PC_DTYPE_BFLOAT16,
                   sl->b->logical == PC_DTYPE_BFLOAT16);
     return;
@@ -133,8 +135,7 @@ static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
   }
   pc_dataset_decode(sl->a, sl->raw[0], sl->n, w->vals[0], w->ints[0]);
   pc_dataset_decode(sl->b, sl->raw[1], sl->n, w->vals[1], w->ints[1]);
-  pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
-  pc_worker_kernels(w, sl, &k);
+  pc_worker_kernels(w, sl, &k, same);
   /* Only real float datasets carry a logical dtype other than their stored one. */
   if (sl->a->logical != sl->a->stored)
     sl->part.not_representable_a += pc_kernel_unrepresentable(w->vals[0], sl->n, sl->a->logical);

@@ -230,19 +230,23 @@ def test_exit_codes_and_figures():
         check('%s: exit %d' % (pair, exp['exit']), proc.returncode == exp['exit'], short(proc))
         check_report(pair, report)
         if report is not None and pair in ('dtypes', 'layouts', 'pass', 'drift'):
-            # independent read-back: h5py + numpy recompute every compared tensor of the report
-            a, b = pair_paths(pair)
-            path = os.path.join(TMP, 'check_%s.json' % pair)
-            with open(path, 'w') as fh:
-                json.dump(report, fh)
-            rp = subprocess.run([sys.executable, REFERENCE, 'check', path, a, b],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                timeout=300)
-            check('%s: pc_reference check of the report' % pair, rp.returncode == 0,
-                  rp.stdout[-3000:])
+            reference_check('%s: pc_reference check of the report' % pair, pair, report,
+                            'check_%s.json' % pair)
 
 
 REFERENCE = os.path.join(HERE, '..', '..', 'scripts', 'pc_reference.py')
+
+
+def reference_check(label, pair, report, name):
+    """Independent read-back: h5py + numpy recompute every compared tensor of the report, with
+    the tolerance each tensor reports."""
+    a, b = pair_paths(pair)
+    path = os.path.join(TMP, name)
+    with open(path, 'w') as fh:
+        json.dump(report, fh)
+    rp = subprocess.run([sys.executable, REFERENCE, 'check', path, a, b], stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True, timeout=300)
+    check(label, rp.returncode == 0, rp.stdout[-3000:])
 
 
 def test_reference_selftest():
@@ -261,15 +265,8 @@ def test_builtin_defaults():
         if not check('%s, built-in tolerances: JSON written' % pair, report is not None,
                      short(proc)):
             continue
-        a, b = pair_paths(pair)
-        path = os.path.join(TMP, 'builtin_%s.json' % pair)
-        with open(path, 'w') as fh:
-            json.dump(report, fh)
-        rp = subprocess.run([sys.executable, REFERENCE, 'check', path, a, b],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            timeout=300)
-        check('%s, built-in tolerances: pc_reference check' % pair, rp.returncode == 0,
-              rp.stdout[-3000:])
+        reference_check('%s, built-in tolerances: pc_reference check' % pair, pair, report,
+                        'builtin_%s.json' % pair)
 
 
 def test_later_tolerance_file_wins():
