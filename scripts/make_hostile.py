@@ -195,6 +195,41 @@ def make_truncated():
              stdout=['PASS'], valgrind=True)
 
 
+# The end-of-file address of a version 0 superblock (see SUPERBLOCK_BYTES): after the 24 fixed
+# bytes, the base address and the free-space address.
+EOF_ADDRESS_AT = 24 + 2 * 8
+
+
+def make_past_eof():
+    """Contiguous data past the end of the file: the file cut inside the last dataset's data,
+    with the superblock's end-of-file address set to the cut so that HDF5 opens it; or whole,
+    with the end-of-file address set inside the data (HDF5 would read zeros past it). Neither may
+    be read, nor mapped (a read past the end of a mapping is SIGBUS): an error naming the file,
+    exit 2, and /good still passes."""
+    base = path('past_eof_base.h5')
+    with h5py.File(base, 'w', libver='earliest') as f:
+        f['good'] = GOOD_VALUES
+        f['tail'] = np.arange(4096, dtype=np.float32)
+        at, nbytes = f['tail'].id.get_offset(), f['tail'].id.get_storage_size()
+    data = open(base, 'rb').read()
+    assert at + nbytes == len(data), 'the last dataset must end the file'
+    assert struct.unpack_from('<Q', data, EOF_ADDRESS_AT)[0] == len(data)
+    cuts = (('cut', at + nbytes // 2, at + nbytes // 2,
+             'declares %d bytes of data at byte %d, past the end of the file' % (nbytes, at)),
+            ('eoa_inside_data', len(data), at + nbytes // 2,
+             'declares %d bytes of data at byte %d, past the end of the file that HDF5 recorded'
+             % (nbytes, at)))
+    for label, size, eoa, why in cuts:
+        p = path('past_eof_%s.h5' % label)
+        cut = bytearray(data[:size])
+        struct.pack_into('<Q', cut, EOF_ADDRESS_AT, eoa)
+        with open(p, 'wb') as fh:
+            fh.write(cut)
+        case('truncated/past_eof/%s' % label, 'truncated', [p, base], [2], names_file=p,
+             json={'/tail': {'verdict': 'error', 'message': [p, why]},
+                   '/good': {'verdict': 'pass', 'count': 64}}, valgrind=True)
+
+
 # --------------------------------------------------------------------------------------------
 # Bit flips
 # --------------------------------------------------------------------------------------------
@@ -758,6 +793,7 @@ def main(argv):
     good = make_good()
     make_not_hdf5(good)
     make_truncated()
+    make_past_eof()
     make_checksummed_flips()
     make_data_flips()
     make_random_flips()

@@ -2,6 +2,7 @@
  * docs/metrics.md; the figures are folded into pc_stats with exact counts, maxima and a 128-bit
  * ulp sum, so the result is independent of block boundaries. */
 #include "kernel.h"
+#include "kernel_f32.h"
 #include "loader.h" /* PC_KIND_COMPLEX */
 
 #include <math.h>   /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
@@ -145,16 +146,8 @@ static void pc_real_element(const pc_kernel_args *k, double a, double b, uint64_
   pc_fold(k, &e, idx, av, bv, fabs(a));
 }
 
-/* Positions on the ordered line of docs/metrics.md for the two compare dtypes of the fast
- * path; they agree with pc_dtype_ordinal (tests/unit/test_kernel.c checks it). The conversion
- * to float rounds to nearest even and overflows to inf (IEEE 754, C Annex F). Signs of real
- * data are random, so these avoid branches: with m = 0 or all ones from the sign bit,
- * (magnitude ^ m) - m is the magnitude or its negation. */
-static inline int64_t pc_ord32_bits(uint32_t u) {
-  uint64_t m = (uint64_t)0 - (u >> 31);
-  return (int64_t)(((uint64_t)(u & INT32_MAX) ^ m) - m);
-}
-
+/* pc_ord32_bits for a double rounded to float32 (to nearest even, overflowing to inf: IEEE
+ * 754, C Annex F). */
 static inline int64_t pc_ord32(double x) {
   float f = (float)x;
   uint32_t u;
@@ -167,11 +160,6 @@ static inline int64_t pc_ord64(double x) {
   memcpy(&u, &x, sizeof u);
   uint64_t m = (uint64_t)0 - (u >> 63);
   return (int64_t)(((u & INT64_MAX) ^ m) - m);
-}
-
-static inline uint64_t pc_ord_distance(int64_t a, int64_t b) {
-  uint64_t d = (uint64_t)a - (uint64_t)b, m = (uint64_t)0 - (uint64_t)(a < b);
-  return (d ^ m) - m;
 }
 
 /* The running figures of a block's finite pairs. Scalars only, so that once pc_acc_pair is
@@ -314,16 +302,6 @@ static void pc_fast_float(const pc_kernel_args *k, const double *a, const double
   pc_acc_finish(k, &out, ulp_hist);
 }
 
-/* The position of a finite float32 bit pattern rounded to bfloat16 (the top 16 bits, to nearest
- * even: a single rounding, exact for float32 values), on bfloat16's ordered line. A magnitude
- * that carries into the exponent's all-ones pattern is inf, one past the largest finite. */
-static inline int64_t pc_ord_bf16_bits(uint32_t u) {
-  uint32_t mag = u & INT32_MAX;
-  uint64_t r = (mag + 0x7FFFu + ((mag >> 16) & 1u)) >> 16;
-  uint64_t m = (uint64_t)0 - (u >> 31);
-  return (int64_t)((r ^ m) - m);
-}
-
 /* bfloat16 keeps a float32's top 16 bits: a value is representable when the rest are zero, and
  * a NaN always is (docs/metrics.md), whatever its payload. */
 static inline uint64_t pc_bf16_inexact(uint32_t u) {
@@ -331,35 +309,168 @@ static inline uint64_t pc_bf16_inexact(uint32_t u) {
   return ((u & 0xFFFFu) != 0) & ((u & INT32_MAX) <= inf_bits);
 }
 
-void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
-                   bool a_bf16, bool b_bf16) {
+/* Pairs lo..hi-1 of a float32 bytes block, one by one: the groups the vector part leaves (a
+ * non-finite pair inside) and the last partial group. */
+static void pc_f32_scalar(const pc_kernel_args *k, pc_acc *c, uint64_t *ulp_hist, pc_f32_state *st,
+                          const unsigned char *a, const unsigned char *b, size_t lo, size_t hi) {
   const uint32_t exp_mask = 0x7F800000u; /* all exponent bits set: inf or NaN */
-  const bool bf16 = k->compare == PC_DTYPE_BFLOAT16;
-  uint64_t inexact_a = 0, inexact_b = 0;
-  pc_acc c = pc_acc_init(k);
-  uint64_t ulp_hist[PC_ULP_BUCKETS] = {0};
-  for (size_t i = 0; i < k->n; i++) {
+  for (size_t i = lo; i < hi; i++) {
     float x, y;
     uint32_t ux, uy;
     memcpy(&x, a + 4 * i, sizeof x);
     memcpy(&y, b + 4 * i, sizeof y);
     memcpy(&ux, &x, sizeof ux);
     memcpy(&uy, &y, sizeof uy);
-    inexact_a += a_bf16 & pc_bf16_inexact(ux);
-    inexact_b += b_bf16 & pc_bf16_inexact(uy);
+    st->inexact_a += st->a_bf16 & pc_bf16_inexact(ux);
+    st->inexact_b += st->b_bf16 & pc_bf16_inexact(uy);
     if ((ux & exp_mask) == exp_mask || (uy & exp_mask) == exp_mask) {
       pc_real_element(k, x, y, k->base + i);
       continue;
     }
-    uint64_t ulp = bf16 ? pc_ord_distance(pc_ord_bf16_bits(ux), pc_ord_bf16_bits(uy))
-                        : pc_ord_distance(pc_ord32_bits(ux), pc_ord32_bits(uy));
+    uint64_t ulp = pc_f32_ulp(ux, uy, st->bf16);
     /* float32 distances stay below 2^33: the signed conversion is exact and branch-free. */
-    pc_acc_pair(&c, ulp_hist, x, y, ulp, (double)(int64_t)ulp, k->base + i);
+    pc_acc_pair(c, ulp_hist, x, y, ulp, (double)(int64_t)ulp, k->base + i);
   }
-  pc_acc out = c; /* c's address never escapes, so it can live in registers */
-  pc_acc_finish(k, &out, ulp_hist);
-  k->stats->not_representable_a += inexact_a;
-  k->stats->not_representable_b += inexact_b;
+}
+
+static pc_f32_state *pc_f32_start(pc_f32_state *st, const pc_kernel_args *k, const pc_acc *c,
+                                  bool a_bf16, bool b_bf16) {
+  memset(st, 0, sizeof *st);
+  st->bf16 = k->compare == PC_DTYPE_BFLOAT16;
+  st->a_bf16 = a_bf16;
+  st->b_bf16 = b_bf16;
+  st->atol = c->atol;
+  st->rtol = c->rtol;
+  st->tol_ulp = !c->use_ulp ? -1 : c->tol_ulp > INT64_MAX ? INT64_MAX : (int64_t)c->tol_ulp;
+  st->base = k->base;
+  st->h_abs = c->h_abs;
+  st->h_rel = c->h_rel;
+  for (int l = 0; l < PC_F32_LANES; l++)
+    st->min_abs[l] = st->min_rel[l] = INFINITY;
+  st->wcls = -1;
+  return st;
+}
+
+/* The ULP keys counted so far, into the ULP quantile histogram (when there is one) and the log2
+ * histogram; then cleared, so that no copy's uint32 count can wrap. */
+static void pc_f32_flush_ulps(pc_f32_state *st, pc_qhist *h_ulp, uint64_t *ulp_hist) {
+  for (uint32_t key = 0; key < PC_F32_ULP_KEYS; key++) {
+    uint64_t n = 0;
+    for (int c = 0; c < PC_F32_ULP_COPIES; c++)
+      n += st->ulp_keys[c][key];
+    if (!n)
+      continue;
+    /* Local key j >= 1 is quantile key j - 1 + key(1); its octave's exponent gives the log2
+     * bucket (kernel.c, pc_ulp_bucket: the distance's bit length). */
+    uint32_t q = key ? key - 1 + PC_F32_ULP_KEY_ONE : 0;
+    ulp_hist[key ? (q >> 4) - 1022 : 0] += n;
+    if (h_ulp) {
+      h_ulp->count[q] += n;
+      pc_qhist_touch(h_ulp, q, q);
+    }
+  }
+  memset(st->ulp_keys, 0, sizeof st->ulp_keys);
+}
+
+static uint64_t pc_lanes_u64(const uint64_t *v) {
+  return v[0] + v[1] + v[2] + v[3];
+}
+
+static double pc_lanes_sum(const double *v) {
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
+static double pc_lanes_max(const double *v) {
+  double m = v[0];
+  for (int l = 1; l < PC_F32_LANES; l++)
+    m = v[l] > m ? v[l] : m;
+  return m;
+}
+
+static double pc_lanes_min(const double *v) {
+  double m = v[0];
+  for (int l = 1; l < PC_F32_LANES; l++)
+    m = v[l] < m ? v[l] : m;
+  return m;
+}
+
+/* The vector part's figures, merged into k->stats (ULP keys already flushed). */
+static void pc_f32_finish(const pc_kernel_args *k, const pc_f32_state *st) {
+  pc_stats f;
+  memset(&f, 0, sizeof f);
+  f.count = f.ulp_terms = f.finite_terms = st->count;
+  f.mismatches = pc_lanes_u64(st->mism);
+  f.max_abs = st->max_abs;
+  f.max_rel = pc_lanes_max(st->max_rel);
+  for (int l = 0; l < PC_F32_LANES; l++)
+    f.max_ulp = st->max_ulp[l] > f.max_ulp ? st->max_ulp[l] : f.max_ulp;
+  for (int l = 0; l < PC_F32_LANES; l++) {
+    f.ulp_sum_lo += st->ulp_sum[l];
+    f.ulp_sum_hi += f.ulp_sum_lo < st->ulp_sum[l]; /* carry out of the low word */
+  }
+  f.sum_abs = pc_lanes_sum(st->sabs);
+  f.sum_rel = pc_lanes_sum(st->srel);
+  f.sum_sq_a = pc_lanes_sum(st->ssa);
+  f.sum_sq_b = pc_lanes_sum(st->ssb);
+  f.sum_ab = pc_lanes_sum(st->sab);
+  f.sum_sq_diff = pc_lanes_sum(st->ssd);
+  f.sum_a_diff = pc_lanes_sum(st->sad);
+  if (st->h_abs && st->count) {
+    pc_qhist_touch(st->h_abs, pc_qhist_bucket(pc_lanes_min(st->min_abs)),
+                   pc_qhist_bucket(f.max_abs));
+    pc_qhist_touch(st->h_rel, pc_qhist_bucket(pc_lanes_min(st->min_rel)),
+                   pc_qhist_bucket(f.max_rel));
+  }
+  if (st->wcls >= 0) {
+    f.has_worst = true;
+    f.worst_class = st->wcls;
+    f.worst_index = st->widx;
+    f.worst_a[0] = st->wa;
+    f.worst_b[0] = st->wb;
+    f.worst_abs = st->wabs;
+    f.worst_rel = st->wrel;
+    f.worst_ulp = st->wulp;
+  }
+  f.not_representable_a = st->inexact_a;
+  f.not_representable_b = st->inexact_b;
+  pc_stats_merge(k->stats, &f);
+}
+
+typedef size_t (*pc_f32_run_fn)(pc_f32_state *, const unsigned char *, const unsigned char *,
+                                size_t, size_t);
+
+/* The build of the vector part this machine can run. */
+static pc_f32_run_fn pc_f32_runner(void) {
+#ifdef PC_HAVE_AVX2
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2"))
+    return pc_f32_run_avx2;
+#endif
+  return pc_f32_run_base;
+}
+
+/* Pairs per vector run: keeps each local ULP count below 2^32 (kernel_f32.h). */
+#define PC_F32_PIECE ((size_t)1 << 30)
+
+void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
+                   bool a_bf16, bool b_bf16) {
+  pc_f32_run_fn run = pc_f32_runner();
+  pc_acc c = pc_acc_init(k);
+  uint64_t ulp_hist[PC_ULP_BUCKETS] = {0};
+  pc_f32_state st_mem, *st = pc_f32_start(&st_mem, k, &c, a_bf16, b_bf16);
+  pc_qhist *h_ulp = k->hist ? k->hist[PC_HIST_ULP] : NULL;
+  for (size_t lo = 0; lo < k->n; lo += PC_F32_PIECE) {
+    size_t hi = k->n - lo < PC_F32_PIECE ? k->n : lo + PC_F32_PIECE, i = lo;
+    while (i < hi) {
+      i = run(st, a, b, i, hi);
+      size_t next = hi - i < PC_F32_GROUP ? hi : i + PC_F32_GROUP;
+      pc_f32_scalar(k, &c, ulp_hist, st, a, b, i, next);
+      i = next;
+    }
+    pc_f32_flush_ulps(st, h_ulp, ulp_hist);
+  }
+  pc_acc_finish(k, &c, ulp_hist);
+  pc_f32_finish(k, st);
 }
 
 void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b) {

@@ -5,11 +5,13 @@
 #include <hdf5.h>
 
 #include <errno.h>    /* errno */
+#include <fcntl.h>    /* open, O_RDONLY, O_CLOEXEC, O_NONBLOCK */
 #include <inttypes.h> /* PRIu64 */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, qsort, bsearch */
 #include <string.h>   /* strcmp, strerror */
-#include <sys/stat.h> /* stat */
+#include <sys/stat.h> /* stat, fstat */
+#include <unistd.h>   /* close */
 
 /* Deeper nesting than this is not walked (hostile files): the group is an error. */
 enum { PC_MAX_DEPTH = 256 };
@@ -29,6 +31,11 @@ struct pc_file {
   char *path;
   uint64_t size; /* bytes, as stat saw them before HDF5 opened the file */
   hid_t fid;
+  int fd;             /* read-only, for mapping the raw data of direct readers */
+  bool mappable;      /* fd is the very file HDF5 opened */
+  uint64_t eoa;       /* HDF5's end of allocation (absolute, like H5Dget_offset); UINT64_MAX when
+                         unknown. HDF5 reads no data past it: it returns zeros there */
+  uint64_t userblock; /* bytes before the superblock */
   pc_dataset *ds;
   size_t n, cap;
   const pc_dataset **sorted; /* by path, for pc_file_find */
@@ -420,12 +427,24 @@ static const char *pc_extent_problem(const pc_file *f, pc_dataset *d, hid_t dset
   haddr_t at = H5Dget_offset(dset);
   uint64_t bytes = d->count * d->elem_size;
   H5Eclear2(H5E_DEFAULT);
-  if (at == HADDR_UNDEF || (at <= f->size && bytes <= f->size - at))
+  if (at == HADDR_UNDEF)
+    return NULL;
+  if (at > f->size || bytes > f->size - at) {
+    snprintf(why, size,
+             "declares %" PRIu64 " bytes of data at byte %" PRIu64
+             ", past the end of the file (%" PRIu64 " bytes)",
+             bytes, (uint64_t)at, f->size);
+    return why;
+  }
+  /* Past the end HDF5 recorded, HDF5 would read zeros. The user block is allowed for, in case
+   * an HDF5 version counts the end from the superblock: that reads as a shorter file. */
+  uint64_t end = f->eoa > UINT64_MAX - f->userblock ? UINT64_MAX : f->eoa + f->userblock;
+  if (at + bytes <= end)
     return NULL;
   snprintf(why, size,
            "declares %" PRIu64 " bytes of data at byte %" PRIu64
-           ", past the end of the file (%" PRIu64 " bytes)",
-           bytes, (uint64_t)at, f->size);
+           ", past the end of the file that HDF5 recorded (byte %" PRIu64 ")",
+           bytes, (uint64_t)at, f->eoa);
   return why;
 }
 
@@ -647,18 +666,55 @@ static int pc_by_path(const void *x, const void *y) {
 }
 
 /* HDF5 would block on a FIFO and give an unhelpful message for a directory: check first. */
-static int pc_check_regular(const char *path, uint64_t *size, pc_error *err) {
-  struct stat st;
-  if (stat(path, &st) != 0)
+static int pc_check_regular(const char *path, struct stat *st, pc_error *err) {
+  if (stat(path, st) != 0)
     return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
-  if (S_ISDIR(st.st_mode))
+  if (S_ISDIR(st->st_mode))
     return pc_error_set(err, PC_EIO, "%s: is a directory", path);
-  if (!S_ISREG(st.st_mode))
+  if (!S_ISREG(st->st_mode))
     return pc_error_set(err, PC_EIO, "%s: not a regular file", path);
-  if (st.st_size == 0)
+  if (st->st_size == 0)
     return pc_error_set(err, PC_EIO, "%s: empty file (not HDF5)", path);
-  *size = (uint64_t)st.st_size;
   return PC_OK;
+}
+
+static bool pc_same_file(const struct stat *x, const struct stat *y) {
+  return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size;
+}
+
+/* The descriptor that direct readers map: the file stat checked, not one that replaced it since.
+ * O_NONBLOCK: should a FIFO have taken the path meanwhile, open must not wait for a writer. */
+static int pc_open_fd(pc_file *f, const struct stat *checked, pc_error *err) {
+  struct stat st;
+  f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (f->fd < 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", f->path, strerror(errno));
+  if (fstat(f->fd, &st) != 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", f->path, strerror(errno));
+  if (!S_ISREG(st.st_mode) || !pc_same_file(&st, checked))
+    return pc_error_set(err, PC_EIO, "%s: changed while it was being opened", f->path);
+  return PC_OK;
+}
+
+/* HDF5's end of allocation, and whether HDF5 opened the file of f->fd: it opened the file by
+ * its path again, so the sec2 driver's descriptor must be the same file, else nothing is
+ * mapped. */
+static void pc_read_eoa(pc_file *f) {
+  struct stat ours, theirs;
+  int *h5fd = NULL;
+  haddr_t eoa = HADDR_UNDEF;
+  hsize_t userblock = 0;
+  hid_t fcpl = H5Fget_create_plist(f->fid);
+  if (fcpl >= 0) {
+    H5Pget_userblock(fcpl, &userblock);
+    H5Pclose(fcpl);
+  }
+  f->userblock = userblock;
+  f->eoa = H5Fget_eoa(f->fid, &eoa) >= 0 && eoa != HADDR_UNDEF ? (uint64_t)eoa : UINT64_MAX;
+  f->mappable = H5Fget_vfd_handle(f->fid, H5P_DEFAULT, (void **)&h5fd) >= 0 && h5fd &&
+                fstat(*h5fd, &theirs) == 0 && fstat(f->fd, &ours) == 0 &&
+                pc_same_file(&ours, &theirs);
+  H5Eclear2(H5E_DEFAULT);
 }
 
 static int pc_file_walk(pc_file *f, pc_error *err) {
@@ -688,10 +744,10 @@ static int pc_file_walk(pc_file *f, pc_error *err) {
 
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   char h5err[256];
-  uint64_t size = 0;
+  struct stat st;
   *out = NULL;
   pc_h5_quiet();
-  int rc = pc_check_regular(path, &size, err);
+  int rc = pc_check_regular(path, &st, err);
   if (rc < 0)
     return rc;
   if (H5Fis_hdf5(path) <= 0) {
@@ -703,13 +759,20 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
     free(f);
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", path);
   }
-  f->size = size;
+  f->size = (uint64_t)st.st_size;
+  f->fid = -1;
+  rc = pc_open_fd(f, &st, err);
+  if (rc < 0) {
+    pc_file_close(f);
+    return rc;
+  }
   f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f->fid < 0) {
     rc = pc_error_set(err, PC_EIO, "%s: cannot open: %s", path, pc_h5_error(h5err, sizeof h5err));
     pc_file_close(f);
     return rc;
   }
+  pc_read_eoa(f);
   rc = pc_file_walk(f, err);
   if (rc < 0) {
     pc_file_close(f);
@@ -728,6 +791,8 @@ void pc_file_close(pc_file *f) {
   }
   if (f->fid >= 0)
     H5Fclose(f->fid);
+  if (f->fd >= 0)
+    close(f->fd);
   free(f->ds);
   free(f->sorted);
   free(f->visited.slot);
@@ -745,6 +810,10 @@ const pc_dataset *pc_file_dataset(const pc_file *f, size_t i) {
 
 const char *pc_file_path(const pc_file *f) {
   return f->path;
+}
+
+int pc_file_fd(const pc_file *f) {
+  return f->fd;
 }
 
 const pc_dataset *pc_file_find(const pc_file *f, const char *path) {
@@ -770,6 +839,8 @@ struct pc_reader {
   uint64_t step;  /* index steps of dimension `split` per read */
   hsize_t pos[PC_MAX_RANK];
   uint64_t done;
+  bool direct; /* the dataset's bytes lie as stored at file offset `offset` */
+  uint64_t offset;
   unsigned char *raw; /* for pc_reader_next */
   double *values;
   int64_t *ints;
@@ -830,6 +901,30 @@ static hid_t pc_open_dataset(const pc_file *f, const pc_dataset *ds) {
   return dset;
 }
 
+/* Contiguous storage without filters or external files, all of it written, lying inside the
+ * file and the end HDF5 recorded (where HDF5 itself stops reading), in the very file HDF5
+ * opened: then a block's stored bytes are the file's bytes from offset + first element *
+ * elem_size, the very bytes H5Dread copies (the memory type is the file type: no conversion). */
+static bool pc_reader_is_direct(pc_reader *r) {
+  const pc_dataset *d = r->ds;
+  const pc_file *f = r->f;
+  if (d->all_fill || d->count == 0 || !f->mappable || d->count > UINT64_MAX / d->elem_size)
+    return false;
+  uint64_t bytes = d->count * d->elem_size;
+  hid_t dcpl = H5Dget_create_plist(r->dset);
+  bool ok = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
+            H5Pget_external_count(dcpl) == 0;
+  if (dcpl >= 0)
+    H5Pclose(dcpl);
+  haddr_t at = ok ? H5Dget_offset(r->dset) : HADDR_UNDEF;
+  uint64_t end = f->eoa < f->size ? f->eoa : f->size;
+  ok = ok && at != HADDR_UNDEF && H5Dget_storage_size(r->dset) == bytes && at <= end &&
+       bytes <= end - at;
+  H5Eclear2(H5E_DEFAULT);
+  r->offset = ok ? (uint64_t)at : 0;
+  return ok;
+}
+
 int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t block_elems,
                    const pc_reader *like, pc_error *err) {
   char h5err[256];
@@ -855,23 +950,24 @@ int pc_reader_open(pc_reader **out, pc_file *f, const pc_dataset *ds, size_t blo
   } else {
     pc_reader_plan(r, block_elems);
   }
+  r->direct = pc_reader_is_direct(r);
   *out = r;
   return PC_OK;
 }
 
-/* Selects the next block in the file space; returns its element count. */
-static uint64_t pc_reader_select(pc_reader *r) {
+/* The next block's hyperslab (start and count, when `count` is not NULL), advancing past it;
+ * returns its element count. Blocks are row-major runs: this one holds the elements
+ * [r->done, r->done + count) of the dataset. */
+static uint64_t pc_reader_advance(pc_reader *r, hsize_t *start, hsize_t *count) {
   const pc_dataset *d = r->ds;
-  if (r->split < 0 || d->rank == 0) {
-    H5Sselect_all(r->fspace);
+  if (r->split < 0 || d->rank == 0)
     return d->count;
-  }
-  hsize_t count[PC_MAX_RANK];
   uint64_t left = d->dims[r->split] - r->pos[r->split];
   uint64_t steps = left < r->step ? left : r->step;
-  for (int i = 0; i < d->rank; i++)
+  for (int i = 0; count && i < d->rank; i++) {
+    start[i] = r->pos[i];
     count[i] = i < r->split ? 1 : i == r->split ? steps : d->dims[i];
-  H5Sselect_hyperslab(r->fspace, H5S_SELECT_SET, r->pos, NULL, count, NULL);
+  }
   /* Advance like an odometer: the split dimension, then the ones before it. */
   r->pos[r->split] += steps;
   for (int i = r->split; i > 0 && r->pos[i] == d->dims[i]; i--) {
@@ -879,6 +975,35 @@ static uint64_t pc_reader_select(pc_reader *r) {
     r->pos[i - 1]++;
   }
   return steps * r->inner;
+}
+
+/* Selects the next block in the file space; returns its element count. */
+static uint64_t pc_reader_select(pc_reader *r) {
+  hsize_t start[PC_MAX_RANK], count[PC_MAX_RANK];
+  if (r->split < 0 || r->ds->rank == 0) {
+    H5Sselect_all(r->fspace);
+    return pc_reader_advance(r, NULL, NULL);
+  }
+  uint64_t k = pc_reader_advance(r, start, count);
+  H5Sselect_hyperslab(r->fspace, H5S_SELECT_SET, start, NULL, count, NULL);
+  return k;
+}
+
+bool pc_reader_direct(const pc_reader *r) {
+  return r->direct;
+}
+
+int pc_reader_next_span(pc_reader *r, uint64_t *file_offset, size_t *n) {
+  *n = 0;
+  *file_offset = r->offset + r->done * r->ds->elem_size; /* elements [done, done + k) */
+  if (!r->direct)
+    return PC_EUSAGE;
+  if (r->done >= r->ds->count)
+    return PC_OK;
+  uint64_t k = pc_reader_advance(r, NULL, NULL);
+  r->done += k;
+  *n = (size_t)k;
+  return PC_OK;
 }
 
 void pc_dataset_decode(const pc_dataset *d, const void *raw, size_t n, double *vals,

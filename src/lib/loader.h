@@ -49,7 +49,7 @@ typedef struct pc_dataset {
 typedef struct pc_file pc_file;
 
 /** Open the HDF5 file at `path` and walk it. PC_EIO (naming the file) when it is missing, not a
- * regular file, not HDF5, truncated or corrupt. */
+ * regular file, not HDF5, truncated or corrupt, or replaced while being opened. */
 int pc_file_open(pc_file **out, const char *path, pc_error *err);
 
 /** Close the file; NULL is accepted. */
@@ -66,6 +66,10 @@ const pc_dataset *pc_file_find(const pc_file *f, const char *path);
 /** The path the file was opened with. */
 const char *pc_file_path(const pc_file *f);
 
+/** A read-only descriptor of the file HDF5 opened, for mapping the raw data of direct readers
+ * (pc_reader_direct); open until pc_file_close. Reading or mapping it is thread-safe. */
+int pc_file_fd(const pc_file *f);
+
 typedef struct pc_reader pc_reader;
 
 /** Start reading numeric dataset `ds` of `f` in row-major blocks of about `block_elems`
@@ -81,6 +85,17 @@ size_t pc_reader_max_block(const pc_reader *r);
 /** Read the next block's stored bytes, undecoded, into `raw` (room for pc_reader_max_block
  * elements of ds->elem_size bytes); *n = its elements, 0 when done. PC_EDATA on failure. */
 int pc_reader_next_raw(pc_reader *r, void *raw, size_t *n, pc_error *err);
+
+/** True when r's dataset lies in the file as stored, in one contiguous run (no filters, no
+ * external files, all of it written, inside the file's size and HDF5's end of allocation):
+ * its blocks can then be read from pc_file_fd with pc_reader_next_span, without HDF5. */
+bool pc_reader_direct(const pc_reader *r);
+
+/** For a direct reader: advance to the next block exactly as pc_reader_next_raw would, but
+ * instead of reading it return where its stored bytes lie: *n elements (0 when done) of
+ * ds->elem_size bytes from byte *file_offset of the file (an absolute offset, user block
+ * included), the very bytes pc_reader_next_raw would give. PC_EUSAGE when r is not direct. */
+int pc_reader_next_span(pc_reader *r, uint64_t *file_offset, size_t *n);
 
 /** Decode n stored elements of `ds` from raw: floats into vals (two doubles an element for
  * complex: re, im), integers into ints (uint64 bit for bit). Pure and thread-safe. */

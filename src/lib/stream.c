@@ -1,13 +1,21 @@
 /* The streaming pipeline (stream.h). The calling thread reads blocks into a ring of slots and
  * merges finished slots from the ring's head, so merges happen in block order; workers take
- * queued slots, decode both sides and fold them with the element kernels. */
+ * queued slots, decode both sides and fold them with the element kernels.
+ *
+ * A side whose dataset lies contiguously in its file (pc_reader_direct) is not read by the
+ * calling thread: it only records where the block's bytes are, and the worker maps them from the
+ * file, folds them and unmaps them (docs/performance.md, "Mapped reads"). */
 #include "stream.h"
 #include "kernel.h"
 #include "pc_internal.h"
 
-#include <pthread.h> /* pthread_create, pthread_mutex_t, pthread_cond_t */
-#include <stdlib.h>  /* calloc, realloc, free */
-#include <string.h>  /* memcmp, memset */
+#include <errno.h>    /* errno, EINTR */
+#include <pthread.h>  /* pthread_create, pthread_mutex_t, pthread_cond_t */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* calloc, realloc, free */
+#include <string.h>   /* memcmp, memset, strerror_r */
+#include <sys/mman.h> /* mmap, munmap */
+#include <unistd.h>   /* pread, sysconf */
 
 enum { PC_SLOT_FILLING, PC_SLOT_QUEUED, PC_SLOT_RUNNING, PC_SLOT_DONE };
 
@@ -18,9 +26,13 @@ typedef struct pc_slot {
   uint64_t base;
   size_t n;
   bool last;    /* closes its tensor */
-  void *raw[2]; /* stored bytes of A and B */
+  void *raw[2]; /* stored bytes of A and B, or room to pread them when mapping fails */
   size_t raw_cap[2];
-  bool nomem; /* the worker could not allocate its scratch */
+  int fd[2];           /* >= 0: that side's bytes are still in this file, from byte at[side] */
+  uint64_t at[2];      /* (the worker maps or reads them) */
+  const char *file[2]; /* the files' paths, for read errors */
+  bool nomem;          /* the worker could not allocate its scratch */
+  char why[PC_ERROR_MESSAGE_MAX]; /* the worker could not read the file: why; "" otherwise */
   pc_stats part;
   pc_qhist *hist[PC_NHISTS];
 } pc_slot;
@@ -45,6 +57,7 @@ struct pc_stream {
   unsigned nthreads;         /* threads started */
   pc_qhist *hist[PC_NHISTS]; /* of the tensor being merged */
   uint64_t bytes_done;
+  uint64_t page; /* mmap offsets are multiples of it */
 };
 
 static int pc_hists_new(pc_qhist *h[PC_NHISTS]) {
@@ -81,10 +94,12 @@ static bool pc_worker_reserve(pc_worker *w, size_t n) {
   return true;
 }
 
-static bool pc_bytes_identical(const pc_slot *sl) {
+/* `ra`, `rb`: the slot's stored bytes of A and B, wherever they are. */
+static bool pc_bytes_identical(const pc_slot *sl, const unsigned char *ra,
+                               const unsigned char *rb) {
   const pc_dataset *a = sl->a, *b = sl->b;
   return a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT && a->stored == b->stored &&
-         a->swap == b->swap && memcmp(sl->raw[0], sl->raw[1], sl->n * a->elem_size) == 0;
+         a->swap == b->swap && memcmp(ra, rb, sl->n * a->elem_size) == 0;
 }
 
 /* `same`: the stored bytes of both sides are identical (pc_bytes_identical). */
@@ -118,14 +133,14 @@ static bool pc_f32_direct(const pc_slot *sl) {
          pc_f32_logical(b->logical) && pc_f32_logical(sl->t->compare);
 }
 
-/* Decode and fold one slot into its own partial. */
-static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
-  if (sl->n == 0)
-    return;
+/* Decode and fold one slot's stored bytes `ra` and `rb` (A and B: any alignment) into its own
+ * partial. */
+static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl, const unsigned char *ra,
+                                 const unsigned char *rb) {
   pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
-  bool same = pc_bytes_identical(sl); /* one comparison of the bytes serves both paths */
+  bool same = pc_bytes_identical(sl, ra, rb); /* one comparison of the bytes serves both paths */
   if (pc_f32_direct(sl) && !same) {
-    pc_kernel_f32(&k, sl->raw[0], sl->raw[1], sl->a->logical == PC_DTYPE_BFLOAT16,
+    pc_kernel_f32(&k, ra, rb, sl->a->logical == PC_DTYPE_BFLOAT16,
                   sl->b->logical == PC_DTYPE_BFLOAT16);
     return;
   }
@@ -133,14 +148,83 @@ static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
     sl->nomem = true;
     return;
   }
-  pc_dataset_decode(sl->a, sl->raw[0], sl->n, w->vals[0], w->ints[0]);
-  pc_dataset_decode(sl->b, sl->raw[1], sl->n, w->vals[1], w->ints[1]);
+  pc_dataset_decode(sl->a, ra, sl->n, w->vals[0], w->ints[0]);
+  pc_dataset_decode(sl->b, rb, sl->n, w->vals[1], w->ints[1]);
   pc_worker_kernels(w, sl, &k, same);
   /* Only real float datasets carry a logical dtype other than their stored one. */
   if (sl->a->logical != sl->a->stored)
     sl->part.not_representable_a += pc_kernel_unrepresentable(w->vals[0], sl->n, sl->a->logical);
   if (sl->b->logical != sl->b->stored)
     sl->part.not_representable_b += pc_kernel_unrepresentable(w->vals[1], sl->n, sl->b->logical);
+}
+
+/* One side's stored bytes of a slot, as the worker sees them: in the slot's buffer, or a window
+ * of the file mapped for this slot alone (map, map_len: what to munmap). */
+typedef struct pc_view {
+  const unsigned char *bytes;
+  void *map;
+  size_t map_len;
+} pc_view;
+
+/* The fallback when the file cannot be mapped: pread the exact bytes into the slot's buffer,
+ * which the calling thread reserved for this. false, with sl->why, on a read error or when the
+ * file ends early (it shrank since it was opened). */
+static bool pc_view_read(pc_slot *sl, int side, size_t bytes, pc_view *v) {
+  unsigned char *buf = sl->raw[side];
+  size_t got = 0;
+  while (got < bytes) {
+    ssize_t r = pread(sl->fd[side], buf + got, bytes - got, (off_t)(sl->at[side] + got));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      char text[256] = "the file ended early (it shrank while being compared)";
+      if (r < 0 && strerror_r(errno, text, sizeof text) != 0)
+        snprintf(text, sizeof text, "error %d", errno);
+      snprintf(sl->why, sizeof sl->why, "%s: %s: cannot read: %s", sl->file[side],
+               (side ? sl->b : sl->a)->path, text);
+      return false;
+    }
+    got += (size_t)r;
+  }
+  v->bytes = buf;
+  return true;
+}
+
+/* Makes side's bytes of sl available in v: maps them when they are still in the file (the
+ * window starts at the page holding the first byte), else reads them. The loader checked that
+ * the bytes lie inside the file, so the offsets fit in off_t. */
+static bool pc_view_open(const pc_stream *s, pc_slot *sl, int side, pc_view *v) {
+  v->bytes = sl->raw[side];
+  if (sl->fd[side] < 0)
+    return true;
+  size_t bytes = sl->n * (side ? sl->b : sl->a)->elem_size;
+  uint64_t lead = sl->at[side] % s->page;
+  void *m =
+      mmap(NULL, bytes + lead, PROT_READ, MAP_PRIVATE, sl->fd[side], (off_t)(sl->at[side] - lead));
+  if (m == MAP_FAILED)
+    return pc_view_read(sl, side, bytes, v);
+  v->map = m;
+  v->map_len = bytes + lead;
+  v->bytes = (const unsigned char *)m + lead;
+  return true;
+}
+
+/* Unmapped at once: mapped file pages count in the resident size while mapped. */
+static void pc_view_close(pc_view *v) {
+  if (v->map)
+    munmap(v->map, v->map_len);
+  v->map = NULL;
+}
+
+/* Fold one slot, mapping what is still in the files for the time of the fold. */
+static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
+  if (sl->n == 0)
+    return;
+  pc_view v[2] = {{NULL, NULL, 0}, {NULL, NULL, 0}};
+  if (pc_view_open(w->s, sl, 0, &v[0]) && pc_view_open(w->s, sl, 1, &v[1]))
+    pc_worker_fold_bytes(w, sl, v[0].bytes, v[1].bytes);
+  pc_view_close(&v[0]);
+  pc_view_close(&v[1]);
 }
 
 /* The oldest queued slot, or NULL. Called with the lock held. */
@@ -200,8 +284,9 @@ static void pc_tensor_close(pc_stream *s, pc_tensor *t) {
 
 static void pc_merge_slot(pc_stream *s, pc_slot *sl) {
   pc_tensor *t = sl->t;
-  if (sl->nomem)
-    pc_tensor_fail(t, "out of memory");
+  /* The first failure of the tensor is the one worth reporting. */
+  if (t->verdict != PC_VERDICT_ERROR && (sl->nomem || sl->why[0]))
+    pc_tensor_fail(t, sl->nomem ? "out of memory" : sl->why);
   if (t->verdict != PC_VERDICT_ERROR) {
     pc_stats_merge(&t->stats, &sl->part);
     for (int i = 0; i < PC_NHISTS; i++)
@@ -240,6 +325,8 @@ static pc_slot *pc_acquire(pc_stream *s) {
   for (int i = 0; i < PC_NHISTS; i++)
     pc_qhist_reset(sl->hist[i]);
   sl->nomem = false;
+  sl->why[0] = '\0';
+  sl->fd[0] = sl->fd[1] = -1;
   pthread_mutex_lock(&s->mu);
   s->used++;
   pthread_mutex_unlock(&s->mu);
@@ -271,16 +358,33 @@ static bool pc_slot_reserve(pc_slot *sl, int side, size_t bytes) {
   return true;
 }
 
-/* Read one block of each side into sl; *n = 0 at the end. */
-static int pc_read_block(pc_slot *sl, pc_reader *ra, pc_reader *rb, size_t cap, size_t *n,
-                         pc_error *e) {
+/* One side of a pair being streamed: its reader and its file. */
+typedef struct pc_side {
+  pc_reader *r;
+  pc_file *f;
+} pc_side;
+
+/* Reads side's next block into sl->raw[side], or for a direct reader only records where its
+ * bytes are, for the worker. */
+static int pc_read_side(pc_slot *sl, int side, const pc_side *sd, size_t *n, pc_error *e) {
+  if (!pc_reader_direct(sd->r))
+    return pc_reader_next_raw(sd->r, sl->raw[side], n, e);
+  pc_reader_next_span(sd->r, &sl->at[side], n);
+  sl->fd[side] = *n ? pc_file_fd(sd->f) : -1;
+  sl->file[side] = pc_file_path(sd->f);
+  return PC_OK;
+}
+
+/* Read one block of each side into sl; *n = 0 at the end. The buffers are reserved for direct
+ * sides too: the worker reads into them when it cannot map the file. */
+static int pc_read_block(pc_slot *sl, const pc_side sides[2], size_t cap, size_t *n, pc_error *e) {
   size_t nb = 0;
   if (!pc_slot_reserve(sl, 0, cap * sl->a->elem_size) ||
       !pc_slot_reserve(sl, 1, cap * sl->b->elem_size))
     return pc_error_set(e, PC_ENOMEM, "out of memory");
-  int rc = pc_reader_next_raw(ra, sl->raw[0], n, e);
+  int rc = pc_read_side(sl, 0, &sides[0], n, e);
   if (rc == PC_OK)
-    rc = pc_reader_next_raw(rb, sl->raw[1], &nb, e);
+    rc = pc_read_side(sl, 1, &sides[1], &nb, e);
   if (rc == PC_OK && nb != *n)
     rc = pc_error_set(e, PC_EDATA, "A and B were read in different blocks");
   return rc;
@@ -294,9 +398,9 @@ static void pc_progress(pc_stream *s, const pc_slot *sl) {
 
 /* Queue every block of the pair, then a closing slot. */
 static int pc_stream_blocks(pc_stream *s, pc_tensor *t, const pc_dataset *a, const pc_dataset *b,
-                            pc_reader *ra, pc_reader *rb) {
+                            const pc_side sides[2]) {
   pc_error e = {PC_OK, ""};
-  size_t cap = pc_reader_max_block(ra), n = 1;
+  size_t cap = pc_reader_max_block(sides[0].r), n = 1;
   uint64_t base = 0;
   int rc = PC_OK;
   while (n) {
@@ -305,7 +409,7 @@ static int pc_stream_blocks(pc_stream *s, pc_tensor *t, const pc_dataset *a, con
     sl->a = a;
     sl->b = b;
     sl->base = base;
-    rc = pc_read_block(sl, ra, rb, cap, &n, &e);
+    rc = pc_read_block(sl, sides, cap, &n, &e);
     if (rc < 0) {
       pc_tensor_fail(t, e.message);
       n = 0;
@@ -327,7 +431,8 @@ int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *
   if (rc == PC_OK)
     rc = pc_reader_open(&rb, fb, b, s->cfg.block_elems, ra, &e);
   if (rc == PC_OK) {
-    rc = pc_stream_blocks(s, t, a, b, ra, rb);
+    const pc_side sides[2] = {{ra, fa}, {rb, fb}};
+    rc = pc_stream_blocks(s, t, a, b, sides);
   } else if (rc != PC_ENOMEM) {
     /* Nothing of this tensor is queued: close it at once. */
     pc_tensor_fail(t, e.message);
@@ -370,6 +475,8 @@ int pc_stream_new(pc_stream **out, const pc_stream_config *cfg, pc_error *err) {
   if (!s)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
   s->cfg = *cfg;
+  long page = sysconf(_SC_PAGESIZE);
+  s->page = page > 0 ? (uint64_t)page : 4096;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->work, NULL);
   pthread_cond_init(&s->done, NULL);

@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 
+import h5py
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
 sys.path.insert(0, os.path.join(HERE, '..'))
@@ -526,6 +529,100 @@ def test_threads_identical():
                       one is not None and one == many)
 
 
+# ------------------------------------------------------------------------------------------
+# Mapped reads (docs/performance.md, "Mapped reads")
+# ------------------------------------------------------------------------------------------
+
+
+def _mapped_tensors():
+    """(name, A, B, chunk shape, attributes): odd sizes, so that blocks are partial; NaN, +-inf,
+    -0 and subnormals on both sides, some in the same places and some not. Every chunk is longer
+    than 4 blocks of --block-elems 7 and 33 along the dimension the blocks step through, so
+    chunked files are cut in exactly the blocks of contiguous ones (src/lib/loader.c,
+    pc_reader_plan) and even the double sums must agree to the bit."""
+    rng = np.random.default_rng(20)
+    special32 = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -1e-40, np.finfo(np.float32).tiny]
+    a32 = rng.standard_normal(1001).astype(np.float32)
+    a32[:8] = special32
+    b32 = a32 + (rng.standard_normal(1001) * 2e-6).astype(np.float32)
+    b32[:8] = [np.nan, -np.inf, np.inf, 0.0, -0.0, 3e-45, -1e-40, 0.0]
+    b32[500] = np.nan
+    a64 = rng.standard_normal(777)
+    a64[:6] = [np.nan, np.inf, -0.0, 5e-324, -2e-310, np.finfo(np.float64).tiny]
+    b64 = a64 * (1 + rng.standard_normal(777) * 1e-15)
+    b64[:6] = [np.nan, np.inf, 0.0, 1e-323, -2e-310, 0.0]
+    ai = rng.integers(-2 ** 31, 2 ** 31, 513, dtype=np.int32)
+    bi = ai.copy()
+    bi[::50] += 3
+    a2 = rng.standard_normal((37, 29)).astype(np.float32)
+    b2 = a2 * np.float32(1 + 1e-6)
+    b2[3, 4] = -a2[3, 4]
+    ac = (rng.standard_normal(301) + 1j * rng.standard_normal(301)).astype(np.complex64)
+    bc = ac + np.complex64(1e-6 - 1e-6j)
+    bf = a32.copy()
+    bf[10:20] *= np.float32(1.01)
+    return [
+        ('f32', a32, b32, (300,), {}),
+        ('f32_same', a32, a32.copy(), (300,), {}),
+        ('f32_be', a32.astype('>f4'), b32.astype('>f4'), (300,), {}),
+        ('bf16_tagged', a32, bf, (300,), {'dtype': 'bfloat16'}),
+        ('f64', a64, b64, (300,), {}),
+        ('i32', ai, bi, (300,), {}),
+        ('m2d', a2, b2, (16, 29), {}),
+        ('c64', ac, bc, (300,), {}),
+    ]
+
+
+def _write_mapped(path, tensors, side, layout):
+    kw = {'userblock_size': 512} if layout == 'userblock' else {}
+    with h5py.File(path, 'w', libver='earliest', **kw) as f:
+        for name, a, b, chunks, attrs in tensors:
+            d = f.create_dataset(name, data=a if side == 'a' else b,
+                                 chunks=chunks if layout == 'chunked' else None)
+            d.attrs.update(attrs)
+            if layout != 'chunked':  # the precondition of the mapped path
+                check('mapped: %s %s is contiguous at a known offset' % (layout, name),
+                      d.id.get_offset() is not None and d.chunks is None)
+
+
+def test_mapped_reads():
+    """Contiguous datasets are mapped from the file by the workers; chunked ones are read by HDF5.
+    Both must give the same report, tensor for tensor, with one side mapped or both, for any -j."""
+    tensors = _mapped_tensors()
+    files = {}
+    for layout in ('contiguous', 'userblock', 'chunked'):
+        for side in 'ab':
+            files[layout, side] = os.path.join(TMP, 'mapped_%s_%s.h5' % (layout, side))
+            _write_mapped(files[layout, side], tensors, side, layout)
+    pairs = (('chunked', 'chunked'), ('contiguous', 'contiguous'), ('userblock', 'userblock'),
+             ('contiguous', 'chunked'), ('chunked', 'contiguous'))
+    for block in ('7', '33'):
+        want = None
+        for la, lb in pairs:
+            for j in ('1', '2'):
+                label = 'mapped: %s vs %s, --block-elems %s, -j %s' % (la, lb, block, j)
+                out = os.path.join(TMP, 'mapped_%s_%s_%s_%s.json' % (la, lb, block, j))
+                p = run(['-t', STRICT, '--block-elems', block, '-j', j, '--json', out,
+                         files[la, 'a'], files[lb, 'b']])
+                check('%s: exit 1' % label, p.returncode == 1, short(p))
+                try:
+                    with open(out) as fh:
+                        got = json.load(fh)['tensors']
+                except (OSError, ValueError, KeyError) as e:
+                    check('%s: JSON report' % label, False, e)
+                    continue
+                verdicts = {t['path']: t['verdict'] for t in got}
+                check('%s: every tensor compared' % label,
+                      sorted(verdicts) == sorted('/' + t[0] for t in tensors) and
+                      set(verdicts.values()) <= {'pass', 'drift'}, repr(verdicts))
+                if want is None:
+                    want = got
+                    continue
+                diff = [t1['path'] for t1, t2 in zip(want, got) if t1 != t2]
+                check('%s: tensors identical to chunked vs chunked, -j 1' % label,
+                      want == got, 'differ: %r' % diff)
+
+
 TESTS = [
     test_tolerance_file_matches_expected,
     test_hdf5_faults_isolated,
@@ -545,6 +642,7 @@ TESTS = [
     test_color,
     test_json_stdout,
     test_block_elems,
+    test_mapped_reads,
 ]
 
 

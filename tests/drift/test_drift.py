@@ -131,7 +131,8 @@ def test_bug_matrix(dumps):
             if claim == score.FLAG:
                 check(name + " is flagged at the injected tensor",
                       p.returncode == 1 and first == "/" + target,
-                      "exit %d, first divergence %s" % (p.returncode, first))
+                      "exit %d, first divergence %s; stderr: %s" % (
+                          p.returncode, first, p.stderr.strip()[-300:]))
             outcomes.setdefault((bug, profile, claim), []).append(first == "/" + target)
             _, values = inject_bugs.buggy_values(src, family, bug, target)
             B = dumps[family, backend].replaced(target, values)

@@ -1,5 +1,6 @@
 /* Element kernels: every expected figure below is derived by hand from docs/metrics.md. */
 #include "kernel.h"
+#include "kernel_f32.h"
 
 #include <float.h>  /* FLT_EPSILON */
 #include <math.h>   /* INFINITY, NAN, ldexp */
@@ -278,13 +279,205 @@ static void test_f32_bytes_path(void **state) {
                  k2 = {&s2, h2, &t, PC_DTYPE_FLOAT32, 0, N};
   pc_kernel_f32(&k1, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
   pc_kernel_float(&k2, da, db);
-  assert_memory_equal(&s1, &s2, sizeof s1);
+  assert_same_stats(&s1, &s2);
   for (int w = 0; w < PC_NHISTS; w++) {
     assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
     free(h1[w]);
     free(h2[w]);
   }
   assert_true(s1.nan_mismatches > 0 && s1.inf_mismatches > 0 && s1.mismatches > 0);
+}
+
+/* Drift data for the vector part of the float32 bytes path: mostly small relative drift, with
+ * exact matches, sign crossings, zeros, subnormals, large values, and a NaN or inf every
+ * `nonfinite_every` elements (0: none), so that vector groups, groups with a non-finite pair
+ * and the partial last group all occur. */
+static void drift_f32(float *fa, float *fb, size_t n, unsigned nonfinite_every, uint32_t seed) {
+  uint32_t x = seed;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    float v = ldexpf((float)(int)(x % 20001u) - 10000.0f, (int)(x >> 26) - 40);
+    unsigned kind = (x >> 8) % 16;
+    fa[i] = kind == 0 ? ldexpf((float)(x % 7u), -149) : v; /* subnormals */
+    fb[i] = kind == 1   ? fa[i]
+            : kind == 2 ? -fa[i]
+            : kind == 3 ? 0.0f
+            : kind == 4 ? nextafterf(fa[i], -INFINITY)
+                        : fa[i] * (1.0f + 3e-7f * (float)((int)(x % 9u) - 4));
+    if (nonfinite_every && i % nonfinite_every == nonfinite_every - 1)
+      fb[i] = (x & 1) ? (float)NAN : -INFINITY;
+  }
+}
+
+static pc_qhist **hists_new(void) {
+  pc_qhist **h = calloc(PC_NHISTS, sizeof *h);
+  for (int w = 0; w < PC_NHISTS; w++) {
+    h[w] = calloc(1, sizeof *h[w]);
+    pc_qhist_reset(h[w]);
+  }
+  return h;
+}
+
+static void hists_free(pc_qhist **h) {
+  for (int w = 0; w < PC_NHISTS; w++)
+    free(h[w]);
+  free(h);
+}
+
+/* pc_kernel_f32 against the decoded path (pc_kernel_float), histograms included; the sums also
+ * against long double sums in element order. */
+static void check_f32_against_decoded(const float *fa, const float *fb, size_t n, pc_dtype dt,
+                                      const pc_tol *t) {
+  double *da = malloc(n * sizeof *da), *db = malloc(n * sizeof *db);
+  long double ssd = 0, sab = 0;
+  for (size_t i = 0; i < n; i++) {
+    da[i] = fa[i];
+    db[i] = fb[i];
+    if (isfinite(da[i]) && isfinite(db[i])) {
+      ssd += (long double)(db[i] - da[i]) * (db[i] - da[i]);
+      sab += (long double)da[i] * db[i];
+    }
+  }
+  pc_qhist **h1 = hists_new(), **h2 = hists_new();
+  pc_stats s1, s2;
+  memset(&s1, 0, sizeof s1);
+  memset(&s2, 0, sizeof s2);
+  pc_kernel_args k1 = {&s1, h1, t, dt, 100, n}, k2 = {&s2, h2, t, dt, 100, n};
+  pc_kernel_f32(&k1, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+  pc_kernel_float(&k2, da, db);
+  assert_same_stats(&s1, &s2);
+  assert_true(fabsl(s1.sum_sq_diff - ssd) <= 1e-13L * ssd);
+  assert_true(fabsl(s1.sum_ab - sab) <= 1e-13L * fabsl(sab));
+  for (int w = 0; w < PC_NHISTS; w++)
+    assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
+  hists_free(h1);
+  hists_free(h2);
+  free(da);
+  free(db);
+}
+
+/* The vector part on long runs of finite pairs, broken by non-finite ones at several spacings,
+ * and block lengths that leave every partial last group, in float32 and bfloat16. */
+static void test_f32_vector_path(void **state) {
+  (void)state;
+  enum { N = 20011 };
+  float *fa = malloc(N * sizeof *fa), *fb = malloc(N * sizeof *fb);
+  pc_tol t = tol_none();
+  t.set = PC_TOL_RTOL | PC_TOL_MAX_ULP;
+  t.rtol = 4e-7;
+  t.max_ulp = 2;
+  const unsigned spacing[] = {0, 3, 9, 300, 2500};
+  for (size_t k = 0; k < sizeof spacing / sizeof *spacing; k++) {
+    drift_f32(fa, fb, N, spacing[k], 2463534242u + (uint32_t)k);
+    for (size_t n = N - 7; n <= N; n++)
+      check_f32_against_decoded(fa, fb, n, PC_DTYPE_FLOAT32, &t);
+    check_f32_against_decoded(fa, fb, N, PC_DTYPE_BFLOAT16, &t);
+  }
+  free(fa);
+  free(fb);
+}
+
+/* The worst pair: among passing pairs the first of the largest abs, even when that abs recurs
+ * in a later chunk; once a mismatch appears, the first mismatch of the largest abs. Indices
+ * are worked out from the construction. */
+static void test_f32_worst_pair(void **state) {
+  (void)state;
+  enum { N = 4096 };
+  static float fa[N], fb[N];
+  for (int i = 0; i < N; i++)
+    fa[i] = fb[i] = 1.0f;
+  fb[700] = fb[3000] = 1.0f + FLT_EPSILON; /* abs 2^-23, 1 ULP: passes with max_ulp 1 */
+  pc_tol t = tol_none();
+  t.set = PC_TOL_MAX_ULP;
+  t.max_ulp = 1;
+  pc_stats s;
+  memset(&s, 0, sizeof s);
+  pc_kernel_args k = {&s, NULL, &t, PC_DTYPE_FLOAT32, 0, N};
+  pc_kernel_f32(&k, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+  assert_int_equal(s.worst_index, 700);
+  assert_int_equal(s.worst_class, 0);
+  assert_int_equal(s.mismatches, 0);
+  fb[2000] = 1.0f + 2 * FLT_EPSILON; /* 2 ULPs: fails, smaller abs than none but a mismatch */
+  fb[3500] = 1.0f + 2 * FLT_EPSILON;
+  memset(&s, 0, sizeof s);
+  pc_kernel_f32(&k, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+  assert_int_equal(s.worst_index, 2000);
+  assert_int_equal(s.worst_class, 1);
+  assert_int_equal(s.mismatches, 2);
+  assert_true(s.worst_abs == 2 * FLT_EPSILON);
+  assert_int_equal(s.worst_ulp, 2);
+  /* All equal: the worst is the first pair. */
+  memcpy(fb, fa, sizeof fb);
+  fb[5] = -0.0f;
+  fa[5] = 0.0f;
+  memset(&s, 0, sizeof s);
+  pc_kernel_f32(&k, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+  assert_int_equal(s.worst_index, 0);
+  assert_true(s.worst_abs == 0);
+}
+
+/* Each criterion passes at equality in the vector part too: 16 pairs 1 vs 1 + 2^-23 (abs and
+ * rel 2^-23, 1 ULP) pass with atol, rtol or max_ulp set exactly there, and fail just below. */
+static void test_f32_boundaries(void **state) {
+  (void)state;
+  enum { N = 16 };
+  float fa[N], fb[N];
+  for (int i = 0; i < N; i++) {
+    fa[i] = 1.0f;
+    fb[i] = 1.0f + FLT_EPSILON;
+  }
+  const unsigned sets[] = {PC_TOL_ATOL, PC_TOL_RTOL, PC_TOL_MAX_ULP};
+  for (int c = 0; c < 3; c++)
+    for (int below = 0; below < 2; below++) {
+      pc_tol t = tol_none();
+      t.set = sets[c];
+      t.atol = t.rtol = below ? nextafter(FLT_EPSILON, 0) : FLT_EPSILON;
+      t.max_ulp = below ? 0 : 1;
+      pc_stats s;
+      memset(&s, 0, sizeof s);
+      pc_kernel_args k = {&s, NULL, &t, PC_DTYPE_FLOAT32, 0, N};
+      pc_kernel_f32(&k, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+      assert_int_equal(s.mismatches, below ? N : 0);
+    }
+}
+
+/* The baseline and AVX2 builds of the vector part reach the same state, bit for bit. */
+static void test_f32_builds_agree(void **state) {
+  (void)state;
+#ifdef PC_HAVE_AVX2
+  if (!__builtin_cpu_supports("avx2"))
+    skip();
+  enum { N = 9000 };
+  static float fa[N], fb[N];
+  drift_f32(fa, fb, N, 0, 88675123u);
+  pc_qhist **h1 = hists_new(), **h2 = hists_new();
+  static pc_f32_state s1, s2;
+  memset(&s1, 0, sizeof s1);
+  s1.atol = 1e-9;
+  s1.rtol = 1e-7;
+  s1.tol_ulp = 3;
+  s1.wcls = -1;
+  for (int l = 0; l < PC_F32_LANES; l++)
+    s1.min_abs[l] = s1.min_rel[l] = INFINITY;
+  s2 = s1;
+  s1.h_abs = h1[PC_HIST_ABS];
+  s1.h_rel = h1[PC_HIST_REL];
+  s2.h_abs = h2[PC_HIST_ABS];
+  s2.h_rel = h2[PC_HIST_REL];
+  const unsigned char *a = (const unsigned char *)fa, *b = (const unsigned char *)fb;
+  assert_int_equal(pc_f32_run_base(&s1, a, b, 0, N), N - N % 8);
+  assert_int_equal(pc_f32_run_avx2(&s2, a, b, 0, N), N - N % 8);
+  s1.h_abs = s2.h_abs;
+  s1.h_rel = s2.h_rel;
+  assert_memory_equal(&s1, &s2, sizeof s1);
+  for (int w = 0; w < PC_NHISTS; w++)
+    assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
+  assert_true(s1.count == N - N % 8 && s1.wcls >= 0);
+  hists_free(h1);
+  hists_free(h2);
+#else
+  skip();
+#endif
 }
 
 /* Compared in bfloat16 from float32 bytes (torch's bf16 saved as tagged float32): the bit-level
@@ -399,6 +592,10 @@ int main(void) {
       cmocka_unit_test(test_fast_path_matches_definition),
       cmocka_unit_test(test_f32_bytes_path),
       cmocka_unit_test(test_bf16_bytes_path),
+      cmocka_unit_test(test_f32_vector_path),
+      cmocka_unit_test(test_f32_worst_pair),
+      cmocka_unit_test(test_f32_boundaries),
+      cmocka_unit_test(test_f32_builds_agree),
       cmocka_unit_test(test_int_exact),
       cmocka_unit_test(test_complex),
       cmocka_unit_test(test_unrepresentable),

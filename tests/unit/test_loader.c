@@ -8,7 +8,7 @@
 #include <stdio.h>  /* snprintf, fopen */
 #include <stdlib.h> /* mkdtemp */
 #include <string.h> /* strstr */
-#include <unistd.h> /* rmdir, unlink */
+#include <unistd.h> /* pread, rmdir, unlink */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -253,6 +253,71 @@ static void test_chunk_aligned_blocks(void **state) {
   unlink(path);
 }
 
+/* Reads the next span of a direct reader back with pread; returns its element count. */
+static size_t read_span(pc_file *f, pc_reader *r, float *out) {
+  uint64_t at = 0;
+  size_t n = 0;
+  assert_int_equal(pc_reader_next_span(r, &at, &n), PC_OK);
+  if (n)
+    assert_int_equal(pread(pc_file_fd(f), out, n * sizeof *out, (off_t)at),
+                     (ssize_t)(n * sizeof *out));
+  return n;
+}
+
+/* Contiguous, unfiltered, written data is direct, and its spans hold the bytes a block read
+ * gives, for any block size, cut `like` a chunked twin too; chunked and never-written data are
+ * read through HDF5. */
+static void test_direct_spans(void **state) {
+  (void)state;
+  const char *path = tmp_path("direct.h5");
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hsize_t dims[3] = {3, 4, 5}, chunk[3] = {2, 4, 5};
+  static float data[60], got[60];
+  for (int i = 0; i < 60; i++)
+    data[i] = (float)i - 0.5f;
+  hid_t s = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 3, chunk);
+  hid_t plain = H5Dcreate2(f, "plain", H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t chunked = H5Dcreate2(f, "chunked", H5T_IEEE_F32LE, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  H5Dwrite(plain, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+  H5Dwrite(chunked, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+  H5Dclose(plain);
+  H5Dclose(chunked);
+  H5Pclose(dcpl);
+  H5Sclose(s);
+  write_1d(f, "unwritten", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 100, NULL);
+  H5Fclose(f);
+
+  pc_file *pf;
+  pc_error err;
+  pc_reader *r, *rc;
+  assert_int_equal(pc_file_open(&pf, path, &err), PC_OK);
+  assert_true(pc_file_fd(pf) >= 0);
+  for (size_t block = 1; block <= 61; block++) {
+    assert_int_equal(pc_reader_open(&rc, pf, find(pf, "/chunked"), block, NULL, &err), PC_OK);
+    assert_false(pc_reader_direct(rc));
+    assert_int_equal(pc_reader_open(&r, pf, find(pf, "/plain"), block, rc, &err), PC_OK);
+    assert_true(pc_reader_direct(r));
+    size_t total = 0, n, nc;
+    static float raw_c[60];
+    do {
+      n = read_span(pf, r, got + total);
+      assert_int_equal(pc_reader_next_raw(rc, raw_c, &nc, &err), PC_OK);
+      assert_int_equal(n, nc);
+      total += n;
+    } while (n);
+    assert_int_equal(total, 60);
+    assert_memory_equal(got, data, sizeof data);
+    pc_reader_close(r);
+    pc_reader_close(rc);
+  }
+  assert_int_equal(pc_reader_open(&r, pf, find(pf, "/unwritten"), 8, NULL, &err), PC_OK);
+  assert_false(pc_reader_direct(r));
+  pc_reader_close(r);
+  pc_file_close(pf);
+  unlink(path);
+}
+
 /* Creation order is followed where the group tracks it, name order elsewhere; soft links are
  * followed, dangling and external ones are listed as skipped. */
 static void test_walk_order_and_links(void **state) {
@@ -341,6 +406,7 @@ int main(void) {
       cmocka_unit_test(test_dtypes),
       cmocka_unit_test(test_blocks),
       cmocka_unit_test(test_chunk_aligned_blocks),
+      cmocka_unit_test(test_direct_spans),
       cmocka_unit_test(test_walk_order_and_links),
       cmocka_unit_test(test_bad_files),
   };

@@ -1,0 +1,90 @@
+/* The float32 bytes kernel's vector part (kernel_f32.c), shared by pc_kernel_f32 (kernel.c).
+ * kernel_f32.c is compiled twice from one source: once for baseline x86-64 and once with AVX2
+ * (pc_f32_run_avx2), chosen at run time. Both compile the same vector operations in the same
+ * order, so the figures do not depend on the machine. Internal to the library. */
+#ifndef PC_KERNEL_F32_H
+#define PC_KERNEL_F32_H
+
+#include "kernel.h"
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* int64_t, uint32_t, uint64_t */
+
+/* Lanes of the double accumulators, and elements of one vector step (two steps of 4 doubles). */
+enum { PC_F32_LANES = 4, PC_F32_GROUP = 8 };
+
+/* Local ULP buckets: float32 and bfloat16 distances are below 2^32, so their quantile bucket
+ * (qhist.h: exponent and 4 mantissa bits of the distance as a double) is one of 0 (distance 0)
+ * and the 16 buckets of each octave [2^e, 2^(e+1)), e = 0..31. Four interleaved copies, so
+ * that runs of equal distances (common: honest drift is a few ULPs) do not serialise the
+ * increments through memory. */
+enum { PC_F32_ULP_KEYS = 1 + 32 * 16, PC_F32_ULP_COPIES = 4 };
+
+/* The key of ULP 1 (the double 1.0's top 16 bits) is local key 1. */
+#define PC_F32_ULP_KEY_ONE 0x3FF0u
+
+/* Everything the vector part accumulates over a block. Counts stay below 2^32 per copy as long
+ * as one run covers fewer than 2^32 elements (pc_kernel_f32 splits larger blocks). */
+typedef struct pc_f32_state {
+  /* Settings: compare dtype, which sides count bfloat16 inexact values, the tolerance (atol,
+   * rtol: -1 when unset; tol_ulp: -1 when unset) and the quantile histograms (NULL: none). */
+  bool bf16, a_bf16, b_bf16;
+  double atol, rtol;
+  int64_t tol_ulp;
+  uint64_t base; /* row-major index of the block's first element */
+  pc_qhist *h_abs, *h_rel;
+  /* Per lane: sums, ULP sums, mismatch counts, maxima and minima. */
+  double sabs[PC_F32_LANES], srel[PC_F32_LANES], ssa[PC_F32_LANES], ssb[PC_F32_LANES],
+      sab[PC_F32_LANES], ssd[PC_F32_LANES], sad[PC_F32_LANES];
+  double max_abs; /* over lanes: reduced at each chunk's end for the worst-pair check */
+  double max_rel[PC_F32_LANES], min_abs[PC_F32_LANES], min_rel[PC_F32_LANES];
+  uint32_t max_ulp[PC_F32_LANES];
+  uint64_t ulp_sum[PC_F32_LANES], mism[PC_F32_LANES];
+  uint64_t count, inexact_a, inexact_b;
+  /* The worst pair of the vector part (wcls -1: none yet), by pc_worse's rules. */
+  int wcls;
+  double wabs, wrel, wa, wb;
+  uint64_t widx, wulp;
+  uint32_t ulp_keys[PC_F32_ULP_COPIES][PC_F32_ULP_KEYS];
+} pc_f32_state;
+
+/** Fold the groups of 8 pairs of a and b (stored float32, native order) from element `from`
+ * on, stopping before the first group that holds an inf or NaN on either side or at the last
+ * whole group before n. Returns where it stopped (a multiple of 8 past `from`). */
+size_t pc_f32_run_base(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
+                       size_t from, size_t n);
+size_t pc_f32_run_avx2(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
+                       size_t from, size_t n);
+
+/* Positions on the ordered line of docs/metrics.md for finite float32 bit patterns, judged in
+ * float32 or bfloat16; they agree with pc_dtype_ordinal (tests/unit/test_kernel.c checks it).
+ * Signs of real data are random, so these avoid branches: with m = 0 or all ones from the
+ * sign bit, (magnitude ^ m) - m is the magnitude or its negation. */
+static inline int64_t pc_ord32_bits(uint32_t u) {
+  uint64_t m = (uint64_t)0 - (u >> 31);
+  return (int64_t)(((uint64_t)(u & INT32_MAX) ^ m) - m);
+}
+
+/* bfloat16 keeps the top 16 bits, rounded to nearest even: a single rounding, exact for
+ * float32 values. A magnitude that carries into the exponent's all-ones pattern is inf, one
+ * past the largest finite. */
+static inline int64_t pc_ord_bf16_bits(uint32_t u) {
+  uint32_t mag = u & INT32_MAX;
+  uint64_t r = (mag + 0x7FFFu + ((mag >> 16) & 1u)) >> 16;
+  uint64_t m = (uint64_t)0 - (u >> 31);
+  return (int64_t)((r ^ m) - m);
+}
+
+static inline uint64_t pc_ord_distance(int64_t a, int64_t b) {
+  uint64_t d = (uint64_t)a - (uint64_t)b, m = (uint64_t)0 - (uint64_t)(a < b);
+  return (d ^ m) - m;
+}
+
+/* The ULP distance of two finite float32 bit patterns in the compare dtype. */
+static inline uint64_t pc_f32_ulp(uint32_t ux, uint32_t uy, bool bf16) {
+  return bf16 ? pc_ord_distance(pc_ord_bf16_bits(ux), pc_ord_bf16_bits(uy))
+              : pc_ord_distance(pc_ord32_bits(ux), pc_ord32_bits(uy));
+}
+
+#endif
