@@ -1,12 +1,15 @@
 /* Process isolation for the CLI (isolate.h). */
 #include "isolate.h"
 
-#include <errno.h>    /* errno, EINTR */
-#include <poll.h>     /* poll */
-#include <signal.h>   /* kill, SIGKILL, SIGBUS */
-#include <stdio.h>    /* fprintf */
-#include <stdlib.h>   /* exit */
-#include <string.h>   /* strsignal */
+#include <errno.h>  /* errno, EINTR */
+#include <poll.h>   /* poll */
+#include <signal.h> /* kill, SIGKILL, SIGBUS */
+#include <stdio.h>  /* fprintf */
+#include <stdlib.h> /* exit */
+#include <string.h> /* strsignal */
+#ifdef __linux__
+#include <sys/prctl.h> /* prctl, PR_SET_PDEATHSIG */
+#endif
 #include <sys/wait.h> /* waitpid */
 #include <time.h>     /* time */
 #include <unistd.h>   /* fork, pipe */
@@ -72,7 +75,7 @@ int pc_cli_isolated(int (*fn)(void *), void *arg, unsigned stall_s, const char *
   if (pipe(fds) != 0)
     return fn(arg);
   fflush(NULL); /* nothing buffered may be written twice */
-  pid_t pid = fork();
+  pid_t parent = getpid(), pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
@@ -80,6 +83,14 @@ int pc_cli_isolated(int (*fn)(void *), void *arg, unsigned stall_s, const char *
   }
   if (pid == 0) {
     close(fds[0]);
+#ifdef __linux__
+    /* A supervisor killed outright (a CI timeout's SIGKILL) cannot stop us: the kernel does. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) /* it died before the line above */
+      _exit(EXIT_ERROR);
+#else
+    (void)parent;
+#endif
     heartbeat_fd = fds[1];
     exit(fn(arg)); /* exit, not _exit: stdout and the report files must be flushed */
   }

@@ -81,8 +81,7 @@ static bool pc_fill_quantiles(pc_stats *s, pc_qhist *h[PC_NHISTS], uint64_t n) {
   double *q[PC_NHISTS] = {s->q_abs, s->q_rel, s->q_ulp};
   bool ok = true;
   for (int i = 0; i < PC_NHISTS && ok; i++) {
-    for (uint32_t b = h[i]->lo; b <= h[i]->hi && b < PC_QH_BUCKETS; b++)
-      h[i]->count[b] *= n;
+    pc_qhist_scale(h[i], n);
     ok = pc_qhist_quantiles(h[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
   }
   return ok;

@@ -174,8 +174,9 @@ typedef struct pc_acc {
   int wcls; /* the worst element so far: class (-1: none), abs, index, values */
   double wabs, wrel, wa, wb;
   uint64_t widx, wulp;
-  /* The smallest values, for the range of histogram buckets touched (the largest are the
-   * maxima above), so that the loop need not track bucket ranges itself. */
+  /* The smallest nonzero values, for the range of histogram buckets touched (the largest are
+   * the maxima above; bucket 0 needs no range: qhist.h), so that the loop need not track
+   * bucket ranges itself. */
   double min_abs, min_rel;
   uint64_t min_ulp;
   pc_qhist *h_abs, *h_rel, *h_ulp; /* all NULL: no histograms */
@@ -223,9 +224,9 @@ static inline __attribute__((always_inline)) void pc_acc_pair(pc_acc *c, uint64_
   c->ssd += d * d;
   c->sad += x * d;
   ulp_hist[pc_ulp_bucket(ulp)]++;
-  c->min_abs = abs < c->min_abs ? abs : c->min_abs;
-  c->min_rel = rel < c->min_rel ? rel : c->min_rel;
-  c->min_ulp = ulp < c->min_ulp ? ulp : c->min_ulp;
+  c->min_abs = (abs < c->min_abs) & (abs > 0) ? abs : c->min_abs;
+  c->min_rel = (rel < c->min_rel) & (rel > 0) ? rel : c->min_rel;
+  c->min_ulp = (ulp < c->min_ulp) & (ulp != 0) ? ulp : c->min_ulp;
   if (c->h_abs) {
     c->h_abs->count[pc_qhist_bucket(abs)]++;
     c->h_rel->count[pc_qhist_bucket(rel)]++;

@@ -154,14 +154,17 @@ static inline __attribute__((always_inline)) void pc_vstep(pc_vacc *c, const pc_
   v4d d = y - x;
   v4d ab = (v4d)((v4l)d & absmask), aa = (v4d)((v4l)x & absmask);
   /* abs / |a|; 0 when abs is 0 (0 / 0 included); abs / 0 is +inf as pc_acc_pair has it. */
-  v4d rel = (v4d)((v4l)(ab / aa) & ~(ab == 0));
+  v4l zero = ab == 0;
+  v4d rel = (v4d)((v4l)(ab / aa) & ~zero);
   v4l pass = (x == y) | (ab <= s->atol) | (ab <= s->rtol * aa) | ((v4l)ulp <= s->tol_ulp);
   c->mism += (v4q)(pass + 1); /* 1 where it fails */
   c->cmax_abs = pc_vmax(c->cmax_abs, ab);
   c->cmax_mis = pc_vmax(c->cmax_mis, (v4d)((v4l)ab & ~pass));
   c->max_rel = pc_vmax(c->max_rel, rel);
-  c->min_abs = pc_vmin(c->min_abs, ab);
-  c->min_rel = pc_vmin(c->min_rel, rel);
+  /* Minima of the nonzero values (rel is 0 only where abs is), for the bucket range. */
+  const v4l inf = {0x7FF0000000000000, 0x7FF0000000000000, 0x7FF0000000000000, 0x7FF0000000000000};
+  c->min_abs = pc_vmin(c->min_abs, (v4d)((v4l)ab | (zero & inf)));
+  c->min_rel = pc_vmin(c->min_rel, (v4d)((v4l)rel | (zero & inf)));
   c->ulp_sum += ulp;
   c->sabs += ab;
   c->srel += rel;

@@ -34,7 +34,7 @@ typedef struct pc_f32_state {
   int64_t tol_ulp;
   uint64_t base; /* row-major index of the block's first element */
   pc_qhist *h_abs, *h_rel;
-  /* Per lane: sums, ULP sums, mismatch counts, maxima and minima. */
+  /* Per lane: sums, ULP sums, mismatch counts, maxima, and minima of the nonzero values. */
   double sabs[PC_F32_LANES], srel[PC_F32_LANES], ssa[PC_F32_LANES], ssb[PC_F32_LANES],
       sab[PC_F32_LANES], ssd[PC_F32_LANES], sad[PC_F32_LANES];
   double max_abs; /* over lanes: reduced at each chunk's end for the worst-pair check */

@@ -11,6 +11,7 @@
 #include <stdlib.h> /* malloc */
 
 void pc_qhist_reset(pc_qhist *h) {
+  h->count[0] = 0;
   if (h->lo <= h->hi)
     memset(&h->count[h->lo], 0, (size_t)(h->hi - h->lo + 1) * sizeof h->count[0]);
   h->lo = PC_QH_BUCKETS;
@@ -18,13 +19,17 @@ void pc_qhist_reset(pc_qhist *h) {
 }
 
 void pc_qhist_add_zeros(pc_qhist *h, uint64_t n) {
-  if (!n)
-    return;
   h->count[0] += n;
-  h->lo = 0;
+}
+
+void pc_qhist_scale(pc_qhist *h, uint64_t n) {
+  h->count[0] *= n;
+  for (uint32_t i = h->lo; i <= h->hi && h->lo <= h->hi; i++)
+    h->count[i] *= n;
 }
 
 void pc_qhist_merge(pc_qhist *dst, const pc_qhist *src) {
+  dst->count[0] += src->count[0];
   if (src->lo > src->hi)
     return;
   for (uint32_t i = src->lo; i <= src->hi; i++)

@@ -17,7 +17,10 @@ enum {
 };
 
 typedef struct pc_qhist {
-  uint32_t lo, hi; /* the buckets in use are lo..hi; lo > hi when none is */
+  /* The nonzero buckets in use are lo..hi (lo >= 1; lo > hi when none is). Bucket 0 is kept
+   * out of the range: exact matches are common next to drifted values, and a range reaching
+   * down to 0 would make every merge and reset walk thousands of empty buckets. */
+  uint32_t lo, hi;
   uint64_t count[PC_QH_BUCKETS];
 } pc_qhist;
 
@@ -33,8 +36,9 @@ static inline uint32_t pc_qhist_bucket(double x) {
 }
 
 /** Record that buckets lo..hi may have been counted into directly (h->count[...]++), for a
- * loop that keeps the range in registers; lo > hi records nothing. */
+ * loop that keeps the range in registers; lo > hi records nothing, bucket 0 needs no record. */
 static inline void pc_qhist_touch(pc_qhist *h, uint32_t lo, uint32_t hi) {
+  lo = lo ? lo : 1;
   if (lo > hi)
     return;
   h->lo = lo < h->lo ? lo : h->lo;
@@ -50,6 +54,9 @@ static inline void pc_qhist_add(pc_qhist *h, double x) {
 
 /** Add n zeros at once. */
 void pc_qhist_add_zeros(pc_qhist *h, uint64_t n);
+
+/** Multiply every count by n (n copies of what h holds). */
+void pc_qhist_scale(pc_qhist *h, uint64_t n);
 
 /** dst += src. */
 void pc_qhist_merge(pc_qhist *dst, const pc_qhist *src);

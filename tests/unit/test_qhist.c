@@ -100,11 +100,41 @@ static void test_infinities(void **state) {
   free(h);
 }
 
+/* Zeros live outside the bucket range: merging, scaling and resetting still carry them. 3 zeros
+ * and a 4 merged into 2 zeros give 5 zeros and a 4 (p50 = 0, p90 = 4); times 3, 15 zeros and
+ * three 4s (p90 = rank 17 of 18 = 4, p50 = 0); after a reset, nothing (every quantile 0). */
+static void test_zeros_merge_scale_reset(void **state) {
+  (void)state;
+  pc_qhist *a = hist_new(), *b = hist_new();
+  pc_qhist_add_zeros(b, 3);
+  pc_qhist_add(b, 0.0);
+  pc_qhist_add(b, 4.0);
+  pc_qhist_add_zeros(a, 1);
+  assert_true(a->lo > a->hi); /* zeros alone touch no range */
+  pc_qhist_merge(a, b);
+  assert_int_equal(a->count[0], 5);
+  const double levels[2] = {0.5, 0.9};
+  double q[2];
+  assert_int_equal(pc_qhist_quantiles(a, levels, 2, q), 0);
+  assert_true(q[0] == 0 && q[1] == 4.0);
+  pc_qhist_scale(a, 3);
+  assert_int_equal(a->count[0], 15);
+  assert_int_equal(a->count[pc_qhist_bucket(4.0)], 3);
+  assert_int_equal(pc_qhist_quantiles(a, levels, 2, q), 0);
+  assert_true(q[0] == 0 && q[1] == 4.0);
+  pc_qhist_reset(a);
+  assert_int_equal(a->count[0], 0);
+  assert_int_equal(a->count[pc_qhist_bucket(4.0)], 0);
+  free(a);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_small_integers_exact),
       cmocka_unit_test(test_random_within_one_bucket),
       cmocka_unit_test(test_infinities),
+      cmocka_unit_test(test_zeros_merge_scale_reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
