@@ -224,9 +224,9 @@ static inline __attribute__((always_inline)) void pc_acc_pair(pc_acc *c, uint64_
   c->ssd += d * d;
   c->sad += x * d;
   ulp_hist[pc_ulp_bucket(ulp)]++;
-  c->min_abs = (abs < c->min_abs) & (abs > 0) ? abs : c->min_abs;
-  c->min_rel = (rel < c->min_rel) & (rel > 0) ? rel : c->min_rel;
-  c->min_ulp = (ulp < c->min_ulp) & (ulp != 0) ? ulp : c->min_ulp;
+  c->min_abs = ((abs < c->min_abs) & (abs > 0)) ? abs : c->min_abs;
+  c->min_rel = ((rel < c->min_rel) & (rel > 0)) ? rel : c->min_rel;
+  c->min_ulp = ((ulp < c->min_ulp) & (ulp != 0)) ? ulp : c->min_ulp;
   if (c->h_abs) {
     c->h_abs->count[pc_qhist_bucket(abs)]++;
     c->h_rel->count[pc_qhist_bucket(rel)]++;
