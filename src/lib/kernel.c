@@ -245,6 +245,19 @@ static inline __attribute__((always_inline)) void pc_acc_pair(pc_acc *c, uint64_
   }
 }
 
+/* A fast path's worst pair (real values a, b; abs_rel: its abs and rel) into f. */
+static void pc_set_worst(pc_stats *f, int cls, uint64_t idx, double a, double b,
+                         const double abs_rel[2], uint64_t ulp) {
+  f->has_worst = true;
+  f->worst_class = cls;
+  f->worst_index = idx;
+  f->worst_a[0] = a;
+  f->worst_b[0] = b;
+  f->worst_abs = abs_rel[0];
+  f->worst_rel = abs_rel[1];
+  f->worst_ulp = ulp;
+}
+
 /* Merge the block's fast figures (ulp_hist already counted into) into k->stats, which holds
  * the block's non-finite pairs. */
 static void pc_acc_finish(const pc_kernel_args *k, const pc_acc *c, uint64_t *ulp_hist) {
@@ -271,16 +284,8 @@ static void pc_acc_finish(const pc_kernel_args *k, const pc_acc *c, uint64_t *ul
   f.sum_ab = c->sab;
   f.sum_sq_diff = c->ssd;
   f.sum_a_diff = c->sad;
-  if (c->wcls >= 0) {
-    f.has_worst = true;
-    f.worst_class = c->wcls;
-    f.worst_index = c->widx;
-    f.worst_a[0] = c->wa;
-    f.worst_b[0] = c->wb;
-    f.worst_abs = c->wabs;
-    f.worst_rel = c->wrel;
-    f.worst_ulp = c->wulp;
-  }
+  if (c->wcls >= 0)
+    pc_set_worst(&f, c->wcls, c->widx, c->wa, c->wb, (double[]){c->wabs, c->wrel}, c->wulp);
   pc_stats_merge(k->stats, &f);
 }
 
@@ -422,16 +427,8 @@ static void pc_f32_finish(const pc_kernel_args *k, const pc_f32_state *st) {
     pc_qhist_touch(st->h_rel, pc_qhist_bucket(pc_lanes_min(st->min_rel)),
                    pc_qhist_bucket(f.max_rel));
   }
-  if (st->wcls >= 0) {
-    f.has_worst = true;
-    f.worst_class = st->wcls;
-    f.worst_index = st->widx;
-    f.worst_a[0] = st->wa;
-    f.worst_b[0] = st->wb;
-    f.worst_abs = st->wabs;
-    f.worst_rel = st->wrel;
-    f.worst_ulp = st->wulp;
-  }
+  if (st->wcls >= 0)
+    pc_set_worst(&f, st->wcls, st->widx, st->wa, st->wb, (double[]){st->wabs, st->wrel}, st->wulp);
   f.not_representable_a = st->inexact_a;
   f.not_representable_b = st->inexact_b;
   pc_stats_merge(k->stats, &f);

@@ -192,38 +192,41 @@ static inline bool pc_vnonfinite(v4u a0, v4u a1, v4u b0, v4u b1) {
 #endif
 }
 
-/* The scalar figures of pair i, for the worst-pair scan: as pc_vstep computes them. */
-static void pc_pair(const pc_f32_state *st, const unsigned char *a, const unsigned char *b,
-                    size_t i, double *abs, bool *pass) {
+/* The figures of pair i as pc_vstep computes them, one pair at a time, for the worst-pair
+ * scan. */
+typedef struct pc_pair {
+  double x, y, abs, abs_a;
+  uint64_t ulp;
+} pc_pair;
+
+static pc_pair pc_pair_at(const pc_f32_state *st, const unsigned char *a, const unsigned char *b,
+                          size_t i) {
   float fx, fy;
   uint32_t ux, uy;
   memcpy(&fx, a + 4 * i, sizeof fx);
   memcpy(&fy, b + 4 * i, sizeof fy);
   memcpy(&ux, &fx, sizeof ux);
   memcpy(&uy, &fy, sizeof uy);
-  double x = fx, y = fy, ab = x < y ? y - x : x - y, aa = x < 0 ? -x : x;
-  int64_t ulp = (int64_t)pc_f32_ulp(ux, uy, st->bf16);
-  *abs = ab;
-  *pass = x == y || ab <= st->atol || ab <= st->rtol * aa || ulp <= st->tol_ulp;
+  pc_pair p = {fx, fy, 0, 0, pc_f32_ulp(ux, uy, st->bf16)};
+  p.abs = p.x < p.y ? p.y - p.x : p.x - p.y;
+  p.abs_a = p.x < 0 ? -p.x : p.x;
+  return p;
 }
 
-/* Make pair i (a new worst of class cls) the vector part's worst. */
-static void pc_take_worst(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
-                          size_t i, int cls) {
-  float fx, fy;
-  uint32_t ux, uy;
-  memcpy(&fx, a + 4 * i, sizeof fx);
-  memcpy(&fy, b + 4 * i, sizeof fy);
-  memcpy(&ux, &fx, sizeof ux);
-  memcpy(&uy, &fy, sizeof uy);
-  double x = fx, y = fy, ab = x < y ? y - x : x - y, aa = x < 0 ? -x : x;
+static bool pc_pair_passes(const pc_f32_state *st, const pc_pair *p) {
+  return p->x == p->y || p->abs <= st->atol || p->abs <= st->rtol * p->abs_a ||
+         (int64_t)p->ulp <= st->tol_ulp;
+}
+
+/* Make pair p at index i (a new worst of class cls) the vector part's worst. */
+static void pc_take_worst(pc_f32_state *st, const pc_pair *p, size_t i, int cls) {
   st->wcls = cls;
-  st->wabs = ab;
-  st->wrel = aa != 0 ? ab / aa : ab == 0 ? 0 : INFINITY;
-  st->wa = x;
-  st->wb = y;
+  st->wabs = p->abs;
+  st->wrel = p->abs_a != 0 ? p->abs / p->abs_a : p->abs == 0 ? 0 : INFINITY;
+  st->wa = p->x;
+  st->wb = p->y;
   st->widx = st->base + i;
-  st->wulp = pc_f32_ulp(ux, uy, st->bf16);
+  st->wulp = p->ulp;
 }
 
 /* The chunk [lo, hi) is folded: does it hold a new worst (pc_worse: mismatches before passing
@@ -238,11 +241,9 @@ static void pc_chunk_worst(pc_f32_state *st, const pc_vacc *c, const unsigned ch
   if (cls < st->wcls || (cls == st->wcls && top <= st->wabs))
     return;
   for (size_t i = lo; i < hi; i++) {
-    double ab;
-    bool pass;
-    pc_pair(st, a, b, i, &ab, &pass);
-    if (ab == top && pass == !cls) {
-      pc_take_worst(st, a, b, i, cls);
+    pc_pair p = pc_pair_at(st, a, b, i);
+    if (p.abs == top && pc_pair_passes(st, &p) == !cls) {
+      pc_take_worst(st, &p, i, cls);
       return;
     }
   }
