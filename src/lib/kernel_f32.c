@@ -4,9 +4,10 @@
  *
  * Each element gets exactly the figures of the scalar fold (kernel.c, pc_acc_pair): the same
  * double operations, no contraction into FMA. What differs is bookkeeping: sums are kept in 4
- * lanes (added lane-wise, then (l0 + l1) + (l2 + l3)), histogram buckets are counted by a
- * scalar pass over the keys of a chunk of 256 pairs, and the worst pair is found by scanning a
- * chunk again only when the chunk's maxima show that it holds a new worst. */
+ * lanes (added lane-wise, then (l0 + l1) + (l2 + l3)), histogram buckets are counted by
+ * scalar increments one group of 8 behind the vector code (so that the two overlap), and the
+ * worst pair is found by scanning a chunk of 256 pairs again only when the chunk's maxima show
+ * that it holds a new worst. */
 #include "kernel_f32.h"
 
 #include <math.h>   /* INFINITY */
@@ -27,7 +28,9 @@ typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef uint32_t v4u __attribute__((vector_size(16)));
 
-enum { PC_F32_CHUNK = 256 }; /* pairs per chunk: its keys stay in L1 */
+/* Pairs per chunk: the unit of the worst-pair check. Steps of 4 pairs whose histogram keys are
+ * kept: the group being folded and the one being counted. */
+enum { PC_F32_CHUNK = 256, PC_F32_KEY_STEPS = 4 };
 
 /* The running vectors of a run. Kept as locals of PC_F32_RUN so that they live in registers;
  * loaded from and stored to the pc_f32_state at the run's ends. */
@@ -47,9 +50,9 @@ typedef struct pc_vset {
   v4i count_a, count_b; /* 1 when that side's bfloat16 inexact values are counted, else 0 */
 } pc_vset;
 
-/* Keys of one chunk for the scalar histogram pass. */
+/* Histogram keys of the last PC_F32_KEY_STEPS steps: step q's are at q % PC_F32_KEY_STEPS. */
 typedef struct pc_keys {
-  v4q abs[PC_F32_CHUNK / 4], rel[PC_F32_CHUNK / 4], ulp[PC_F32_CHUNK / 4];
+  v4q abs[PC_F32_KEY_STEPS], rel[PC_F32_KEY_STEPS], ulp[PC_F32_KEY_STEPS];
 } pc_keys;
 
 /* Maxima and minima of values that are never NaN: AVX has one instruction for each, the
@@ -130,8 +133,8 @@ static inline v4d pc_vdouble(v4q d) {
 }
 
 /* Four pairs at pa and pb, all finite: the figures of pc_acc_pair, folded lane-wise; their
- * histogram keys go to keys[q] (q: the step's index within the chunk). `bf16`: judged in
- * bfloat16; `inexact`: count bfloat16-inexact values (the sides' flags are in s). */
+ * histogram keys go to step q's place in keys (q: the step's index within the chunk). `bf16`:
+ * judged in bfloat16; `inexact`: count bfloat16-inexact values (the sides' flags are in s). */
 static inline __attribute__((always_inline)) void pc_vstep(pc_vacc *c, const pc_vset *s, bool bf16,
                                                            bool inexact, const unsigned char *pa,
                                                            const unsigned char *pb, pc_keys *keys,
@@ -176,9 +179,9 @@ static inline __attribute__((always_inline)) void pc_vstep(pc_vacc *c, const pc_
   /* Local ULP key (kernel_f32.h): the double's top 16 bits less the key of 1, plus 1; 0 stays
    * 0. Quantile keys (qhist.h): top 16 bits; abs is finite, rel may be +inf (its key). */
   v4l uk = (v4l)((v4q)pc_vdouble(ulp) >> 48);
-  keys->ulp[q] = (v4q)((uk - (PC_F32_ULP_KEY_ONE - 1)) & (uk != 0));
-  keys->abs[q] = (v4q)ab >> 48;
-  keys->rel[q] = (v4q)rel >> 48;
+  keys->ulp[q % PC_F32_KEY_STEPS] = (v4q)((uk - (PC_F32_ULP_KEY_ONE - 1)) & (uk != 0));
+  keys->abs[q % PC_F32_KEY_STEPS] = (v4q)ab >> 48;
+  keys->rel[q % PC_F32_KEY_STEPS] = (v4q)rel >> 48;
 }
 
 /* 1 when any of the 8 pairs at p (a) and q (b) has an inf or NaN. */
@@ -254,14 +257,14 @@ static inline __attribute__((always_inline)) void
 pc_chunk_hist(pc_f32_state *st, const pc_keys *keys, size_t lo, size_t q) {
   for (size_t j = lo; j < q; j++)
     for (int l = 0; l < 4; l++)
-      st->ulp_keys[l][keys->ulp[j][l]]++;
+      st->ulp_keys[l][keys->ulp[j % PC_F32_KEY_STEPS][l]]++;
   if (!st->h_abs)
     return;
   uint64_t *ha = st->h_abs->count, *hr = st->h_rel->count;
   for (size_t j = lo; j < q; j++)
     for (int l = 0; l < 4; l++) {
-      ha[keys->abs[j][l]]++;
-      hr[keys->rel[j][l]]++;
+      ha[keys->abs[j % PC_F32_KEY_STEPS][l]]++;
+      hr[keys->rel[j % PC_F32_KEY_STEPS][l]]++;
     }
 }
 
@@ -319,7 +322,8 @@ static pc_vset pc_vset_make(const pc_f32_state *st) {
  * non-finite pair, or at `to`). */
 static inline __attribute__((always_inline)) size_t
 pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool bf16, bool inexact,
-         const unsigned char *a, const unsigned char *b, size_t from, size_t to, pc_keys *keys) {
+         const unsigned char *a, const unsigned char *b, size_t from, size_t to) {
+  pc_keys keys;
   size_t i = from, q = 0;
   c->cmax_abs = c->cmax_mis = (v4d){0, 0, 0, 0};
   for (; i < to; i += PC_F32_GROUP, q += 2) {
@@ -330,13 +334,13 @@ pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool bf16, bool inexact
     memcpy(&b1, b + 4 * i + 16, sizeof b1);
     if (pc_vnonfinite(a0, a1, b0, b1))
       break;
-    pc_vstep(c, s, bf16, inexact, a + 4 * i, b + 4 * i, keys, q);
-    pc_vstep(c, s, bf16, inexact, a + 4 * i + 16, b + 4 * i + 16, keys, q + 1);
+    pc_vstep(c, s, bf16, inexact, a + 4 * i, b + 4 * i, &keys, q);
+    pc_vstep(c, s, bf16, inexact, a + 4 * i + 16, b + 4 * i + 16, &keys, q + 1);
     if (q >= 2)
-      pc_chunk_hist(st, keys, q - 2, q);
+      pc_chunk_hist(st, &keys, q - 2, q); /* the previous group */
   }
   st->count += i - from;
-  pc_chunk_hist(st, keys, q >= 2 ? q - 2 : 0, q);
+  pc_chunk_hist(st, &keys, q >= 2 ? q - 2 : 0, q);
   if (i > from)
     pc_chunk_worst(st, c, a, b, from, i);
   double m = pc_hmax(c->cmax_abs);
@@ -347,7 +351,6 @@ pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool bf16, bool inexact
 size_t PC_F32_RUN(pc_f32_state *st, const unsigned char *a, const unsigned char *b, size_t from,
                   size_t n) {
   pc_vacc c;
-  pc_keys keys;
   pc_vset s = pc_vset_make(st);
   pc_vacc_load(&c, st);
   size_t end = from + (n - from) / PC_F32_GROUP * PC_F32_GROUP, i = from;
@@ -356,11 +359,11 @@ size_t PC_F32_RUN(pc_f32_state *st, const unsigned char *a, const unsigned char 
     size_t to = end - i < PC_F32_CHUNK ? end : i + PC_F32_CHUNK, at;
     /* One copy of the loop for each setting, so that none is tested per element. */
     if (st->bf16)
-      at = inexact ? pc_chunk(st, &c, &s, true, true, a, b, i, to, &keys)
-                   : pc_chunk(st, &c, &s, true, false, a, b, i, to, &keys);
+      at = inexact ? pc_chunk(st, &c, &s, true, true, a, b, i, to)
+                   : pc_chunk(st, &c, &s, true, false, a, b, i, to);
     else
-      at = inexact ? pc_chunk(st, &c, &s, false, true, a, b, i, to, &keys)
-                   : pc_chunk(st, &c, &s, false, false, a, b, i, to, &keys);
+      at = inexact ? pc_chunk(st, &c, &s, false, true, a, b, i, to)
+                   : pc_chunk(st, &c, &s, false, false, a, b, i, to);
     bool stopped = at < to;
     i = at;
     if (stopped)
