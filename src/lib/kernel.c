@@ -323,10 +323,7 @@ static void pc_f32_scalar(const pc_kernel_args *k, pc_acc *c, uint64_t *ulp_hist
   for (size_t i = lo; i < hi; i++) {
     float x, y;
     uint32_t ux, uy;
-    memcpy(&x, a + 4 * i, sizeof x);
-    memcpy(&y, b + 4 * i, sizeof y);
-    memcpy(&ux, &x, sizeof ux);
-    memcpy(&uy, &y, sizeof uy);
+    pc_f32_load(a, b, i, &x, &y, &ux, &uy);
     st->inexact_a += st->a_bf16 & pc_bf16_inexact(ux);
     st->inexact_b += st->b_bf16 & pc_bf16_inexact(uy);
     if ((ux & exp_mask) == exp_mask || (uy & exp_mask) == exp_mask) {

@@ -206,10 +206,7 @@ static pc_pair pc_pair_at(const pc_f32_state *st, const unsigned char *a, const 
                           size_t i) {
   float fx, fy;
   uint32_t ux, uy;
-  memcpy(&fx, a + 4 * i, sizeof fx);
-  memcpy(&fy, b + 4 * i, sizeof fy);
-  memcpy(&ux, &fx, sizeof ux);
-  memcpy(&uy, &fy, sizeof uy);
+  pc_f32_load(a, b, i, &fx, &fy, &ux, &uy);
   pc_pair p = {fx, fy, 0, 0, pc_f32_ulp(ux, uy, st->bf16)};
   p.abs = p.x < p.y ? p.y - p.x : p.x - p.y;
   p.abs_a = p.x < 0 ? -p.x : p.x;

@@ -10,6 +10,7 @@
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 #include <stdint.h>  /* int64_t, uint32_t, uint64_t */
+#include <string.h>  /* memcpy */
 
 /* Lanes of the double accumulators, and elements of one vector step (two steps of 4 doubles). */
 enum { PC_F32_LANES = 4, PC_F32_GROUP = 8 };
@@ -56,6 +57,15 @@ size_t pc_f32_run_base(pc_f32_state *st, const unsigned char *a, const unsigned 
                        size_t from, size_t n);
 size_t pc_f32_run_avx2(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
                        size_t from, size_t n);
+
+/* Pair i of float32 bytes a and b (native order, any alignment): values and bit patterns. */
+static inline void pc_f32_load(const unsigned char *a, const unsigned char *b, size_t i, float *x,
+                               float *y, uint32_t *ux, uint32_t *uy) {
+  memcpy(x, a + 4 * i, sizeof *x);
+  memcpy(y, b + 4 * i, sizeof *y);
+  memcpy(ux, x, sizeof *ux);
+  memcpy(uy, y, sizeof *uy);
+}
 
 /* Positions on the ordered line of docs/metrics.md for finite float32 bit patterns, judged in
  * float32 or bfloat16; they agree with pc_dtype_ordinal (tests/unit/test_kernel.c checks it).
