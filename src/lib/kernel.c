@@ -5,6 +5,9 @@
 #include "kernel_f32.h"
 #include "loader.h" /* PC_KIND_COMPLEX */
 
+#ifdef PC_HAVE_AVX2
+#include <cpuid.h> /* __get_cpuid, bit_F16C */
+#endif
 #include <math.h>   /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
 #include <string.h> /* memcpy, memset */
 
@@ -315,18 +318,17 @@ static inline uint64_t pc_bf16_inexact(uint32_t u) {
   return ((u & 0xFFFFu) != 0) & ((u & INT32_MAX) <= inf_bits);
 }
 
-/* Pairs lo..hi-1 of a float32 bytes block, one by one: the groups the vector part leaves (a
- * non-finite pair inside) and the last partial group. */
+/* Pairs lo..hi-1 of a float32 or float16 bytes block, one by one: the groups the vector part
+ * leaves (a non-finite pair inside) and the last partial group. */
 static void pc_f32_scalar(const pc_kernel_args *k, pc_acc *c, uint64_t *ulp_hist, pc_f32_state *st,
                           const unsigned char *a, const unsigned char *b, size_t lo, size_t hi) {
-  const uint32_t exp_mask = 0x7F800000u; /* all exponent bits set: inf or NaN */
   for (size_t i = lo; i < hi; i++) {
     float x, y;
     uint32_t ux, uy;
-    pc_f32_load(a, b, i, &x, &y, &ux, &uy);
+    pc_pair_load(st->half, a, b, i, &x, &y, &ux, &uy);
     st->inexact_a += st->a_bf16 & pc_bf16_inexact(ux);
     st->inexact_b += st->b_bf16 & pc_bf16_inexact(uy);
-    if ((ux & exp_mask) == exp_mask || (uy & exp_mask) == exp_mask) {
+    if (!isfinite(x) || !isfinite(y)) {
       pc_real_element(k, x, y, k->base + i);
       continue;
     }
@@ -337,8 +339,9 @@ static void pc_f32_scalar(const pc_kernel_args *k, pc_acc *c, uint64_t *ulp_hist
 }
 
 static pc_f32_state *pc_f32_start(pc_f32_state *st, const pc_kernel_args *k, const pc_acc *c,
-                                  bool a_bf16, bool b_bf16) {
+                                  bool half, bool a_bf16, bool b_bf16) {
   memset(st, 0, sizeof *st);
+  st->half = half;
   st->bf16 = k->compare == PC_DTYPE_BFLOAT16;
   st->a_bf16 = a_bf16;
   st->b_bf16 = b_bf16;
@@ -434,11 +437,14 @@ static void pc_f32_finish(const pc_kernel_args *k, const pc_f32_state *st) {
 typedef size_t (*pc_f32_run_fn)(pc_f32_state *, const unsigned char *, const unsigned char *,
                                 size_t, size_t);
 
-/* The build of the vector part this machine can run. */
+/* The build of the vector part this machine can run: the AVX2 one needs F16C too (every AVX2
+ * processor has it, but a hypervisor may hide it; clang's __builtin_cpu_supports does not know
+ * it, hence CPUID leaf 1). */
 static pc_f32_run_fn pc_f32_runner(void) {
 #ifdef PC_HAVE_AVX2
+  unsigned eax, ebx, ecx = 0, edx;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2"))
+  if (__builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C))
     return pc_f32_run_avx2;
 #endif
   return pc_f32_run_base;
@@ -447,12 +453,13 @@ static pc_f32_run_fn pc_f32_runner(void) {
 /* Pairs per vector run: keeps each local ULP count below 2^32 (kernel_f32.h). */
 #define PC_F32_PIECE ((size_t)1 << 30)
 
-void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
-                   bool a_bf16, bool b_bf16) {
+/* pc_kernel_f32 (half false) and pc_kernel_f16 (half true). */
+static void pc_kernel_lanes(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
+                            bool half, bool a_bf16, bool b_bf16) {
   pc_f32_run_fn run = pc_f32_runner();
   pc_acc c = pc_acc_init(k);
   uint64_t ulp_hist[PC_ULP_BUCKETS] = {0};
-  pc_f32_state st_mem, *st = pc_f32_start(&st_mem, k, &c, a_bf16, b_bf16);
+  pc_f32_state st_mem, *st = pc_f32_start(&st_mem, k, &c, half, a_bf16, b_bf16);
   pc_qhist *h_ulp = k->hist ? k->hist[PC_HIST_ULP] : NULL;
   for (size_t lo = 0; lo < k->n; lo += PC_F32_PIECE) {
     size_t hi = k->n - lo < PC_F32_PIECE ? k->n : lo + PC_F32_PIECE, i = lo;
@@ -466,6 +473,15 @@ void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsign
   }
   pc_acc_finish(k, &c, ulp_hist);
   pc_f32_finish(k, st);
+}
+
+void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
+                   bool a_bf16, bool b_bf16) {
+  pc_kernel_lanes(k, a, b, false, a_bf16, b_bf16);
+}
+
+void pc_kernel_f16(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b) {
+  pc_kernel_lanes(k, a, b, true, false, false);
 }
 
 void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b) {

@@ -37,6 +37,10 @@ void pc_kernel_identical(const pc_kernel_args *k, const double *a);
 void pc_kernel_f32(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b,
                    bool a_bf16, bool b_bf16);
 
+/** float16 stored on both sides (native byte order, 2 bytes an element), compared in float16,
+ * straight from the stored bytes: the figures of pc_kernel_float on the decoded values. */
+void pc_kernel_f16(const pc_kernel_args *k, const unsigned char *a, const unsigned char *b);
+
 /** Real floats on both sides. */
 void pc_kernel_float(const pc_kernel_args *k, const double *a, const double *b);
 

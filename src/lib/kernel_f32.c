@@ -1,6 +1,7 @@
-/* The float32 bytes kernel's vector part (kernel_f32.h), in GCC vector extensions so that one
+/* The vector part of the float32 lane kernels (kernel_f32.h), in GCC vector extensions so that one
  * source serves both builds: PC_F32_RUN names the function (CMakeLists.txt compiles this file
- * once as pc_f32_run_base and once with -mavx2 as pc_f32_run_avx2).
+ * once as pc_f32_run_base and once with -mavx2 -mf16c as pc_f32_run_avx2). float16 values are
+ * converted to float32 by bit manipulation in the first, by F16C in the second: both exact.
  *
  * Each element gets exactly the figures of the scalar fold (kernel.c, pc_acc_pair): the same
  * double operations, no contraction into FMA. What differs is bookkeeping: sums are kept in 4
@@ -27,6 +28,8 @@ typedef uint64_t v4q __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef uint32_t v4u __attribute__((vector_size(16)));
+typedef uint16_t v4h __attribute__((vector_size(8)));
+typedef uint16_t v8h __attribute__((vector_size(16)));
 
 /* Pairs per chunk: the unit of the worst-pair check. Steps of 4 pairs whose histogram keys are
  * kept: the group being folded and the one being counted. */
@@ -132,20 +135,52 @@ static inline v4d pc_vdouble(v4q d) {
          two52;
 }
 
+#ifndef __F16C__
+/* The float32 values of 4 finite float16 patterns (zero-extended): pc_f16_float's steps, with
+ * the subnormal ones chosen by a mask. The AVX2 build has F16C's conversion instead (a quarter
+ * of the run time of a float16 fold is this function). */
+static inline v4f pc_vhalf(v4u h) {
+  v4u o = (h & 0x7FFFu) << 13;
+  v4u sub = (v4u)((o & 0x0F800000u) == 0); /* all ones where the exponent is 0 */
+  o += (112u << 23) + (sub & (1u << 23));
+  v4f f = (v4f)o - (v4f)(sub & (113u << 23)); /* 2^-14, or +0 */
+  return (v4f)((v4u)f | (h & 0x8000u) << 16);
+}
+#endif
+
+/* Values and ordinal bits (kernel_f32.h, pc_pair_load) of the 4 elements at p. */
+static inline __attribute__((always_inline)) void pc_vload(bool half, const unsigned char *p,
+                                                           v4f *f, v4u *u) {
+  if (!half) {
+    memcpy(u, p, sizeof *u);
+    memcpy(f, p, sizeof *f);
+    return;
+  }
+#ifdef __F16C__
+  __m128i h = _mm_loadl_epi64((const __m128i *)(const void *)p); /* any alignment */
+  v4u w = (v4u)_mm_cvtepu16_epi32(h);
+  *f = (v4f)_mm_cvtph_ps(h); /* exact, as pc_vhalf */
+#else
+  v4h h;
+  memcpy(&h, p, sizeof h);
+  v4u w = __builtin_convertvector(h, v4u);
+  *f = pc_vhalf(w);
+#endif
+  *u = (w & 0x8000u) << 16 | (w & 0x7FFFu);
+}
+
 /* Four pairs at pa and pb, all finite: the figures of pc_acc_pair, folded lane-wise; their
- * histogram keys go to step q's place in keys (q: the step's index within the chunk). `bf16`:
- * judged in bfloat16; `inexact`: count bfloat16-inexact values (the sides' flags are in s). */
-static inline __attribute__((always_inline)) void pc_vstep(pc_vacc *c, const pc_vset *s, bool bf16,
-                                                           bool inexact, const unsigned char *pa,
-                                                           const unsigned char *pb, pc_keys *keys,
-                                                           size_t q) {
+ * histogram keys go to step q's place in keys (q: the step's index within the chunk). `half`:
+ * float16 bytes, else float32; `bf16`: judged in bfloat16; `inexact`: count bfloat16-inexact
+ * values (the sides' flags are in s). */
+static inline __attribute__((always_inline)) void
+pc_vstep(pc_vacc *c, const pc_vset *s, bool half, bool bf16, bool inexact, const unsigned char *pa,
+         const unsigned char *pb, pc_keys *keys, size_t q) {
   const v4l absmask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
   v4u ua, ub;
   v4f fx, fy;
-  memcpy(&ua, pa, sizeof ua);
-  memcpy(&ub, pb, sizeof ub);
-  memcpy(&fx, pa, sizeof fx);
-  memcpy(&fy, pb, sizeof fy);
+  pc_vload(half, pa, &fx, &ua);
+  pc_vload(half, pb, &fy, &ub);
   if (inexact) {
     c->inexact_a += (v4i)((ua & 0xFFFFu) != 0) & s->count_a; /* mask & 1: 1 where counted */
     c->inexact_b += (v4i)((ub & 0xFFFFu) != 0) & s->count_b;
@@ -184,8 +219,25 @@ static inline __attribute__((always_inline)) void pc_vstep(pc_vacc *c, const pc_
   keys->rel[q % PC_F32_KEY_STEPS] = (v4q)rel >> 48;
 }
 
-/* 1 when any of the 8 pairs at p (a) and q (b) has an inf or NaN. */
-static inline bool pc_vnonfinite(v4u a0, v4u a1, v4u b0, v4u b1) {
+/* 1 when any of the 8 pairs at a and b (float16 when `half`, else float32) has an inf or NaN:
+ * all exponent bits set. */
+static inline __attribute__((always_inline)) bool pc_vnonfinite(bool half, const unsigned char *a,
+                                                                const unsigned char *b) {
+  if (half) {
+    v8h a0, b0;
+    memcpy(&a0, a, sizeof a0);
+    memcpy(&b0, b, sizeof b0);
+    const uint16_t e = 0x7C00u;
+    v8h bad = (v8h)(((a0 & e) == e) | ((b0 & e) == e));
+    uint64_t w[2];
+    memcpy(w, &bad, sizeof w);
+    return (w[0] | w[1]) != 0;
+  }
+  v4u a0, a1, b0, b1;
+  memcpy(&a0, a, sizeof a0);
+  memcpy(&a1, a + 16, sizeof a1);
+  memcpy(&b0, b, sizeof b0);
+  memcpy(&b1, b + 16, sizeof b1);
   const uint32_t e = 0x7F800000u;
   v4i bad = ((a0 & e) == e) | ((a1 & e) == e) | ((b0 & e) == e) | ((b1 & e) == e);
 #ifdef __AVX__
@@ -206,7 +258,7 @@ static pc_pair pc_pair_at(const pc_f32_state *st, const unsigned char *a, const 
                           size_t i) {
   float fx, fy;
   uint32_t ux, uy;
-  pc_f32_load(a, b, i, &fx, &fy, &ux, &uy);
+  pc_pair_load(st->half, a, b, i, &fx, &fy, &ux, &uy);
   pc_pair p = {fx, fy, 0, 0, pc_f32_ulp(ux, uy, st->bf16)};
   p.abs = p.x < p.y ? p.y - p.x : p.x - p.y;
   p.abs_a = p.x < 0 ? -p.x : p.x;
@@ -318,21 +370,18 @@ static pc_vset pc_vset_make(const pc_f32_state *st) {
 /* One chunk of whole groups from `from`; returns where it stopped (before a group with a
  * non-finite pair, or at `to`). */
 static inline __attribute__((always_inline)) size_t
-pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool bf16, bool inexact,
+pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool half, bool bf16, bool inexact,
          const unsigned char *a, const unsigned char *b, size_t from, size_t to) {
+  const size_t es = half ? 2 : 4; /* bytes an element */
   pc_keys keys;
   size_t i = from, q = 0;
   c->cmax_abs = c->cmax_mis = (v4d){0, 0, 0, 0};
   for (; i < to; i += PC_F32_GROUP, q += 2) {
-    v4u a0, a1, b0, b1;
-    memcpy(&a0, a + 4 * i, sizeof a0);
-    memcpy(&a1, a + 4 * i + 16, sizeof a1);
-    memcpy(&b0, b + 4 * i, sizeof b0);
-    memcpy(&b1, b + 4 * i + 16, sizeof b1);
-    if (pc_vnonfinite(a0, a1, b0, b1))
+    const unsigned char *pa = a + es * i, *pb = b + es * i;
+    if (pc_vnonfinite(half, pa, pb))
       break;
-    pc_vstep(c, s, bf16, inexact, a + 4 * i, b + 4 * i, &keys, q);
-    pc_vstep(c, s, bf16, inexact, a + 4 * i + 16, b + 4 * i + 16, &keys, q + 1);
+    pc_vstep(c, s, half, bf16, inexact, pa, pb, &keys, q);
+    pc_vstep(c, s, half, bf16, inexact, pa + 4 * es, pb + 4 * es, &keys, q + 1);
     if (q >= 2)
       pc_chunk_hist(st, &keys, q - 2, q); /* the previous group */
   }
@@ -355,12 +404,14 @@ size_t PC_F32_RUN(pc_f32_state *st, const unsigned char *a, const unsigned char 
   while (i < end) {
     size_t to = end - i < PC_F32_CHUNK ? end : i + PC_F32_CHUNK, at;
     /* One copy of the loop for each setting, so that none is tested per element. */
-    if (st->bf16)
-      at = inexact ? pc_chunk(st, &c, &s, true, true, a, b, i, to)
-                   : pc_chunk(st, &c, &s, true, false, a, b, i, to);
+    if (st->half)
+      at = pc_chunk(st, &c, &s, true, false, false, a, b, i, to);
+    else if (st->bf16)
+      at = inexact ? pc_chunk(st, &c, &s, false, true, true, a, b, i, to)
+                   : pc_chunk(st, &c, &s, false, true, false, a, b, i, to);
     else
-      at = inexact ? pc_chunk(st, &c, &s, false, true, a, b, i, to)
-                   : pc_chunk(st, &c, &s, false, false, a, b, i, to);
+      at = inexact ? pc_chunk(st, &c, &s, false, false, true, a, b, i, to)
+                   : pc_chunk(st, &c, &s, false, false, false, a, b, i, to);
     bool stopped = at < to;
     i = at;
     if (stopped)

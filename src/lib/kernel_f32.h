@@ -1,7 +1,9 @@
-/* The float32 bytes kernel's vector part (kernel_f32.c), shared by pc_kernel_f32 (kernel.c).
- * kernel_f32.c is compiled twice from one source: once for baseline x86-64 and once with AVX2
- * (pc_f32_run_avx2), chosen at run time. Both compile the same vector operations in the same
- * order, so the figures do not depend on the machine. Internal to the library. */
+/* The vector part of the kernels that fold stored bytes in float32 lanes (kernel_f32.c): float32
+ * judged in float32 or bfloat16 (pc_kernel_f32), and float16 judged in float16 (pc_kernel_f16),
+ * whose values convert to float32 exactly; both in kernel.c. kernel_f32.c is compiled twice from
+ * one source: once for baseline x86-64 and once with AVX2 (pc_f32_run_avx2), chosen at run time.
+ * Both compile the same vector operations in the same order, so the figures do not depend on the
+ * machine. Internal to the library. */
 #ifndef PC_KERNEL_F32_H
 #define PC_KERNEL_F32_H
 
@@ -15,11 +17,11 @@
 /* Lanes of the double accumulators, and elements of one vector step (two steps of 4 doubles). */
 enum { PC_F32_LANES = 4, PC_F32_GROUP = 8 };
 
-/* Local ULP buckets: float32 and bfloat16 distances are below 2^32, so their quantile bucket
- * (qhist.h: exponent and 4 mantissa bits of the distance as a double) is one of 0 (distance 0)
- * and the 16 buckets of each octave [2^e, 2^(e+1)), e = 0..31. Four interleaved copies, so
- * that runs of equal distances (common: honest drift is a few ULPs) do not serialise the
- * increments through memory. */
+/* Local ULP buckets: float32, bfloat16 and float16 distances are below 2^32, so their quantile
+ * bucket (qhist.h: exponent and 4 mantissa bits of the distance as a double) is one of 0 (distance
+ * 0) and the 16 buckets of each octave [2^e, 2^(e+1)), e = 0..31. Four interleaved copies, so that
+ * runs of equal distances (common: honest drift is a few ULPs) do not serialise the increments
+ * through memory. */
 enum { PC_F32_ULP_KEYS = 1 + 32 * 16, PC_F32_ULP_COPIES = 4 };
 
 /* The key of ULP 1 (the double 1.0's top 16 bits) is local key 1. */
@@ -28,9 +30,11 @@ enum { PC_F32_ULP_KEYS = 1 + 32 * 16, PC_F32_ULP_COPIES = 4 };
 /* Everything the vector part accumulates over a block. Counts stay below 2^32 per copy as long
  * as one run covers fewer than 2^32 elements (pc_kernel_f32 splits larger blocks). */
 typedef struct pc_f32_state {
-  /* Settings: compare dtype, which sides count bfloat16 inexact values, the tolerance (atol,
-   * rtol: -1 when unset; tol_ulp: -1 when unset) and the quantile histograms (NULL: none). */
-  bool bf16, a_bf16, b_bf16;
+  /* Settings: the stored dtype (half: float16, 2 bytes an element, judged in float16; else
+   * float32), the compare dtype of float32 bytes, which sides count bfloat16 inexact values,
+   * the tolerance (atol, rtol: -1 when unset; tol_ulp: -1 when unset) and the quantile
+   * histograms (NULL: none). */
+  bool half, bf16, a_bf16, b_bf16;
   double atol, rtol;
   int64_t tol_ulp;
   uint64_t base; /* row-major index of the block's first element */
@@ -50,7 +54,8 @@ typedef struct pc_f32_state {
   uint32_t ulp_keys[PC_F32_ULP_COPIES][PC_F32_ULP_KEYS];
 } pc_f32_state;
 
-/** Fold the groups of 8 pairs of a and b (stored float32, native order) from element `from`
+/** Fold the groups of 8 pairs of a and b (stored float32 or float16, native order) from element
+ * `from`
  * on, stopping before the first group that holds an inf or NaN on either side or at the last
  * whole group before n. Returns where it stopped (a multiple of 8 past `from`). */
 size_t pc_f32_run_base(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
@@ -65,6 +70,54 @@ static inline void pc_f32_load(const unsigned char *a, const unsigned char *b, s
   memcpy(y, b + 4 * i, sizeof *y);
   memcpy(ux, x, sizeof *ux);
   memcpy(uy, y, sizeof *uy);
+}
+
+/* The float32 value of a float16 bit pattern, exact for every pattern; a NaN becomes the quiet
+ * NaN of its sign, as in pc_dtype_decode_float.
+ * A finite magnitude's exponent is rebiased by adding (127 - 15) << 23 to its bits shifted into
+ * float32 position; a subnormal one (exponent 0) is first given exponent 1 and then has 2^-14,
+ * that implicit bit's value, subtracted: both steps are exact, and no float32 subnormal occurs.
+ * kernel_f32.c does the same on vectors. */
+static inline float pc_f16_float(uint16_t h) {
+  uint32_t mag = h & 0x7FFFu, o = mag << 13, sign = (uint32_t)(h & 0x8000u) << 16;
+  float f, sub = 0;
+  if (mag >= 0x7C00u) {
+    o = mag == 0x7C00u ? 0x7F800000u : 0x7FC00000u; /* inf; NaN as dtype.c decodes it */
+  } else if (mag < 0x0400u) {
+    o += 113u << 23;
+    sub = 0x1p-14f;
+  } else {
+    o += 112u << 23;
+  }
+  memcpy(&f, &o, sizeof f);
+  f -= sub;
+  memcpy(&o, &f, sizeof o);
+  o |= sign;
+  memcpy(&f, &o, sizeof f);
+  return f;
+}
+
+/* A float16 pattern's sign moved to bit 31, magnitude kept: bits whose pc_ord32_bits is the
+ * float16 ordinal (the magnitude, negated for a negative sign). */
+static inline uint32_t pc_f16_ordbits(uint16_t h) {
+  return (uint32_t)(h & 0x8000u) << 16 | (h & 0x7FFFu);
+}
+
+/* Pair i of stored bytes a and b (native order, any alignment), float16 when `half`, else
+ * float32: values, and bits whose pc_ord32_bits is the stored dtype's ordinal. */
+static inline void pc_pair_load(bool half, const unsigned char *a, const unsigned char *b, size_t i,
+                                float *x, float *y, uint32_t *ux, uint32_t *uy) {
+  if (!half) {
+    pc_f32_load(a, b, i, x, y, ux, uy);
+    return;
+  }
+  uint16_t ha, hb;
+  memcpy(&ha, a + 2 * i, sizeof ha);
+  memcpy(&hb, b + 2 * i, sizeof hb);
+  *x = pc_f16_float(ha);
+  *y = pc_f16_float(hb);
+  *ux = pc_f16_ordbits(ha);
+  *uy = pc_f16_ordbits(hb);
 }
 
 /* Positions on the ordered line of docs/metrics.md for finite float32 bit patterns, judged in
@@ -91,7 +144,8 @@ static inline uint64_t pc_ord_distance(int64_t a, int64_t b) {
   return (d ^ m) - m;
 }
 
-/* The ULP distance of two finite float32 bit patterns in the compare dtype. */
+/* The ULP distance of two finite float32 bit patterns in the compare dtype (float32 or
+ * bfloat16); of two float16 ones in float16 when given as pc_f16_ordbits and bf16 is false. */
 static inline uint64_t pc_f32_ulp(uint32_t ux, uint32_t uy, bool bf16) {
   return bf16 ? pc_ord_distance(pc_ord_bf16_bits(ux), pc_ord_bf16_bits(uy))
               : pc_ord_distance(pc_ord32_bits(ux), pc_ord32_bits(uy));

@@ -133,6 +133,14 @@ static bool pc_f32_direct(const pc_slot *sl) {
          pc_f32_logical(b->logical) && pc_f32_logical(sl->t->compare);
 }
 
+/* float16 stored and judged on both sides, in the machine's byte order: likewise. */
+static bool pc_f16_direct(const pc_slot *sl) {
+  const pc_dataset *a = sl->a, *b = sl->b;
+  return a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT && a->stored == PC_DTYPE_FLOAT16 &&
+         b->stored == PC_DTYPE_FLOAT16 && !a->swap && !b->swap && a->logical == PC_DTYPE_FLOAT16 &&
+         b->logical == PC_DTYPE_FLOAT16 && sl->t->compare == PC_DTYPE_FLOAT16;
+}
+
 /* Decode and fold one slot's stored bytes `ra` and `rb` (A and B: any alignment) into its own
  * partial. */
 static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl, const unsigned char *ra,
@@ -142,6 +150,10 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl, const unsigned char 
   if (pc_f32_direct(sl) && !same) {
     pc_kernel_f32(&k, ra, rb, sl->a->logical == PC_DTYPE_BFLOAT16,
                   sl->b->logical == PC_DTYPE_BFLOAT16);
+    return;
+  }
+  if (pc_f16_direct(sl) && !same) {
+    pc_kernel_f16(&k, ra, rb);
     return;
   }
   if (!pc_worker_reserve(w, sl->n)) {

@@ -14,6 +14,10 @@
 
 #include <cmocka.h>
 
+#ifdef PC_HAVE_AVX2
+#include <cpuid.h> /* __get_cpuid, bit_F16C */
+#endif
+
 static pc_tol tol_none(void) {
   pc_tol t = {0};
   return t;
@@ -441,18 +445,15 @@ static void test_f32_boundaries(void **state) {
     }
 }
 
-/* The baseline and AVX2 builds of the vector part reach the same state, bit for bit. */
-static void test_f32_builds_agree(void **state) {
-  (void)state;
 #ifdef PC_HAVE_AVX2
-  if (!__builtin_cpu_supports("avx2"))
-    skip();
-  enum { N = 9000 };
-  static float fa[N], fb[N];
-  drift_f32(fa, fb, N, 0, 88675123u);
+/* Runs the baseline and the AVX2 build over n pairs of bytes a, b (float16 when `half`) and
+ * checks that they reach the same state, bit for bit. */
+static void check_builds_agree(const unsigned char *a, const unsigned char *b, size_t n,
+                               bool half) {
   pc_qhist **h1 = hists_new(), **h2 = hists_new();
   static pc_f32_state s1, s2;
   memset(&s1, 0, sizeof s1);
+  s1.half = half;
   s1.atol = 1e-9;
   s1.rtol = 1e-7;
   s1.tol_ulp = 3;
@@ -464,17 +465,43 @@ static void test_f32_builds_agree(void **state) {
   s1.h_rel = h1[PC_HIST_REL];
   s2.h_abs = h2[PC_HIST_ABS];
   s2.h_rel = h2[PC_HIST_REL];
-  const unsigned char *a = (const unsigned char *)fa, *b = (const unsigned char *)fb;
-  assert_int_equal(pc_f32_run_base(&s1, a, b, 0, N), N - N % 8);
-  assert_int_equal(pc_f32_run_avx2(&s2, a, b, 0, N), N - N % 8);
+  assert_int_equal(pc_f32_run_base(&s1, a, b, 0, n), n - n % 8);
+  assert_int_equal(pc_f32_run_avx2(&s2, a, b, 0, n), n - n % 8);
   s1.h_abs = s2.h_abs;
   s1.h_rel = s2.h_rel;
   assert_memory_equal(&s1, &s2, sizeof s1);
   for (int w = 0; w < PC_NHISTS; w++)
     assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
-  assert_true(s1.count == N - N % 8 && s1.wcls >= 0);
+  assert_true(s1.count == n - n % 8 && s1.wcls >= 0);
   hists_free(h1);
   hists_free(h2);
+}
+#endif
+
+/* The baseline and AVX2 builds of the vector part reach the same state, bit for bit, on float32
+ * drift and on every finite float16 pattern (against random finite partners): the bit-level
+ * conversion and F16C's agree. */
+static void test_f32_builds_agree(void **state) {
+  (void)state;
+#ifdef PC_HAVE_AVX2
+  unsigned eax, ebx, ecx = 0, edx;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__get_cpuid(1, &eax, &ebx, &ecx, &edx) ||
+      !(ecx & bit_F16C))
+    skip();
+  enum { N = 9000 };
+  static float fa[N], fb[N];
+  drift_f32(fa, fb, N, 0, 88675123u);
+  check_builds_agree((const unsigned char *)fa, (const unsigned char *)fb, N, false);
+  enum { FINITE = 2 * 0x7C00 }; /* every finite float16 pattern, both signs */
+  static uint16_t ha[FINITE], hb[FINITE];
+  uint32_t x = 2463534242u;
+  for (uint32_t i = 0; i < FINITE; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    ha[i] = (uint16_t)(i < 0x7C00u ? i : (i - 0x7C00u) | 0x8000u);
+    hb[i] = (uint16_t)(x % 0x7C00u | (x >> 16 & 0x8000u));
+  }
+  check_builds_agree((const unsigned char *)ha, (const unsigned char *)hb, FINITE, true);
 #else
   skip();
 #endif
@@ -520,6 +547,113 @@ static void test_bf16_bytes_path(void **state) {
   ref.not_representable_b = pc_kernel_unrepresentable(db, N, PC_DTYPE_BFLOAT16);
   assert_true(fast.not_representable_a > 0 && fast.mismatches > 0 && fast.max_ulp > 2);
   assert_same_stats(&fast, &ref);
+}
+
+/* A float16 pattern's value by the textbook formula (IEEE 754 binary16), independent of both
+ * dtype.c's decoder and the kernel's bit conversion. */
+static double half_value(uint16_t h) {
+  int e = (h >> 10) & 31, m = h & 1023;
+  double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+/* pc_kernel_f16 against the decoded path (pc_kernel_float on half_value, compared in float16),
+ * histograms included; the sums also against long double sums in element order. */
+static void check_f16_against_decoded(const uint16_t *ha, const uint16_t *hb, size_t n,
+                                      const pc_tol *t) {
+  double *da = malloc(n * sizeof *da), *db = malloc(n * sizeof *db);
+  long double ssd = 0, ssa = 0;
+  for (size_t i = 0; i < n; i++) {
+    da[i] = half_value(ha[i]);
+    db[i] = half_value(hb[i]);
+    if (isfinite(da[i]) && isfinite(db[i])) {
+      ssd += (long double)(db[i] - da[i]) * (db[i] - da[i]);
+      ssa += (long double)da[i] * da[i];
+    }
+  }
+  pc_qhist **h1 = hists_new(), **h2 = hists_new();
+  pc_stats s1, s2;
+  memset(&s1, 0, sizeof s1);
+  memset(&s2, 0, sizeof s2);
+  pc_kernel_args k1 = {&s1, h1, t, PC_DTYPE_FLOAT16, 7, n},
+                 k2 = {&s2, h2, t, PC_DTYPE_FLOAT16, 7, n};
+  pc_kernel_f16(&k1, (const unsigned char *)ha, (const unsigned char *)hb);
+  pc_kernel_float(&k2, da, db);
+  assert_same_stats(&s1, &s2);
+  assert_true(fabsl(s1.sum_sq_diff - ssd) <= 1e-13L * ssd);
+  assert_true(fabsl(s1.sum_sq_a - ssa) <= 1e-13L * ssa);
+  for (int w = 0; w < PC_NHISTS; w++)
+    assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
+  hists_free(h1);
+  hists_free(h2);
+  free(da);
+  free(db);
+}
+
+/* float16 from its stored bytes, exhaustively: A holds every one of the 65536 patterns in order
+ * (zeros, subnormals, normals, inf and NaN of both signs), B a partner of each: the same
+ * pattern, the next one (crossing into inf at the top), the sign flipped, or a pseudo-random
+ * one; every partial last group too. */
+static void test_f16_all_patterns(void **state) {
+  (void)state;
+  enum { N = 65536 };
+  uint16_t *ha = malloc(N * sizeof *ha), *hb = malloc(N * sizeof *hb);
+  pc_tol t = tol_none();
+  t.set = PC_TOL_ATOL | PC_TOL_MAX_ULP;
+  t.atol = 0x1p-20;
+  t.max_ulp = 1;
+  uint32_t x = 2463534242u;
+  for (int partner = 0; partner < 4; partner++) {
+    for (uint32_t i = 0; i < N; i++) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      ha[i] = (uint16_t)i;
+      hb[i] = partner == 0   ? ha[i]
+              : partner == 1 ? (uint16_t)(i + 1)
+              : partner == 2 ? (uint16_t)(i ^ 0x8000u)
+                             : (uint16_t)x;
+    }
+    check_f16_against_decoded(ha, hb, N, &t);
+  }
+  for (size_t n = 1001; n <= 1008; n++) /* every partial last group, mid-range values */
+    check_f16_against_decoded(ha + 15000, hb + 15000, n, &t);
+  free(ha);
+  free(hb);
+}
+
+/* float16 drift as real runs have it: values near 1 a few ULPs apart, a zero, subnormals and a
+ * sign crossing, with non-finite pairs at several spacings; one hand-checked figure: 1 vs the
+ * next float16 after 1 is abs 2^-10, 1 ULP. */
+static void test_f16_drift(void **state) {
+  (void)state;
+  enum { N = 9001 };
+  uint16_t *ha = malloc(N * sizeof *ha), *hb = malloc(N * sizeof *hb);
+  pc_tol t = tol_none();
+  t.set = PC_TOL_RTOL;
+  t.rtol = 1e-3;
+  const unsigned spacing[] = {0, 5, 777};
+  uint32_t x = 88675123u;
+  for (size_t k = 0; k < sizeof spacing / sizeof *spacing; k++) {
+    for (size_t i = 0; i < N; i++) {
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+      uint16_t v = (uint16_t)(0x3C00u + x % 512u - 256u);    /* within [0.75, 1.25) of 1 */
+      v = (x >> 20) % 50 == 0 ? (uint16_t)(x % 1024u) : v;   /* subnormal */
+      v = (x >> 20) % 50 == 1 ? (uint16_t)(0x8000u | v) : v; /* negative */
+      ha[i] = v;
+      hb[i] = (x >> 12) % 8 == 0 ? (uint16_t)(v ^ 0x8000u) : (uint16_t)(v + (x >> 28) % 4);
+      if (spacing[k] && i % spacing[k] == spacing[k] - 1)
+        hb[i] = (x & 1) ? 0x7E00u : 0xFC00u; /* NaN, -inf */
+    }
+    check_f16_against_decoded(ha, hb, N, &t);
+  }
+  ha[0] = 0x3C00u; /* 1 */
+  hb[0] = 0x3C01u; /* 1 + 2^-10 */
+  pc_stats s;
+  memset(&s, 0, sizeof s);
+  pc_kernel_args k1 = {&s, NULL, &t, PC_DTYPE_FLOAT16, 0, 1};
+  pc_kernel_f16(&k1, (const unsigned char *)ha, (const unsigned char *)hb);
+  assert_true(s.max_abs == 0x1p-10 && s.max_ulp == 1 && s.mismatches == 0);
+  free(ha);
+  free(hb);
 }
 
 /* Integers are exact across int64 and uint64: -1 vs 1 is 2 apart; INT64_MIN vs UINT64_MAX
@@ -596,6 +730,8 @@ int main(void) {
       cmocka_unit_test(test_f32_worst_pair),
       cmocka_unit_test(test_f32_boundaries),
       cmocka_unit_test(test_f32_builds_agree),
+      cmocka_unit_test(test_f16_all_patterns),
+      cmocka_unit_test(test_f16_drift),
       cmocka_unit_test(test_int_exact),
       cmocka_unit_test(test_complex),
       cmocka_unit_test(test_unrepresentable),
