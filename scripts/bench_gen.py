@@ -8,7 +8,12 @@ perturbation of a few float32 ULPs on most elements), so that every figure has w
   f16     2 x 512 MiB float16
   gzip    2 x 256 MiB float32, chunked, gzip level 1 + shuffle
 Usage: bench_gen.py DIR [--scale S]  (S multiplies the sizes; 1 = as above)
+       bench_gen.py DIR --large GIB      (scripts/bench_large: one float32 dataset of GIB GiB
+                                          per file, mostly holes; see large_pair)
+       bench_gen.py DIR --check-large REPORT   (the report's figures against numpy)
 """
+import argparse
+import json
 import os
 import sys
 
@@ -53,13 +58,70 @@ def pair(name, mib, dtype, kwargs, out, rng):
     os.replace(pb + '.tmp', pb)
 
 
+LARGE_STRIDE = 1 << 26  # elements between two written stretches (256 MiB of float32)
+LARGE_WRITTEN = 1 << 20  # elements written at each stretch (4 MiB)
+
+
+def large_pair(gib, out, rng):
+    """One contiguous float32 dataset of GIB GiB per file, larger than the machine's RAM but
+    cheap on disk: HDF5 allocates contiguous storage at the first write and writes only what
+    it is given, so the file is sparse and the unwritten stretches read as zeros (identical on
+    both sides). Every LARGE_STRIDE elements, LARGE_WRITTEN elements hold data with honest
+    drift in B, so the comparison has mismatching work all along the dataset."""
+    pa, pb = (os.path.join(out, 'large_%s.h5' % s) for s in 'ab')
+    n = gib * (1 << 30) // 4
+    with h5py.File(pa, 'w') as fa, h5py.File(pb, 'w') as fb:
+        da = fa.create_dataset('t', shape=(n,), dtype=np.float32)
+        db = fb.create_dataset('t', shape=(n,), dtype=np.float32)
+        for start in range(0, n - LARGE_WRITTEN + 1, LARGE_STRIDE):
+            a = rng.standard_normal(LARGE_WRITTEN, dtype=np.float32)
+            b = a * (1 + rng.standard_normal(LARGE_WRITTEN, dtype=np.float32) * np.float32(2e-7))
+            da[start:start + LARGE_WRITTEN] = a
+            db[start:start + LARGE_WRITTEN] = b.astype(np.float32)
+
+
+def large_check(out, report):
+    """Checks the report of the large pair against numpy on the written stretches only:
+    element count, maximum abs error and its first index, mean abs error and RMS."""
+    with open(report) as f:
+        t = json.load(f)['tensors'][0]
+    with h5py.File(os.path.join(out, 'large_a.h5')) as fa, \
+            h5py.File(os.path.join(out, 'large_b.h5')) as fb:
+        n = fa['t'].shape[0]
+        best, best_at, sum_abs, sum_sq = -1.0, 0, 0.0, 0.0
+        for start in range(0, n - LARGE_WRITTEN + 1, LARGE_STRIDE):
+            a = fa['t'][start:start + LARGE_WRITTEN].astype(np.float64)
+            d = np.abs(fb['t'][start:start + LARGE_WRITTEN].astype(np.float64) - a)
+            if d.max() > best:
+                best, best_at = d.max(), start + int(d.argmax())
+            sum_abs += d.sum()
+            sum_sq += (d * d).sum()
+    want = {'count': n, 'max_abs': best, 'worst': best_at,
+            'mean_abs': sum_abs / n, 'rms': np.sqrt(sum_sq / n)}
+    got = {'count': t['count'], 'max_abs': t['max_abs'], 'worst': t['worst']['index'][0],
+           'mean_abs': t['mean_abs'], 'rms': t['rms']}
+    ok = all(np.isclose(got[k], want[k], rtol=1e-9, atol=0) for k in want)
+    print('numpy check (written stretches):', 'agrees' if ok else 'DISAGREES', got, want)
+    sys.exit(0 if ok else 1)
+
+
 def main():
-    out = sys.argv[1]
-    scale = float(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[2] == '--scale' else 1.0
-    os.makedirs(out, exist_ok=True)
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('dir')
+    ap.add_argument('--scale', type=float, default=1.0)
+    ap.add_argument('--large', type=int, metavar='GIB')
+    ap.add_argument('--check-large', metavar='REPORT')
+    args = ap.parse_args()
+    os.makedirs(args.dir, exist_ok=True)
     rng = np.random.default_rng(20261122)
+    if args.check_large:
+        large_check(args.dir, args.check_large)
+        return
+    if args.large:
+        large_pair(args.large, args.dir, rng)
+        return
     for name, (mib, dtype, kwargs) in CASES.items():
-        pair(name, max(1, int(mib * scale)), dtype, kwargs, out, rng)
+        pair(name, max(1, int(mib * args.scale)), dtype, kwargs, args.dir, rng)
 
 
 if __name__ == '__main__':
