@@ -204,7 +204,7 @@ def make_past_eof():
     """Contiguous data past the end of the file: the file cut inside the last dataset's data,
     with the superblock's end-of-file address set to the cut so that HDF5 opens it; or whole,
     with the end-of-file address set inside the data (HDF5 would read zeros past it). Neither may
-    be read, nor mapped (a read past the end of a mapping is SIGBUS): an error naming the file,
+    be read, by HDF5 or directly (HDF5 1.10.8 returns zeros past its end of file): an error naming the file,
     exit 2, and /good still passes."""
     base = path('past_eof_base.h5')
     with h5py.File(base, 'w', libver='earliest') as f:

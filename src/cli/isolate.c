@@ -3,7 +3,7 @@
 
 #include <errno.h>  /* errno, EINTR */
 #include <poll.h>   /* poll */
-#include <signal.h> /* kill, SIGKILL, SIGBUS */
+#include <signal.h> /* kill, SIGKILL */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* exit */
 #include <string.h> /* strsignal */
@@ -34,12 +34,10 @@ static int child_result(int status, const char *what) {
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
   int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  /* Mapped file data raise SIGBUS when the file shrinks under them (docs/robustness.md). */
-  const char *cause = sig == SIGBUS ? "most likely a file was truncated while it was being read"
-                                    : "most likely inside the HDF5 library on a corrupt file";
   fprintf(stderr,
-          "paritycheck: %s: the comparison crashed (signal %d, %s), %s (docs/robustness.md)\n",
-          what, sig, strsignal(sig), cause);
+          "paritycheck: %s: the comparison crashed (signal %d, %s), most likely inside the HDF5 "
+          "library on a corrupt file (docs/robustness.md)\n",
+          what, sig, strsignal(sig));
   return EXIT_ERROR;
 }
 

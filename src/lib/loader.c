@@ -32,7 +32,7 @@ struct pc_file {
   uint64_t size; /* bytes, as stat saw them before HDF5 opened the file */
   hid_t fid;
   int fd;             /* read-only, for mapping the raw data of direct readers */
-  bool mappable;      /* fd is the very file HDF5 opened */
+  bool same_fd;       /* fd is the very file HDF5 opened */
   uint64_t eoa;       /* HDF5's end of allocation (absolute, like H5Dget_offset); UINT64_MAX when
                          unknown. HDF5 reads no data past it: it returns zeros there */
   uint64_t userblock; /* bytes before the superblock */
@@ -682,7 +682,7 @@ static bool pc_same_file(const struct stat *x, const struct stat *y) {
   return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size;
 }
 
-/* The descriptor that direct readers map: the file stat checked, not one that replaced it since.
+/* The descriptor that direct readers read: the file stat checked, not one that replaced it since.
  * O_NONBLOCK: should a FIFO have taken the path meanwhile, open must not wait for a writer. */
 static int pc_open_fd(pc_file *f, const struct stat *checked, pc_error *err) {
   struct stat st;
@@ -697,8 +697,8 @@ static int pc_open_fd(pc_file *f, const struct stat *checked, pc_error *err) {
 }
 
 /* HDF5's end of allocation, and whether HDF5 opened the file of f->fd: it opened the file by
- * its path again, so the sec2 driver's descriptor must be the same file, else nothing is
- * mapped. */
+ * its path again, so the sec2 driver's descriptor must be the same file, else no reader is
+ * direct. */
 static void pc_read_eoa(pc_file *f) {
   struct stat ours, theirs;
   int *h5fd = NULL;
@@ -711,9 +711,9 @@ static void pc_read_eoa(pc_file *f) {
   }
   f->userblock = userblock;
   f->eoa = H5Fget_eoa(f->fid, &eoa) >= 0 && eoa != HADDR_UNDEF ? (uint64_t)eoa : UINT64_MAX;
-  f->mappable = H5Fget_vfd_handle(f->fid, H5P_DEFAULT, (void **)&h5fd) >= 0 && h5fd &&
-                fstat(*h5fd, &theirs) == 0 && fstat(f->fd, &ours) == 0 &&
-                pc_same_file(&ours, &theirs);
+  f->same_fd = H5Fget_vfd_handle(f->fid, H5P_DEFAULT, (void **)&h5fd) >= 0 && h5fd &&
+               fstat(*h5fd, &theirs) == 0 && fstat(f->fd, &ours) == 0 &&
+               pc_same_file(&ours, &theirs);
   H5Eclear2(H5E_DEFAULT);
 }
 
@@ -908,7 +908,7 @@ static hid_t pc_open_dataset(const pc_file *f, const pc_dataset *ds) {
 static bool pc_reader_is_direct(pc_reader *r) {
   const pc_dataset *d = r->ds;
   const pc_file *f = r->f;
-  if (d->all_fill || d->count == 0 || !f->mappable || d->count > UINT64_MAX / d->elem_size)
+  if (d->all_fill || d->count == 0 || !f->same_fd || d->count > UINT64_MAX / d->elem_size)
     return false;
   uint64_t bytes = d->count * d->elem_size;
   hid_t dcpl = H5Dget_create_plist(r->dset);

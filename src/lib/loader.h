@@ -66,8 +66,8 @@ const pc_dataset *pc_file_find(const pc_file *f, const char *path);
 /** The path the file was opened with. */
 const char *pc_file_path(const pc_file *f);
 
-/** A read-only descriptor of the file HDF5 opened, for mapping the raw data of direct readers
- * (pc_reader_direct); open until pc_file_close. Reading or mapping it is thread-safe. */
+/** A read-only descriptor of the file HDF5 opened, for reading the raw data of direct readers
+ * (pc_reader_direct) with pread; open until pc_file_close. pread on it is thread-safe. */
 int pc_file_fd(const pc_file *f);
 
 typedef struct pc_reader pc_reader;

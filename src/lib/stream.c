@@ -3,19 +3,18 @@
  * queued slots, decode both sides and fold them with the element kernels.
  *
  * A side whose dataset lies contiguously in its file (pc_reader_direct) is not read by the
- * calling thread: it only records where the block's bytes are, and the worker maps them from the
- * file, folds them and unmaps them (docs/performance.md, "Mapped reads"). */
+ * calling thread: it only records where the block's bytes are, and the worker reads them from the
+ * file with pread before it folds them (docs/performance.md, "Direct reads"). */
 #include "stream.h"
 #include "kernel.h"
 #include "pc_internal.h"
 
-#include <errno.h>    /* errno, EINTR */
-#include <pthread.h>  /* pthread_create, pthread_mutex_t, pthread_cond_t */
-#include <stdio.h>    /* snprintf */
-#include <stdlib.h>   /* calloc, realloc, free */
-#include <string.h>   /* memcmp, memset, strerror_r */
-#include <sys/mman.h> /* mmap, munmap */
-#include <unistd.h>   /* pread, sysconf */
+#include <errno.h>   /* errno, EINTR */
+#include <pthread.h> /* pthread_create, pthread_mutex_t, pthread_cond_t */
+#include <stdio.h>   /* snprintf */
+#include <stdlib.h>  /* calloc, realloc, free */
+#include <string.h>  /* memcmp, memset, strerror_r */
+#include <unistd.h>  /* pread */
 
 enum { PC_SLOT_FILLING, PC_SLOT_QUEUED, PC_SLOT_RUNNING, PC_SLOT_DONE };
 
@@ -26,10 +25,10 @@ typedef struct pc_slot {
   uint64_t base;
   size_t n;
   bool last;    /* closes its tensor */
-  void *raw[2]; /* stored bytes of A and B, or room to pread them when mapping fails */
+  void *raw[2]; /* stored bytes of A and B (the worker reads a direct side's into it) */
   size_t raw_cap[2];
   int fd[2];           /* >= 0: that side's bytes are still in this file, from byte at[side] */
-  uint64_t at[2];      /* (the worker maps or reads them) */
+  uint64_t at[2];      /* (the worker reads them) */
   const char *file[2]; /* the files' paths, for read errors */
   bool nomem;          /* the worker could not allocate its scratch */
   char why[PC_ERROR_MESSAGE_MAX]; /* the worker could not read the file: why; "" otherwise */
@@ -57,7 +56,6 @@ struct pc_stream {
   unsigned nthreads;         /* threads started */
   pc_qhist *hist[PC_NHISTS]; /* of the tensor being merged */
   uint64_t bytes_done;
-  uint64_t page; /* mmap offsets are multiples of it */
 };
 
 static int pc_hists_new(pc_qhist *h[PC_NHISTS]) {
@@ -141,10 +139,9 @@ static bool pc_f16_direct(const pc_slot *sl) {
          b->logical == PC_DTYPE_FLOAT16 && sl->t->compare == PC_DTYPE_FLOAT16;
 }
 
-/* Decode and fold one slot's stored bytes `ra` and `rb` (A and B: any alignment) into its own
- * partial. */
-static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl, const unsigned char *ra,
-                                 const unsigned char *rb) {
+/* Decode and fold one slot's stored bytes (sl->raw) into its own partial. */
+static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
+  const unsigned char *ra = sl->raw[0], *rb = sl->raw[1];
   pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
   bool same = pc_bytes_identical(sl, ra, rb); /* one comparison of the bytes serves both paths */
   if (pc_f32_direct(sl) && !same) {
@@ -170,20 +167,13 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl, const unsigned char 
     sl->part.not_representable_b += pc_kernel_unrepresentable(w->vals[1], sl->n, sl->b->logical);
 }
 
-/* One side's stored bytes of a slot, as the worker sees them: in the slot's buffer, or a window
- * of the file mapped for this slot alone (map, map_len: what to munmap). */
-typedef struct pc_view {
-  const unsigned char *bytes;
-  void *map;
-  size_t map_len;
-} pc_view;
-
-/* The fallback when the file cannot be mapped: pread the exact bytes into the slot's buffer,
- * which the calling thread reserved for this. false, with sl->why, on a read error or when the
- * file ends early (it shrank since it was opened). */
-static bool pc_view_read(pc_slot *sl, int side, size_t bytes, pc_view *v) {
+/* Reads a direct side's bytes of sl into the slot's buffer, which the calling thread reserved
+ * for them. Reading rather than mapping the file: mapped pages are slow to touch on some VMs
+ * (docs/performance.md), and a file that shrinks after it was opened is then a read error, not
+ * SIGBUS. false, with sl->why, on a read error or when the file ends early. */
+static bool pc_slot_pread(pc_slot *sl, int side) {
   unsigned char *buf = sl->raw[side];
-  size_t got = 0;
+  size_t bytes = sl->n * (side ? sl->b : sl->a)->elem_size, got = 0;
   while (got < bytes) {
     ssize_t r = pread(sl->fd[side], buf + got, bytes - got, (off_t)(sl->at[side] + got));
     if (r < 0 && errno == EINTR)
@@ -198,45 +188,18 @@ static bool pc_view_read(pc_slot *sl, int side, size_t bytes, pc_view *v) {
     }
     got += (size_t)r;
   }
-  v->bytes = buf;
   return true;
 }
 
-/* Makes side's bytes of sl available in v: maps them when they are still in the file (the
- * window starts at the page holding the first byte), else reads them. The loader checked that
- * the bytes lie inside the file, so the offsets fit in off_t. */
-static bool pc_view_open(const pc_stream *s, pc_slot *sl, int side, pc_view *v) {
-  v->bytes = sl->raw[side];
-  if (sl->fd[side] < 0)
-    return true;
-  size_t bytes = sl->n * (side ? sl->b : sl->a)->elem_size;
-  uint64_t lead = sl->at[side] % s->page;
-  void *m =
-      mmap(NULL, bytes + lead, PROT_READ, MAP_PRIVATE, sl->fd[side], (off_t)(sl->at[side] - lead));
-  if (m == MAP_FAILED)
-    return pc_view_read(sl, side, bytes, v);
-  v->map = m;
-  v->map_len = bytes + lead;
-  v->bytes = (const unsigned char *)m + lead;
-  return true;
-}
-
-/* Unmapped at once: mapped file pages count in the resident size while mapped. */
-static void pc_view_close(pc_view *v) {
-  if (v->map)
-    munmap(v->map, v->map_len);
-  v->map = NULL;
-}
-
-/* Fold one slot, mapping what is still in the files for the time of the fold. */
+/* Fold one slot, reading first what is still in the files. The loader checked that the bytes
+ * lie inside the file, so the offsets fit in off_t. */
 static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
   if (sl->n == 0)
     return;
-  pc_view v[2] = {{NULL, NULL, 0}, {NULL, NULL, 0}};
-  if (pc_view_open(w->s, sl, 0, &v[0]) && pc_view_open(w->s, sl, 1, &v[1]))
-    pc_worker_fold_bytes(w, sl, v[0].bytes, v[1].bytes);
-  pc_view_close(&v[0]);
-  pc_view_close(&v[1]);
+  for (int side = 0; side < 2; side++)
+    if (sl->fd[side] >= 0 && !pc_slot_pread(sl, side))
+      return;
+  pc_worker_fold_bytes(w, sl);
 }
 
 /* The oldest queued slot, or NULL. Called with the lock held. */
@@ -388,7 +351,7 @@ static int pc_read_side(pc_slot *sl, int side, const pc_side *sd, size_t *n, pc_
 }
 
 /* Read one block of each side into sl; *n = 0 at the end. The buffers are reserved for direct
- * sides too: the worker reads into them when it cannot map the file. */
+ * sides too: the worker reads into them. */
 static int pc_read_block(pc_slot *sl, const pc_side sides[2], size_t cap, size_t *n, pc_error *e) {
   size_t nb = 0;
   if (!pc_slot_reserve(sl, 0, cap * sl->a->elem_size) ||
@@ -487,8 +450,6 @@ int pc_stream_new(pc_stream **out, const pc_stream_config *cfg, pc_error *err) {
   if (!s)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
   s->cfg = *cfg;
-  long page = sysconf(_SC_PAGESIZE);
-  s->page = page > 0 ? (uint64_t)page : 4096;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->work, NULL);
   pthread_cond_init(&s->done, NULL);

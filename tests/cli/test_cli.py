@@ -530,11 +530,11 @@ def test_threads_identical():
 
 
 # ------------------------------------------------------------------------------------------
-# Mapped reads (docs/performance.md, "Mapped reads")
+# Direct reads (docs/performance.md, "Direct reads")
 # ------------------------------------------------------------------------------------------
 
 
-def _mapped_tensors():
+def _direct_tensors():
     """(name, A, B, chunk shape, attributes): odd sizes, so that blocks are partial; NaN, +-inf,
     -0 and subnormals on both sides, some in the same places and some not. Every chunk is longer
     than 4 blocks of --block-elems 7 and 33 along the dimension the blocks step through, so
@@ -573,35 +573,35 @@ def _mapped_tensors():
     ]
 
 
-def _write_mapped(path, tensors, side, layout):
+def _write_direct(path, tensors, side, layout):
     kw = {'userblock_size': 512} if layout == 'userblock' else {}
     with h5py.File(path, 'w', libver='earliest', **kw) as f:
         for name, a, b, chunks, attrs in tensors:
             d = f.create_dataset(name, data=a if side == 'a' else b,
                                  chunks=chunks if layout == 'chunked' else None)
             d.attrs.update(attrs)
-            if layout != 'chunked':  # the precondition of the mapped path
-                check('mapped: %s %s is contiguous at a known offset' % (layout, name),
+            if layout != 'chunked':  # the precondition of the direct path
+                check('direct: %s %s is contiguous at a known offset' % (layout, name),
                       d.id.get_offset() is not None and d.chunks is None)
 
 
-def test_mapped_reads():
-    """Contiguous datasets are mapped from the file by the workers; chunked ones are read by HDF5.
-    Both must give the same report, tensor for tensor, with one side mapped or both, for any -j."""
-    tensors = _mapped_tensors()
+def test_direct_reads():
+    """Contiguous datasets are read from the file by the workers; chunked ones are read by HDF5.
+    Both must give the same report, tensor for tensor, with one side direct or both, for any -j."""
+    tensors = _direct_tensors()
     files = {}
     for layout in ('contiguous', 'userblock', 'chunked'):
         for side in 'ab':
-            files[layout, side] = os.path.join(TMP, 'mapped_%s_%s.h5' % (layout, side))
-            _write_mapped(files[layout, side], tensors, side, layout)
+            files[layout, side] = os.path.join(TMP, 'direct_%s_%s.h5' % (layout, side))
+            _write_direct(files[layout, side], tensors, side, layout)
     pairs = (('chunked', 'chunked'), ('contiguous', 'contiguous'), ('userblock', 'userblock'),
              ('contiguous', 'chunked'), ('chunked', 'contiguous'))
     for block in ('7', '33'):
         want = None
         for la, lb in pairs:
             for j in ('1', '2'):
-                label = 'mapped: %s vs %s, --block-elems %s, -j %s' % (la, lb, block, j)
-                out = os.path.join(TMP, 'mapped_%s_%s_%s_%s.json' % (la, lb, block, j))
+                label = 'direct: %s vs %s, --block-elems %s, -j %s' % (la, lb, block, j)
+                out = os.path.join(TMP, 'direct_%s_%s_%s_%s.json' % (la, lb, block, j))
                 p = run(['-t', STRICT, '--block-elems', block, '-j', j, '--json', out,
                          files[la, 'a'], files[lb, 'b']])
                 check('%s: exit 1' % label, p.returncode == 1, short(p))
@@ -642,7 +642,7 @@ TESTS = [
     test_color,
     test_json_stdout,
     test_block_elems,
-    test_mapped_reads,
+    test_direct_reads,
 ]
 
 

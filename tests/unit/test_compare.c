@@ -6,8 +6,8 @@
 
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* mkdtemp */
-#include <string.h> /* strlen */
-#include <unistd.h> /* unlink, rmdir */
+#include <string.h> /* strlen, strstr */
+#include <unistd.h> /* unlink, rmdir, truncate */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -143,6 +143,58 @@ static void test_unreadable_is_an_error(void **state) {
   pc_tolset_free(tols);
 }
 
+enum { SHRINK_N = 4096, SHRINK_BLOCK = 64 };
+
+/* Truncates the file named by user inside the dataset's data at the first progress report, that
+ * is after the first block's offsets were recorded and before any of it was read. */
+static void shrink_now(void *user, uint64_t done, uint64_t total) {
+  (void)done, (void)total;
+  const char *path = user;
+  hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t d = H5Dopen2(f, "t", H5P_DEFAULT);
+  haddr_t at = H5Dget_offset(d);
+  H5Dclose(d);
+  H5Fclose(f);
+  assert_true(at != HADDR_UNDEF);
+  assert_int_equal(truncate(path, (off_t)at + 100), 0);
+}
+
+/* A file that shrinks while it is compared: its contiguous dataset is read by the workers with
+ * pread, which comes up short; the tensor is an error naming the file, and nothing crashes. */
+static void test_file_shrinks(void **state) {
+  (void)state;
+  char pa[160], pb[160];
+  snprintf(pa, sizeof pa, "%s/shrink_a.h5", dir);
+  snprintf(pb, sizeof pb, "%s/shrink_b.h5", dir);
+  static float v[SHRINK_N];
+  for (int i = 0; i < SHRINK_N; i++)
+    v[i] = (float)i;
+  hid_t fa = H5Fcreate(pa, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t fb = H5Fcreate(pb, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  put(fa, "t", SHRINK_N, v), put(fb, "t", SHRINK_N, v);
+  H5Fclose(fa);
+  H5Fclose(fb);
+  pc_tolset *tols = pc_tolset_new();
+  pc_options o = PC_OPTIONS_INIT;
+  o.tols = tols;
+  o.threads = 1; /* the inline worker reads right after the progress report */
+  o.block_elems = SHRINK_BLOCK;
+  o.progress = shrink_now;
+  o.progress_user = pb;
+  pc_run *run = NULL;
+  pc_error err;
+  assert_int_equal(pc_compare_files(&run, pa, pb, &o, &err), PC_OK);
+  const pc_tensor *t = tensor(run, "/t");
+  assert_int_equal(t->verdict, PC_VERDICT_ERROR);
+  assert_non_null(strstr(t->message, pb));
+  assert_non_null(strstr(t->message, "ended early"));
+  assert_int_equal(run->verdict, PC_RUN_ERROR);
+  pc_run_free(run);
+  pc_tolset_free(tols);
+  unlink(pa);
+  unlink(pb);
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "/tmp/pc_compare_XXXXXX");
@@ -163,10 +215,9 @@ static int teardown(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_verdicts),
-      cmocka_unit_test(test_order),
-      cmocka_unit_test(test_tolerances_applied),
-      cmocka_unit_test(test_unreadable_is_an_error),
+      cmocka_unit_test(test_verdicts),           cmocka_unit_test(test_order),
+      cmocka_unit_test(test_tolerances_applied), cmocka_unit_test(test_unreadable_is_an_error),
+      cmocka_unit_test(test_file_shrinks),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
