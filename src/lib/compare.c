@@ -134,23 +134,31 @@ typedef struct pc_pair {
   uint64_t max_memory; /* pc_options.max_memory, its default applied */
 } pc_pair;
 
+/* Folds A's elements into m block by block, skipping (pc_reader_seek) the elements that A
+ * never wrote: those are its fill value (pc_fill_magnitude). */
+static int pc_magnitude_pass(const pc_pair *p, pc_magnitude *m, pc_error *e) {
+  pc_reader *r = NULL;
+  size_t cursor = 0;
+  uint64_t done = 0;
+  int rc = pc_reader_open(&r, p->fa, p->a, p->block, NULL, e);
+  for (size_t n = 1; rc == PC_OK && n; done += n) {
+    uint64_t at = pc_reader_seek(r, pc_dataset_next_written(p->a, &cursor, done));
+    pc_fill_magnitude(p->a, at - done, m);
+    done = at;
+    if ((rc = pc_reader_next(r, &n, e)) == PC_OK && n)
+      pc_kernel_magnitude(m, p->a->kind, pc_reader_values(r), pc_reader_ints(r),
+                          p->a->stored == PC_DTYPE_UINT64, n);
+  }
+  pc_reader_close(r);
+  return rc;
+}
+
 /* One pass over A for the magnitude that tolerance models may scale with: max |a| and the
  * RMS over finite elements (complex: the modulus). */
 static int pc_measure_magnitude(const pc_pair *p, pc_tol_context *ctx) {
   pc_error e = {PC_OK, ""};
-  pc_reader *r = NULL;
   pc_magnitude m = {0, 0, 0};
-  int rc = PC_OK;
-  if (p->a->all_fill) /* never written: nothing to read */
-    pc_fill_magnitude(p->a, &m);
-  else
-    rc = pc_reader_open(&r, p->fa, p->a, p->block, NULL, &e);
-  for (size_t n = 1; r && rc == PC_OK && n;) {
-    if ((rc = pc_reader_next(r, &n, &e)) == PC_OK && n)
-      pc_kernel_magnitude(&m, p->a->kind, pc_reader_values(r), pc_reader_ints(r),
-                          p->a->stored == PC_DTYPE_UINT64, n);
-  }
-  pc_reader_close(r);
+  int rc = pc_magnitude_pass(p, &m, &e);
   if (rc < 0) {
     p->t->verdict = PC_VERDICT_ERROR;
     return rc == PC_ENOMEM ? rc : pc_set_text(&p->t->message, e.message);

@@ -1,4 +1,4 @@
-/* Never-written pairs (fill.h): one element through the kernels, then scaled to count. */
+/* Runs of fill pairs (fill.h): one element through the kernels, then scaled to the run. */
 #include "fill.h"
 #include "qhist.h"
 
@@ -48,7 +48,7 @@ static void pc_mul_128(uint64_t x, uint64_t n, uint64_t *hi, uint64_t *lo) {
   *hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
 }
 
-/* s = n copies of the one element folded into `one` (count 1), with its worst at index 0. */
+/* s = n copies of the one element folded into `one` (count 1), worst included. */
 static void pc_stats_times(pc_stats *s, const pc_stats *one, uint64_t n) {
   *s = *one;
   s->count = one->count * n;
@@ -71,20 +71,27 @@ static void pc_stats_times(pc_stats *s, const pc_stats *one, uint64_t n) {
     s->ulp_hist[i] = one->ulp_hist[i] * n;
 }
 
+void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset *b, uint64_t n) {
+  if (n == 0)
+    return;
+  pc_stats one, run;
+  memset(&one, 0, sizeof one);
+  pc_kernel_args k1 = {&one, NULL, k->tol, k->compare, k->base, 1};
+  pc_fill_fold(&k1, a, b);
+  pc_stats_times(&run, &one, n);
+  pc_stats_merge(k->stats, &run);
+  /* One element is its own worst: worst_* are its abs, rel and ulp. The quantile histograms
+   * hold the elements of the ulp sum (all but nan mismatches). */
+  if (k->hist && one.ulp_terms) {
+    pc_qhist_add_n(k->hist[PC_HIST_ABS], one.worst_abs, n);
+    pc_qhist_add_n(k->hist[PC_HIST_REL], one.worst_rel, n);
+    pc_qhist_add_n(k->hist[PC_HIST_ULP], (double)one.worst_ulp, n);
+  }
+}
+
 static void pc_hists_free(pc_qhist *h[PC_NHISTS]) {
   for (int i = 0; i < PC_NHISTS; i++)
     free(h[i]);
-}
-
-/* The quantiles of n copies of what each histogram holds once. */
-static bool pc_fill_quantiles(pc_stats *s, pc_qhist *h[PC_NHISTS], uint64_t n) {
-  double *q[PC_NHISTS] = {s->q_abs, s->q_rel, s->q_ulp};
-  bool ok = true;
-  for (int i = 0; i < PC_NHISTS && ok; i++) {
-    pc_qhist_scale(h[i], n);
-    ok = pc_qhist_quantiles(h[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
-  }
-  return ok;
 }
 
 int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b) {
@@ -97,24 +104,28 @@ int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b) {
     }
     pc_qhist_reset(h[i]);
   }
-  pc_stats one;
-  memset(&one, 0, sizeof one);
-  pc_kernel_args k = {&one, h, &t->tol, t->compare, 0, 1};
-  pc_fill_fold(&k, a, b);
-  pc_stats_times(&t->stats, &one, a->count);
-  t->stats.has_quantiles = pc_fill_quantiles(&t->stats, h, a->count);
+  memset(&t->stats, 0, sizeof t->stats);
+  pc_kernel_args k = {&t->stats, h, &t->tol, t->compare, 0, 0};
+  pc_fill_run(&k, a, b, a->count);
+  double *q[PC_NHISTS] = {t->stats.q_abs, t->stats.q_rel, t->stats.q_ulp};
+  bool ok = true;
+  for (int i = 0; i < PC_NHISTS && ok; i++)
+    ok = pc_qhist_quantiles(h[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
+  t->stats.has_quantiles = ok;
   pc_hists_free(h);
   return PC_OK;
 }
 
-void pc_fill_magnitude(const pc_dataset *d, pc_magnitude *m) {
+void pc_fill_magnitude(const pc_dataset *d, uint64_t n, pc_magnitude *m) {
   double v[2];
   int64_t i;
   pc_magnitude one = {0, 0, 0};
+  if (n == 0)
+    return;
   pc_fill_decode(d, v, &i);
   pc_kernel_magnitude(&one, d->kind, d->kind == PC_KIND_INTEGER ? NULL : v, &i,
                       d->stored == PC_DTYPE_UINT64, 1);
-  m->max_abs = one.max_abs;
-  m->sum_squares = one.sum_squares * (double)d->count;
-  m->count = one.count * d->count;
+  m->max_abs = one.max_abs > m->max_abs ? one.max_abs : m->max_abs;
+  m->sum_squares += one.sum_squares * (double)n;
+  m->count += one.count * n;
 }

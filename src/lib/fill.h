@@ -1,29 +1,36 @@
-/* Datasets that were never written (docs/robustness.md): HDF5 reads every element of one as its
- * fill value, so when both sides of a pair are such datasets every element pair is the same and
- * the figures of all `count` elements follow from one element's, without reading anything. A
- * dataset declaring 2^40 elements is judged in microseconds. Internal to the library. */
+/* Elements that were never written (docs/robustness.md): HDF5 reads each as its dataset's fill
+ * value, so a run of n element pairs that neither side wrote is n copies of one pair, and its
+ * figures follow from that pair's without reading anything. A pair of datasets never written
+ * at all (all_fill) is one such run; so is every gap between the written chunks of two partly
+ * written (sparse) datasets. Internal to the library. */
 #ifndef PC_FILL_H
 #define PC_FILL_H
 
-#include "kernel.h" /* pc_magnitude */
+#include "kernel.h" /* pc_kernel_args, pc_magnitude */
 #include "loader.h" /* pc_dataset */
 
 #include <paritycheck/compare.h> /* pc_tensor */
 
 #include <stdbool.h> /* bool */
+#include <stdint.h>  /* uint64_t */
 
 /** True when both datasets were never written (pc_dataset.all_fill). */
 bool pc_fill_pair(const pc_dataset *a, const pc_dataset *b);
 
-/** t->stats of the pair a, b (numeric, one shape, both all_fill) with t->compare and t->tol set,
- * quantiles included: the figures of docs/metrics.md for `count` copies of the fill values'
- * element pair. Counts, maxima, the ulp sum, the histogram and the worst element (index 0) are
- * exact; each double sum is count times the element's term, rounded once, where streaming would
- * add count terms one by one. PC_ENOMEM when the quantile histograms cannot be allocated. */
+/** Fold n pairs of the fill values of a and b (numeric, comparable kinds), the elements
+ * k->base .. k->base + n - 1, into k->stats and, when k->hist is set, the quantile histograms,
+ * as the kernels would fold them one by one: counts, maxima, the ulp sum and histogram and the
+ * worst element (k->base, the run's first) are exact; each double sum adds n times the pair's
+ * term, rounded once. k->n is not used (a run may hold more than SIZE_MAX elements). */
+void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset *b, uint64_t n);
+
+/** t->stats of the pair a, b (both all_fill) with t->compare and t->tol set, quantiles
+ * included: one run of all `count` elements (pc_fill_run). PC_ENOMEM when the quantile
+ * histograms cannot be allocated. */
 int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b);
 
-/** The magnitude of a dataset that was never written (all_fill), as pc_kernel_magnitude would
- * measure it over all its elements. */
-void pc_fill_magnitude(const pc_dataset *d, pc_magnitude *m);
+/** Add n elements of d's fill value to m, as pc_kernel_magnitude would measure them (the sum
+ * of squares adds n times the element's, rounded once). */
+void pc_fill_magnitude(const pc_dataset *d, uint64_t n, pc_magnitude *m);
 
 #endif

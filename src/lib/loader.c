@@ -20,6 +20,16 @@ enum { PC_MAX_DEPTH = 256 };
  * file can declare a string of 4 GiB in a few bytes). */
 enum { PC_ATTR_TEXT_MAX = 4096 };
 
+/* Listing a dataset's written chunks costs HDF5 1.10 a walk of its chunk index per chunk
+ * (H5Dget_chunk_info(i) visits entries 0 .. i), so n chunks cost n(n + 1)/2 visits. A file
+ * spends at most this many; a dataset that would need more is read whole. */
+#define PC_CHUNK_VISITS_MAX ((uint64_t)1 << 22)
+
+/* A chunk narrower than the dataset covers many separate row-major runs: at most this many are
+ * listed for one chunk; beyond that, runs are widened to whole rows of an outer dimension (more
+ * is read, nothing is judged differently). */
+enum { PC_CHUNK_RUNS_MAX = 64 };
+
 /* Groups already walked, by object address: an open-addressing hash set, so that a file of many
  * groups is walked in linear time. HADDR_UNDEF marks a free slot. */
 typedef struct pc_addr_set {
@@ -40,6 +50,7 @@ struct pc_file {
   size_t n, cap;
   const pc_dataset **sorted; /* by path, for pc_file_find */
   pc_addr_set visited;       /* groups already walked */
+  uint64_t chunk_visits;     /* chunk index entries visited so far (PC_CHUNK_VISITS_MAX) */
 };
 
 static bool pc_debug;
@@ -388,10 +399,133 @@ static const char *pc_filter_problem(pc_dataset *d, hid_t dcpl, char *why, size_
   return NULL;
 }
 
+/* A growing list of element ranges. */
+typedef struct pc_ranges {
+  pc_range *r;
+  size_t n, cap;
+} pc_ranges;
+
+static bool pc_ranges_push(pc_ranges *l, uint64_t begin, uint64_t end) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    pc_range *r = realloc(l->r, cap * sizeof *r);
+    if (!r)
+      return false;
+    l->r = r;
+    l->cap = cap;
+  }
+  l->r[l->n++] = (pc_range){begin, end};
+  return true;
+}
+
+static int pc_by_begin(const void *x, const void *y) {
+  uint64_t a = ((const pc_range *)x)->begin, b = ((const pc_range *)y)->begin;
+  return (a > b) - (a < b);
+}
+
+/* Sorts l and merges overlapping and adjacent ranges. */
+static void pc_ranges_merge(pc_ranges *l) {
+  if (l->n == 0)
+    return;
+  qsort(l->r, l->n, sizeof *l->r, pc_by_begin);
+  size_t k = 0;
+  for (size_t i = 1; i < l->n; i++) {
+    if (l->r[i].begin <= l->r[k].end)
+      l->r[k].end = l->r[i].end > l->r[k].end ? l->r[i].end : l->r[k].end;
+    else
+      l->r[++k] = l->r[i];
+  }
+  l->n = k + 1;
+}
+
+/* The box of a chunk inside the dataset: lo[i] <= index < hi[i] in dimension i. Returns the
+ * deepest dimension that the box does not span whole (-1: it spans the dataset), or -2 when
+ * the chunk lies past the dataset's extent (then none of it is visible). */
+static int pc_chunk_box(const pc_dataset *d, const hsize_t *at, const hsize_t *c, uint64_t *lo,
+                        uint64_t *hi) {
+  int deepest = -1;
+  for (int i = d->rank - 1; i >= 0; i--) {
+    if (at[i] >= d->dims[i])
+      return -2;
+    lo[i] = at[i];
+    hi[i] = c[i] < d->dims[i] - at[i] ? at[i] + c[i] : d->dims[i];
+    if (deepest < 0 && (lo[i] != 0 || hi[i] != d->dims[i]))
+      deepest = i;
+  }
+  return deepest;
+}
+
+/* Appends the row-major runs that cover the chunk at `at` (its first element's coordinates) of
+ * extent c: one per index tuple of dimensions 0 .. j - 1 of its box, each spanning the box in
+ * dimension j and everything after it. j is the deepest dimension the box does not span whole,
+ * made shallower until the tuples number at most PC_CHUNK_RUNS_MAX. false: out of memory. */
+static bool pc_chunk_runs(const pc_dataset *d, const hsize_t *at, const hsize_t *c,
+                          pc_ranges *out) {
+  uint64_t lo[PC_MAX_RANK], hi[PC_MAX_RANK], idx[PC_MAX_RANK], stride[PC_MAX_RANK];
+  int deepest = pc_chunk_box(d, at, c, lo, hi);
+  if (deepest < 0)
+    return deepest == -2 || pc_ranges_push(out, 0, d->count);
+  stride[d->rank - 1] = 1;
+  for (int i = d->rank - 1; i > 0; i--)
+    stride[i - 1] = stride[i] * d->dims[i];
+  uint64_t tuples = 1;
+  int j = 0;
+  for (; j < deepest && hi[j] - lo[j] <= PC_CHUNK_RUNS_MAX / tuples; j++)
+    tuples *= hi[j] - lo[j];
+  memcpy(idx, lo, sizeof idx);
+  for (uint64_t k = 0; k < tuples; k++) {
+    uint64_t base = 0;
+    for (int i = 0; i < j; i++)
+      base += idx[i] * stride[i];
+    if (!pc_ranges_push(out, base + lo[j] * stride[j], base + hi[j] * stride[j]))
+      return false;
+    for (int i = j - 1; i >= 0 && ++idx[i] == hi[i]; i--) /* the next tuple, like an odometer */
+      idx[i] = lo[i];
+  }
+  return true;
+}
+
+/* The written ranges of a chunked dataset, from its chunk index. false when HDF5 fails, memory
+ * runs out or the listing would take more of the file's budget (PC_CHUNK_VISITS_MAX) than is
+ * left: the dataset is then read whole. */
+static bool pc_list_chunks(pc_file *f, const pc_dataset *d, hid_t dset, hid_t dcpl,
+                           pc_ranges *out) {
+  hsize_t c[H5S_MAX_RANK], at[H5S_MAX_RANK], n = 0, size;
+  unsigned mask;
+  haddr_t addr;
+  hid_t space = H5Dget_space(dset);
+  bool ok = space >= 0 && H5Pget_chunk(dcpl, d->rank, c) == d->rank &&
+            H5Dget_num_chunks(dset, space, &n) >= 0 && n <= PC_CHUNK_VISITS_MAX &&
+            n * (n + 1) / 2 <= PC_CHUNK_VISITS_MAX - f->chunk_visits;
+  if (ok)
+    f->chunk_visits += n * (n + 1) / 2;
+  for (hsize_t i = 0; ok && i < n; i++)
+    ok = H5Dget_chunk_info(dset, space, i, at, &mask, &addr, &size) >= 0 &&
+         pc_chunk_runs(d, at, c, out);
+  if (space >= 0)
+    H5Sclose(space);
+  return ok;
+}
+
+/* A chunked dataset with some chunks written: sparse, with their ranges, when they can be
+ * listed; else it stays a dataset that is read whole. */
+static void pc_find_written(pc_file *f, pc_dataset *d, hid_t dset, hid_t dcpl) {
+  pc_ranges l = {NULL, 0, 0};
+  if (H5Pget_layout(dcpl) != H5D_CHUNKED || !pc_list_chunks(f, d, dset, dcpl, &l)) {
+    free(l.r);
+    return;
+  }
+  pc_ranges_merge(&l);
+  d->written = l.r;
+  d->nwritten = l.n;
+  d->sparse = true;
+}
+
 /* Storage that was never (or only partly) written reads as the fill value; without a fill
  * value HDF5 leaves the reader's buffer as it was, so those values would be garbage. A dataset
- * never written at all is all_fill: compare can judge it from its fill value alone. */
-static const char *pc_fill_problem(pc_dataset *d, hid_t dset, hid_t dcpl, hid_t type) {
+ * never written at all is all_fill: compare can judge it from its fill value alone; one partly
+ * written is sparse where its written chunks can be listed. */
+static const char *pc_fill_problem(pc_file *f, pc_dataset *d, hid_t dset, hid_t dcpl, hid_t type) {
   H5D_space_status_t status;
   H5D_fill_value_t defined = H5D_FILL_VALUE_UNDEFINED;
   H5D_fill_time_t when = H5D_FILL_TIME_NEVER;
@@ -405,11 +539,15 @@ static const char *pc_fill_problem(pc_dataset *d, hid_t dset, hid_t dcpl, hid_t 
   H5Pget_fill_time(dcpl, &when);
   if (defined == H5D_FILL_VALUE_UNDEFINED || when == H5D_FILL_TIME_NEVER)
     return "part of it was never written and it has no fill value: those values are undefined";
-  if (status != H5D_SPACE_STATUS_NOT_ALLOCATED)
+  bool have_fill = d->elem_size <= sizeof d->fill && H5Pget_fill_value(dcpl, type, d->fill) >= 0;
+  if (status != H5D_SPACE_STATUS_NOT_ALLOCATED) {
+    if (have_fill)
+      pc_find_written(f, d, dset, dcpl);
     return NULL;
-  if (d->elem_size > sizeof d->fill || H5Pget_fill_value(dcpl, type, d->fill) < 0)
+  }
+  if (!have_fill)
     return "cannot read its fill value";
-  d->all_fill = true;
+  d->all_fill = d->sparse = true;
   return NULL;
 }
 
@@ -448,8 +586,8 @@ static const char *pc_extent_problem(const pc_file *f, pc_dataset *d, hid_t dset
   return why;
 }
 
-static const char *pc_storage_problem(const pc_file *f, pc_dataset *d, hid_t dset, hid_t type,
-                                      char *why, size_t size) {
+static const char *pc_storage_problem(pc_file *f, pc_dataset *d, hid_t dset, hid_t type, char *why,
+                                      size_t size) {
   hid_t dcpl = H5Dget_create_plist(dset);
   if (dcpl < 0)
     return "cannot read its creation properties";
@@ -457,7 +595,7 @@ static const char *pc_storage_problem(const pc_file *f, pc_dataset *d, hid_t dse
   if (!problem)
     problem = pc_filter_problem(d, dcpl, why, size);
   if (!problem)
-    problem = pc_fill_problem(d, dset, dcpl, type);
+    problem = pc_fill_problem(f, d, dset, dcpl, type);
   if (!problem)
     problem = pc_extent_problem(f, d, dset, dcpl, why, size);
   H5Pclose(dcpl);
@@ -466,7 +604,7 @@ static const char *pc_storage_problem(const pc_file *f, pc_dataset *d, hid_t dse
 }
 
 /* Numeric datasets only: the checks that decide whether it can be read, and how. */
-static int pc_describe_numeric(const pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
+static int pc_describe_numeric(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
   char why[PC_ERROR_MESSAGE_MAX];
   pc_logical_dtype(d, dset);
   pc_reduction_attrs(d, dset);
@@ -788,6 +926,7 @@ void pc_file_close(pc_file *f) {
   for (size_t i = 0; i < f->n; i++) {
     free(f->ds[i].path);
     free(f->ds[i].reason);
+    free(f->ds[i].written);
   }
   if (f->fid >= 0)
     H5Fclose(f->fid);
@@ -1004,6 +1143,42 @@ int pc_reader_next_span(pc_reader *r, uint64_t *file_offset, size_t *n) {
   r->done += k;
   *n = (size_t)k;
   return PC_OK;
+}
+
+uint64_t pc_dataset_next_written(const pc_dataset *d, size_t *cursor, uint64_t from) {
+  if (!d->sparse)
+    return from;
+  while (*cursor < d->nwritten && d->written[*cursor].end <= from)
+    ++*cursor;
+  if (*cursor == d->nwritten)
+    return d->count;
+  uint64_t begin = d->written[*cursor].begin;
+  return begin > from ? begin : from;
+}
+
+/* Block starts are r->step apart along dimension `split`, from 0 in every row of the
+ * dimensions before it (whose last block may be shorter). */
+uint64_t pc_reader_seek(pc_reader *r, uint64_t to) {
+  const pc_dataset *d = r->ds;
+  if (to >= d->count) {
+    r->done = d->count; /* pc_reader_next_raw and _span then give nothing more */
+    return r->done;
+  }
+  if (to <= r->done || r->split < 0 || d->rank == 0)
+    return r->done;
+  uint64_t sweep = d->dims[r->split] * r->inner; /* elements of one row of dims 0 .. split */
+  uint64_t row = to / sweep, s = to % sweep / r->inner;
+  s -= s % r->step;
+  uint64_t at = row * sweep + s * r->inner;
+  if (at <= r->done)
+    return r->done;
+  r->pos[r->split] = s;
+  for (int i = r->split - 1; i >= 0; i--) {
+    r->pos[i] = row % d->dims[i];
+    row /= d->dims[i];
+  }
+  r->done = at;
+  return at;
 }
 
 void pc_dataset_decode(const pc_dataset *d, const void *raw, size_t n, double *vals,

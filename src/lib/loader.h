@@ -23,6 +23,11 @@ typedef enum pc_kind {
 
 enum { PC_FILL_MAX = 16 }; /* bytes of the largest numeric element, complex128 */
 
+/* Row-major (flat) element indices begin .. end - 1. */
+typedef struct pc_range {
+  uint64_t begin, end;
+} pc_range;
+
 typedef struct pc_dataset {
   char *path; /* full path from the root, e.g. "/g/x" */
   pc_kind kind;
@@ -42,6 +47,13 @@ typedef struct pc_dataset {
    * all_fill, with the value as stored (elem_size bytes, decoded like a read block). */
   bool all_fill;
   unsigned char fill[PC_FILL_MAX];
+  /* sparse: every element outside the `nwritten` ranges of `written` (sorted, disjoint, not
+   * adjacent; they may cover more than was written) reads as `fill`. Set for all_fill (no
+   * ranges) and for a chunked dataset with only some chunks written, when listing them was
+   * cheap enough; any other dataset is read whole. */
+  bool sparse;
+  pc_range *written;
+  size_t nwritten;
   uint64_t chunk_bytes; /* one uncompressed chunk, when chunks are filtered (HDF5 then
                            decompresses whole chunks); 0 otherwise */
 } pc_dataset;
@@ -96,6 +108,17 @@ bool pc_reader_direct(const pc_reader *r);
  * ds->elem_size bytes from byte *file_offset of the file (an absolute offset, user block
  * included), the very bytes pc_reader_next_raw would give. PC_EUSAGE when r is not direct. */
 int pc_reader_next_span(pc_reader *r, uint64_t *file_offset, size_t *n);
+
+/** For a sparse dataset: the first element at or after `from` (<= d->count) that lies in a
+ * written range, or d->count when none does; for any other dataset, `from`. *cursor starts at
+ * 0 and remembers where the search ended, so successive calls must not decrease `from`. */
+uint64_t pc_dataset_next_written(const pc_dataset *d, size_t *cursor, uint64_t from);
+
+/** Move r forward without reading to the last block start at or before element `to` (to the
+ * end when `to` >= the element count; never backwards) and return it: the first element of the
+ * block that pc_reader_next_raw or pc_reader_next_span gives next. Readers cut alike (`like`)
+ * land on the same block start. */
+uint64_t pc_reader_seek(pc_reader *r, uint64_t to);
 
 /** Decode n stored elements of `ds` from raw: floats into vals (two doubles an element for
  * complex: re, im), integers into ints (uint64 bit for bit). Pure and thread-safe. */

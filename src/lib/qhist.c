@@ -22,12 +22,6 @@ void pc_qhist_add_zeros(pc_qhist *h, uint64_t n) {
   h->count[0] += n;
 }
 
-void pc_qhist_scale(pc_qhist *h, uint64_t n) {
-  h->count[0] *= n;
-  for (uint32_t i = h->lo; i <= h->hi && h->lo <= h->hi; i++)
-    h->count[i] *= n;
-}
-
 void pc_qhist_merge(pc_qhist *dst, const pc_qhist *src) {
   dst->count[0] += src->count[0];
   if (src->lo > src->hi)

@@ -52,11 +52,15 @@ static inline void pc_qhist_add(pc_qhist *h, double x) {
   pc_qhist_touch(h, i, i);
 }
 
+/** Add x (as pc_qhist_add) n times. */
+static inline void pc_qhist_add_n(pc_qhist *h, double x, uint64_t n) {
+  uint32_t i = pc_qhist_bucket(x);
+  h->count[i] += n;
+  pc_qhist_touch(h, i, i);
+}
+
 /** Add n zeros at once. */
 void pc_qhist_add_zeros(pc_qhist *h, uint64_t n);
-
-/** Multiply every count by n (n copies of what h holds). */
-void pc_qhist_scale(pc_qhist *h, uint64_t n);
 
 /** dst += src. */
 void pc_qhist_merge(pc_qhist *dst, const pc_qhist *src);

@@ -4,8 +4,14 @@
  *
  * A side whose dataset lies contiguously in its file (pc_reader_direct) is not read by the
  * calling thread: it only records where the block's bytes are, and the worker reads them from the
- * file with pread before it folds them (docs/performance.md, "Direct reads"). */
+ * file with pread before it folds them (docs/performance.md, "Direct reads").
+ *
+ * When both sides are sparse (loader.h), the elements that neither side wrote are not read:
+ * the readers seek past them, and a slot holds the whole run of fill pairs, which the worker
+ * folds at once (fill.h). Such a run is cut at block starts, so blocks stay where they would be
+ * without it. */
 #include "stream.h"
+#include "fill.h"
 #include "kernel.h"
 #include "pc_internal.h"
 
@@ -24,8 +30,9 @@ typedef struct pc_slot {
   const pc_dataset *a, *b;
   uint64_t base;
   size_t n;
-  bool last;    /* closes its tensor */
-  void *raw[2]; /* stored bytes of A and B (the worker reads a direct side's into it) */
+  uint64_t fill_n; /* > 0: instead of a read block, a run of fill_n fill pairs from `base` */
+  bool last;       /* closes its tensor */
+  void *raw[2];    /* stored bytes of A and B (the worker reads a direct side's into it) */
   size_t raw_cap[2];
   int fd[2];           /* >= 0: that side's bytes are still in this file, from byte at[side] */
   uint64_t at[2];      /* (the worker reads them) */
@@ -194,6 +201,11 @@ static bool pc_slot_pread(pc_slot *sl, int side) {
 /* Fold one slot, reading first what is still in the files. The loader checked that the bytes
  * lie inside the file, so the offsets fit in off_t. */
 static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
+  if (sl->fill_n) {
+    pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, 0};
+    pc_fill_run(&k, sl->a, sl->b, sl->fill_n);
+    return;
+  }
   if (sl->n == 0)
     return;
   for (int side = 0; side < 2; side++)
@@ -300,6 +312,7 @@ static pc_slot *pc_acquire(pc_stream *s) {
   for (int i = 0; i < PC_NHISTS; i++)
     pc_qhist_reset(sl->hist[i]);
   sl->nomem = false;
+  sl->fill_n = 0;
   sl->why[0] = '\0';
   sl->fd[0] = sl->fd[1] = -1;
   pthread_mutex_lock(&s->mu);
@@ -366,32 +379,66 @@ static int pc_read_block(pc_slot *sl, const pc_side sides[2], size_t cap, size_t
 }
 
 static void pc_progress(pc_stream *s, const pc_slot *sl) {
-  s->bytes_done += sl->n * (sl->a->elem_size + sl->b->elem_size);
+  s->bytes_done += (sl->n + sl->fill_n) * (sl->a->elem_size + sl->b->elem_size);
   if (s->cfg.progress)
     s->cfg.progress(s->cfg.progress_user, s->bytes_done, s->cfg.total_bytes);
 }
 
-/* Queue every block of the pair, then a closing slot. */
-static int pc_stream_blocks(pc_stream *s, pc_tensor *t, const pc_dataset *a, const pc_dataset *b,
-                            const pc_side sides[2]) {
+/* One pair being streamed. */
+typedef struct pc_job {
+  pc_tensor *t;
+  const pc_dataset *a, *b;
+  pc_side sides[2];
+  size_t cursor[2]; /* pc_dataset_next_written's, of A and B */
+  uint64_t base;    /* the next block's first element */
+} pc_job;
+
+static pc_slot *pc_job_slot(pc_stream *s, const pc_job *j) {
+  pc_slot *sl = pc_acquire(s);
+  sl->t = j->t;
+  sl->a = j->a;
+  sl->b = j->b;
+  sl->base = j->base;
+  return sl;
+}
+
+/* Queues the elements from j->base that neither side wrote, up to the block start before the
+ * next element that one side wrote, as one run of fill pairs; nothing when there are none (or
+ * when a side is not sparse: then its next written element is j->base itself). */
+static void pc_stream_skip(pc_stream *s, pc_job *j) {
+  uint64_t wa = pc_dataset_next_written(j->a, &j->cursor[0], j->base);
+  uint64_t wb = pc_dataset_next_written(j->b, &j->cursor[1], j->base);
+  uint64_t to = wa < wb ? wa : wb;
+  uint64_t at = pc_reader_seek(j->sides[0].r, to);
+  if (at == j->base)
+    return;
+  pc_reader_seek(j->sides[1].r, to); /* cut alike: the same block start */
+  pc_slot *sl = pc_job_slot(s, j);
+  sl->n = 0;
+  sl->fill_n = at - j->base;
+  sl->last = false;
+  j->base = at;
+  pc_progress(s, sl);
+  pc_submit(s, sl);
+}
+
+/* Queue every block of the pair (runs of fill pairs in place of what neither side wrote), then
+ * a closing slot. */
+static int pc_stream_blocks(pc_stream *s, pc_job *j) {
   pc_error e = {PC_OK, ""};
-  size_t cap = pc_reader_max_block(sides[0].r), n = 1;
-  uint64_t base = 0;
+  size_t cap = pc_reader_max_block(j->sides[0].r), n = 1;
   int rc = PC_OK;
   while (n) {
-    pc_slot *sl = pc_acquire(s);
-    sl->t = t;
-    sl->a = a;
-    sl->b = b;
-    sl->base = base;
-    rc = pc_read_block(sl, sides, cap, &n, &e);
+    pc_stream_skip(s, j);
+    pc_slot *sl = pc_job_slot(s, j);
+    rc = pc_read_block(sl, j->sides, cap, &n, &e);
     if (rc < 0) {
-      pc_tensor_fail(t, e.message);
+      pc_tensor_fail(j->t, e.message);
       n = 0;
     }
     sl->n = n;
     sl->last = n == 0;
-    base += n;
+    j->base += n;
     pc_progress(s, sl);
     pc_submit(s, sl);
   }
@@ -406,8 +453,8 @@ int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *
   if (rc == PC_OK)
     rc = pc_reader_open(&rb, fb, b, s->cfg.block_elems, ra, &e);
   if (rc == PC_OK) {
-    const pc_side sides[2] = {{ra, fa}, {rb, fb}};
-    rc = pc_stream_blocks(s, t, a, b, sides);
+    pc_job j = {t, a, b, {{ra, fa}, {rb, fb}}, {0, 0}, 0};
+    rc = pc_stream_blocks(s, &j);
   } else if (rc != PC_ENOMEM) {
     /* Nothing of this tensor is queued: close it at once. */
     pc_tensor_fail(t, e.message);

@@ -100,10 +100,11 @@ static void test_infinities(void **state) {
   free(h);
 }
 
-/* Zeros live outside the bucket range: merging, scaling and resetting still carry them. 3 zeros
- * and a 4 merged into 2 zeros give 5 zeros and a 4 (p50 = 0, p90 = 4); times 3, 15 zeros and
- * three 4s (p90 = rank 17 of 18 = 4, p50 = 0); after a reset, nothing (every quantile 0). */
-static void test_zeros_merge_scale_reset(void **state) {
+/* Zeros live outside the bucket range: merging, adding many at once and resetting still carry
+ * them. 3 zeros and a 4 merged into 2 zeros give 5 zeros and a 4 (p50 = 0, p90 = 4); 10 more
+ * zeros and two more 4s at once, 15 zeros and three 4s (p90 = rank 17 of 18 = 4, p50 = 0);
+ * after a reset, nothing (every quantile 0). */
+static void test_zeros_merge_add_n_reset(void **state) {
   (void)state;
   pc_qhist *a = hist_new(), *b = hist_new();
   pc_qhist_add_zeros(b, 3);
@@ -117,7 +118,8 @@ static void test_zeros_merge_scale_reset(void **state) {
   double q[2];
   assert_int_equal(pc_qhist_quantiles(a, levels, 2, q), 0);
   assert_true(q[0] == 0 && q[1] == 4.0);
-  pc_qhist_scale(a, 3);
+  pc_qhist_add_n(a, 0.0, 10);
+  pc_qhist_add_n(a, 4.0, 2);
   assert_int_equal(a->count[0], 15);
   assert_int_equal(a->count[pc_qhist_bucket(4.0)], 3);
   assert_int_equal(pc_qhist_quantiles(a, levels, 2, q), 0);
@@ -134,7 +136,7 @@ int main(void) {
       cmocka_unit_test(test_small_integers_exact),
       cmocka_unit_test(test_random_within_one_bucket),
       cmocka_unit_test(test_infinities),
-      cmocka_unit_test(test_zeros_merge_scale_reset),
+      cmocka_unit_test(test_zeros_merge_add_n_reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
