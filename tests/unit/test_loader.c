@@ -318,6 +318,147 @@ static void test_direct_spans(void **state) {
   unlink(path);
 }
 
+/* A chunked float32 dataset of `rank` dims with fill value `fill`, where only the boxes listed
+ * (start and extent, rank numbers each, nbox of them) are written, with value 7. */
+static void write_partly(hid_t f, const char *name, int rank, const hsize_t *dims,
+                         const hsize_t *chunk, const hsize_t *boxes, int nbox) {
+  const float fill = 2.5f;
+  static float sevens[4096];
+  for (size_t i = 0; i < sizeof sevens / sizeof *sevens; i++)
+    sevens[i] = 7;
+  hid_t s = H5Screate_simple(rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, rank, chunk);
+  H5Pset_fill_value(dcpl, H5T_NATIVE_FLOAT, &fill);
+  hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  for (int b = 0; b < nbox; b++) {
+    const hsize_t *start = boxes + 2 * b * rank, *count = start + rank;
+    hsize_t n = 1;
+    for (int i = 0; i < rank; i++)
+      n *= count[i];
+    hid_t m = H5Screate_simple(1, &n, NULL);
+    H5Sselect_hyperslab(s, H5S_SELECT_SET, start, NULL, count, NULL);
+    assert_true(H5Dwrite(d, H5T_NATIVE_FLOAT, m, s, H5P_DEFAULT, sevens) >= 0);
+    H5Sclose(m);
+  }
+  H5Dclose(d);
+  H5Pclose(dcpl);
+  H5Sclose(s);
+}
+
+static void assert_ranges(const pc_dataset *d, const uint64_t *want, size_t n) {
+  assert_true(d->sparse);
+  assert_int_equal(d->nwritten, n);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(d->written[i].begin, want[2 * i]);
+    assert_int_equal(d->written[i].end, want[2 * i + 1]);
+  }
+}
+
+/* Partly written chunked datasets list their written chunks as row-major element ranges, worked
+ * out here from where the chunks lie:
+ * - 1-d, 100 elements in chunks of 10, chunks 2, 3 and 9 written: [20, 40) (adjacent chunks
+ *   merged) and [90, 100);
+ * - (6, 8) in (2, 3) chunks, the chunk at (2, 3) and the clipped edge chunk at (4, 6): rows 2
+ *   and 3 from column 3 to 6, rows 4 and 5 from column 6 to 8;
+ * - (200, 10) in (100, 5) chunks, the chunk at (100, 5): its 100 rows are more than
+ *   PC_CHUNK_RUNS_MAX, so the run covers rows 100 .. 199 whole, [1000, 2000);
+ * - (4, 3, 2) in (1, 3, 2) chunks, the chunk at (2, 0, 0) spans the trailing dimensions: [12, 18);
+ * and a dataset written whole, or never, is not listed. */
+static void test_written_ranges(void **state) {
+  (void)state;
+  const char *path = tmp_path("partly.h5");
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t d1[] = {100}, c1[] = {10}, b1[] = {25, 10, 90, 5};
+  const hsize_t d2[] = {6, 8}, c2[] = {2, 3}, b2[] = {2, 3, 1, 1, 5, 6, 1, 2};
+  const hsize_t d3[] = {200, 10}, c3[] = {100, 5}, b3[] = {150, 5, 1, 1};
+  const hsize_t d4[] = {4, 3, 2}, c4[] = {1, 3, 2}, b4[] = {2, 1, 1, 1, 1, 1};
+  const hsize_t whole[] = {0, 100};
+  write_partly(f, "one", 1, d1, c1, b1, 2);
+  write_partly(f, "two", 2, d2, c2, b2, 2);
+  write_partly(f, "wide", 2, d3, c3, b3, 1);
+  write_partly(f, "three", 3, d4, c4, b4, 1);
+  write_partly(f, "whole", 1, d1, c1, whole, 1);
+  write_partly(f, "never", 1, d1, c1, NULL, 0);
+  H5Fclose(f);
+
+  pc_file *pf;
+  pc_error err;
+  assert_int_equal(pc_file_open(&pf, path, &err), PC_OK);
+  const uint64_t r1[] = {20, 40, 90, 100}, r2[] = {19, 22, 27, 30, 38, 40, 46, 48};
+  const uint64_t r3[] = {1000, 2000}, r4[] = {12, 18};
+  assert_ranges(find(pf, "/one"), r1, 2);
+  assert_ranges(find(pf, "/two"), r2, 4);
+  assert_ranges(find(pf, "/wide"), r3, 1);
+  assert_ranges(find(pf, "/three"), r4, 1);
+  assert_false(find(pf, "/one")->all_fill);
+  assert_false(find(pf, "/whole")->sparse);
+  assert_true(find(pf, "/never")->sparse && find(pf, "/never")->all_fill);
+  assert_int_equal(find(pf, "/never")->nwritten, 0);
+  pc_file_close(pf);
+  unlink(path);
+}
+
+/* The next written element, and seeking a reader to it: blocks of 8 over chunks of 10 are cut
+ * at multiples of 10 (a chunk per block), so seeking to 25 lands on 20, and the block read there
+ * holds elements 20 .. 29 of chunk 2, whose 25 .. 29 were written (7), the rest filled (2.5). */
+static void test_next_written_and_seek(void **state) {
+  (void)state;
+  const char *path = tmp_path("seek.h5");
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t d1[] = {100}, c1[] = {10}, b1[] = {25, 10, 90, 5};
+  write_partly(f, "one", 1, d1, c1, b1, 2);
+  H5Fclose(f);
+  pc_file *pf;
+  pc_error err;
+  pc_reader *r;
+  size_t cursor = 0, n;
+  assert_int_equal(pc_file_open(&pf, path, &err), PC_OK);
+  const pc_dataset *d = find(pf, "/one");
+  assert_int_equal(pc_dataset_next_written(d, &cursor, 0), 20);
+  assert_int_equal(pc_dataset_next_written(d, &cursor, 35), 35);
+  assert_int_equal(pc_dataset_next_written(d, &cursor, 40), 90);
+  assert_int_equal(pc_dataset_next_written(d, &cursor, 100), 100);
+  assert_int_equal(pc_reader_open(&r, pf, d, 8, NULL, &err), PC_OK);
+  assert_int_equal(pc_reader_seek(r, 25), 20);
+  assert_int_equal(pc_reader_seek(r, 3), 20); /* never backwards */
+  assert_int_equal(pc_reader_next(r, &n, &err), PC_OK);
+  assert_int_equal(n, 10);
+  assert_true(pc_reader_values(r)[4] == 2.5 && pc_reader_values(r)[5] == 7);
+  assert_int_equal(pc_reader_seek(r, 99), 90);
+  assert_int_equal(pc_reader_next(r, &n, &err), PC_OK);
+  assert_true(n == 10 && pc_reader_values(r)[0] == 7);
+  assert_int_equal(pc_reader_seek(r, 1000), 100);
+  assert_int_equal(pc_reader_next(r, &n, &err), PC_OK);
+  assert_int_equal(n, 0);
+  pc_reader_close(r);
+  pc_file_close(pf);
+  unlink(path);
+}
+
+/* Listing n chunks costs n(n + 1)/2 chunk index visits, 2^22 at most per file: 2896 written
+ * chunks (4 194 856 visits) are too many, so that dataset is read whole, not sparse; a
+ * 3-chunk dataset of the same file still is. */
+static void test_chunk_budget(void **state) {
+  (void)state;
+  const char *path = tmp_path("budget.h5");
+  hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t dims[] = {6000}, chunk[] = {1}, few[] = {0, 3};
+  write_partly(f, "few", 1, dims, chunk, few, 1);
+  hsize_t many[2 * 2896];
+  for (int i = 0; i < 2896; i++)
+    many[2 * i] = 2 * (hsize_t)i, many[2 * i + 1] = 1;
+  write_partly(f, "many", 1, dims, chunk, many, 2896);
+  H5Fclose(f);
+  pc_file *pf;
+  pc_error err;
+  assert_int_equal(pc_file_open(&pf, path, &err), PC_OK);
+  assert_false(find(pf, "/many")->sparse);
+  const uint64_t r[] = {0, 3};
+  assert_ranges(find(pf, "/few"), r, 1);
+  pc_file_close(pf);
+  unlink(path);
+}
+
 /* Creation order is followed where the group tracks it, name order elsewhere; soft links are
  * followed, dangling and external ones are listed as skipped. */
 static void test_walk_order_and_links(void **state) {
@@ -407,6 +548,9 @@ int main(void) {
       cmocka_unit_test(test_blocks),
       cmocka_unit_test(test_chunk_aligned_blocks),
       cmocka_unit_test(test_direct_spans),
+      cmocka_unit_test(test_written_ranges),
+      cmocka_unit_test(test_next_written_and_seek),
+      cmocka_unit_test(test_chunk_budget),
       cmocka_unit_test(test_walk_order_and_links),
       cmocka_unit_test(test_bad_files),
   };
