@@ -623,6 +623,149 @@ def test_direct_reads():
                       want == got, 'differ: %r' % diff)
 
 
+# ------------------------------------------------------------------------------------------
+# Partly written datasets (docs/robustness.md, "Unwritten elements")
+# ------------------------------------------------------------------------------------------
+
+
+def _partly_written():
+    """(name, shape, chunks, dtype, fill of A, fill of B, boxes A writes, boxes B writes; None:
+    B written whole). The sides write different chunks, some overlapping, and their fill values
+    differ, so unwritten elements drift too. Values are multiples of 1/8 of at most 8 (integers
+    for i32), so that every double sum is exact and reports can be compared to the bit."""
+    return [
+        ('f32', (10000,), (100,), 'f4', 1.0, 1.25,
+         [np.s_[200:300], np.s_[5000:5050]], [np.s_[250:350], np.s_[9900:10000]]),
+        ('f64_2d', (300, 40), (16, 8), 'f8', 0.0, -0.5,
+         [np.s_[20:40, 8:24]], [np.s_[100:101, :], np.s_[290:300, 32:40]]),
+        ('i32_3d', (20, 10, 6), (4, 5, 3), 'i4', 3, 7,
+         [np.s_[4:8, 0:5, 0:3]], [np.s_[16:20, 5:10, 3:6]]),
+        ('b_never', (5000,), (64,), 'f4', 2.0, 2.0, [np.s_[0:100]], []),
+        ('b_full', (3000,), (128,), 'f4', 0.0, 0.0, [np.s_[1000:1100]], None),
+        ('f16_same', (4096,), (64,), 'f2', 0.5, 0.5, [np.s_[64:200]], [np.s_[64:200]]),
+    ]
+
+
+def _write_partly(path, dense_path, side, rng):
+    """The partly written datasets of one side, and a dense twin: the same values (as h5py reads
+    them, fill values included) written whole, contiguous."""
+    with h5py.File(path, 'w') as f:
+        for name, shape, chunks, dt, fa, fb, boxes_a, boxes_b in _partly_written():
+            boxes = boxes_a if side == 'a' else boxes_b
+            d = f.create_dataset(name, shape=shape, chunks=chunks, dtype=dt,
+                                 fillvalue=fa if side == 'a' else fb)
+            for box in (boxes if boxes is not None else [np.s_[...]]):
+                shp = d[box].shape
+                vals = rng.integers(-64, 65, shp)
+                if name == 'f16_same':  # the same values on both sides
+                    vals = np.arange(np.prod(shp)).reshape(shp) % 129 - 64
+                d[box] = vals if dt == 'i4' else vals / 8
+            if name == 'f32' and side == 'a':
+                d[5001] = np.nan  # a nan mismatch inside a written chunk
+    with h5py.File(path, 'r') as f, h5py.File(dense_path, 'w') as g:
+        for name in f:
+            g.create_dataset(name, data=f[name][()])
+
+
+def _run_report(args, out):
+    p = run(list(args) + ['--json', out])
+    try:
+        with open(out) as fh:
+            return p, json.load(fh)
+    except (OSError, ValueError) as e:
+        return p, None
+
+
+def test_partly_written():
+    """Partly written chunked datasets: what neither side wrote is folded from the fill values
+    without reading. Every figure must be numpy's on the full arrays (pc_reference check reads
+    them through h5py, fill values included), the same as for dense twins of the same values,
+    for any -j (to the bit) and any --block-elems (up to the rounding of double sums); the
+    magnitude pass of --profile cpu-vs-cuda-fp32 (atol from A's RMS) too."""
+    rng = np.random.default_rng(7)
+    f = {}
+    for kind in ('sparse', 'dense'):
+        for side in 'ab':
+            f[kind, side] = os.path.join(TMP, 'partly_%s_%s.h5' % (kind, side))
+    for side in 'ab':
+        _write_partly(f['sparse', side], f['dense', side], side, rng)
+    reports = {}
+    for tol in (['-t', STRICT], ['--profile', 'cpu-vs-cuda-fp32']):
+        for block in ([], ['--block-elems', '7']):
+            for j in ('1', '2'):
+                for kind in ('sparse', 'dense'):
+                    key = (tol[1] != STRICT, len(block) > 0, j, kind)
+                    label = 'partly written: %s %s -j %s %s' % (tol[-1].split('/')[-1],
+                                                                ' '.join(block), j, kind)
+                    out = os.path.join(TMP, 'partly_%d_%d_%s_%s.json' % key)
+                    p, rep = _run_report(tol + block + ['-j', j, f[kind, 'a'], f[kind, 'b']],
+                                         out)
+                    check('%s: exit 1' % label, p.returncode == 1, short(p))
+                    reports[key] = rep
+                    if kind == 'sparse' and j == '1':
+                        rp = subprocess.run([sys.executable, REFERENCE, 'check', out,
+                                             f[kind, 'a'], f[kind, 'b']], stdout=subprocess.PIPE,
+                                            stderr=subprocess.STDOUT, text=True, timeout=300)
+                        check('%s: numpy agrees' % label, rp.returncode == 0, rp.stdout[-3000:])
+    for key, rep in reports.items():
+        prof, small, j, kind = key
+        name = 'partly written (profile %s, small blocks %s, -j %s, %s)' % key
+        if rep is None:
+            check(name + ': JSON report', False)
+            continue
+        verdicts = {t['path']: t['verdict'] for t in rep['tensors']}
+        want = {'/' + t[0]: 'drift' for t in _partly_written()}
+        want['/f16_same'] = 'pass'
+        check(name + ': every tensor compared', verdicts == want or prof, repr(verdicts))
+        if j == '2':
+            check(name + ': identical to -j 1', rep == reports[prof, small, '1', kind])
+        if kind == 'sparse':
+            check(name + ': same as the dense twins',
+                  _same_up_to_sum_rounding(rep, _renamed(reports[key[:3] + ('dense',)], rep)))
+        if small:
+            check(name + ': same as default blocks',
+                  _same_up_to_sum_rounding(rep, reports[prof, False, j, kind]))
+
+
+def _renamed(rep, like):
+    """rep with the file names of `like`, for comparing reports of different files."""
+    if rep is None or like is None:
+        return rep
+    rep = dict(rep)
+    rep['a'], rep['b'] = like['a'], like['b']
+    return rep
+
+
+def test_partly_written_giant():
+    """2^36 float32 elements declared, in chunks of 2^16, one chunk written in A and two in B,
+    both filled with 0.5: compared in seconds, not the hours that reading 2^36 elements takes.
+    A writes 1 .. 10 at 2^35 .. 2^35 + 9; B writes 100 at 2^35 + 5 and -1 at the last element.
+    By hand: 11 mismatches (the default float32 tolerance, atol 1e-5); the worst is 2^35 + 5
+    (a = 6, b = 100, abs 94, rel 94/6); the largest rel is that one too (others: 0.5/1 ...
+    9.5/10 and 1.5/0.5 = 3)."""
+    import time
+    n, at = 1 << 36, 1 << 35
+    paths = [os.path.join(TMP, 'giant_%s.h5' % s) for s in 'ab']
+    for path, writes in zip(paths, ([(slice(at, at + 10), np.arange(1, 11))],
+                                    [(at + 5, 100), (n - 1, -1)])):
+        with h5py.File(path, 'w') as f:
+            d = f.create_dataset('x', shape=(n,), chunks=(1 << 16,), dtype='f4', fillvalue=0.5)
+            for where, v in writes:
+                d[where] = v
+    for j in ('1', '2'):
+        t0 = time.monotonic()
+        p, rep = _run_report(['-j', j] + paths, os.path.join(TMP, 'giant_%s.json' % j))
+        took = time.monotonic() - t0
+        label = 'partly written giant -j %s' % j
+        check('%s: exit 1' % label, p.returncode == 1, short(p))
+        check('%s: in seconds' % label, took < 20, '%.1f s' % took)
+        t = rep['tensors'][0] if rep else {}
+        got = (t.get('count'), t.get('mismatches'), t.get('max_abs'), t.get('max_rel'),
+               (t.get('worst') or {}).get('index'), (t.get('worst') or {}).get('b'))
+        check('%s: figures by hand' % label, got == (n, 11, 94.0, 94 / 6, [at + 5], 100.0),
+              repr(got))
+
+
 TESTS = [
     test_tolerance_file_matches_expected,
     test_hdf5_faults_isolated,
@@ -643,6 +786,8 @@ TESTS = [
     test_json_stdout,
     test_block_elems,
     test_direct_reads,
+    test_partly_written,
+    test_partly_written_giant,
 ]
 
 
