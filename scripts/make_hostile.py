@@ -555,6 +555,49 @@ def make_fill_drift():
     case('fill/one_side_written', 'odd', [path('fillwritten.h5'), a], [1], json=exp)
 
 
+def make_sparse():
+    """Partly written datasets of 2^40 elements: only the chunks one side wrote are read, the
+    rest is folded from the two fill values, in well under a second (reading every element would
+    take hours). Values by hand, float32 ordinals (sign-magnitude bit patterns): 1.0 is
+    0x3F800000, 1.5 0x3FC00000, 3.0 0x40400000, 4.0 0x40800000, -1.5 -0x3FC00000.
+    - /huge: A fills 1.0 and writes 4.0 at 3, B fills 1.5 and writes -1.5 at 2^39. Every pair is
+      a mismatch; abs 0.5 but 2.5 at 3 (rel 0.625) and 2.5 at 2^39 (rel 2.5): the worst is the
+      first of the two, 3; max ulp 0x3F800000 + 0x3FC00000 at 2^39.
+    - /huge2d: (2^20, 2^20) in (4, 4096) chunks, A fills 1.0 and writes 3.0 at [5, 100], B is
+      never written (fill 1.5): abs 1.5 and rel 0.5 at [5, 100], ulp 0x40400000 - 0x3FC00000.
+    - /huge_int: int64, A fills -3 and writes 10 at 7, B fills 4 and writes nothing but 4 at 7:
+      abs 7 (rel 7/3) everywhere but at 7 (abs 6, rel 0.6)."""
+    chunk = 1 << 16
+    for side in ('a', 'b'):
+        with h5file('sparse_%s.h5' % side) as f:
+            fill = 1.0 if side == 'a' else 1.5
+            d = f.create_dataset('huge', (HUGE,), 'f4', chunks=(chunk,), fillvalue=fill)
+            d2 = f.create_dataset('huge2d', (1 << 20, 1 << 20), 'f4', chunks=(4, 4096),
+                                  fillvalue=fill)
+            di = f.create_dataset('huge_int', (HUGE,), 'i8', chunks=(chunk,),
+                                  fillvalue=-3 if side == 'a' else 4)
+            if side == 'a':
+                d[3] = 4.0
+                d2[5, 100] = 3.0
+                di[7] = 10
+            else:
+                d[1 << 39] = -1.5
+                di[7] = 4
+    a, b = path('sparse_a.h5'), path('sparse_b.h5')
+    exp = {'/huge': {'verdict': 'drift', 'count': HUGE, 'mismatches': HUGE, 'max_abs': 2.5,
+                     'max_rel': 2.5, 'max_ulp': 0x3F800000 + 0x3FC00000, 'worst_index': [3]},
+           '/huge2d': {'verdict': 'drift', 'count': HUGE, 'mismatches': HUGE, 'max_abs': 1.5,
+                       'max_rel': 0.5, 'max_ulp': 0x40400000 - 0x3FC00000,
+                       'worst_index': [5, 100]},
+           '/huge_int': {'verdict': 'drift', 'count': HUGE, 'mismatches': HUGE, 'max_abs': 7.0,
+                         'max_rel': 7 / 3, 'worst_index': [0]}}
+    case('sparse/drift', 'sparse', [a, b], [1], json=exp, seconds=5, valgrind=True)
+    case('sparse/drift_j1', 'sparse', ['-j', '1', '--block-elems', '64', a, b], [1], json=exp,
+         seconds=5)
+    same = {k: {'verdict': 'pass', 'count': HUGE, 'mismatches': 0} for k in exp}
+    case('sparse/self', 'sparse', [a, a], [0], json=same, seconds=5)
+
+
 def make_deep():
     """Groups nested past the walk's limit (256): the deepest group is an error, the rest of
     the file is compared."""
@@ -799,6 +842,7 @@ def main(argv):
     make_random_flips()
     make_odd()
     make_fill_drift()
+    make_sparse()
     make_deep()
     make_filters()
     make_elsewhere()
