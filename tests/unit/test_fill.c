@@ -163,18 +163,18 @@ static void test_fill_compare(void **state) {
 }
 
 /* The magnitude of n fill elements: |-3| joins the maximum, 9 n the sum of squares; 0 elements
- * leave it alone. */
+ * leave it alone, and a larger maximum stays. */
 static void test_magnitude(void **state) {
   (void)state;
   pc_dataset d = f32_fill(-3.0f);
-  pc_magnitude m = {5, 1, 1};
+  pc_magnitude m = {1, 1, 1};
   pc_fill_magnitude(&d, 0, &m);
-  assert_true(m.max_abs == 5 && m.sum_squares == 1 && m.count == 1);
+  assert_true(m.max_abs == 1 && m.sum_squares == 1 && m.count == 1);
   pc_fill_magnitude(&d, 4, &m);
-  assert_true(m.max_abs == 5 && m.sum_squares == 37 && m.count == 5);
-  pc_magnitude e = {0, 0, 0};
+  assert_true(m.max_abs == 3 && m.sum_squares == 37 && m.count == 5);
+  pc_magnitude e = {5, 0, 0};
   pc_fill_magnitude(&d, 1, &e);
-  assert_true(e.max_abs == 3 && e.sum_squares == 9 && e.count == 1);
+  assert_true(e.max_abs == 5 && e.sum_squares == 9 && e.count == 1);
 }
 
 int main(void) {
