@@ -21,7 +21,7 @@ bool pc_fill_pair(const pc_dataset *a, const pc_dataset *b);
  * k->base .. k->base + n - 1, into k->stats and, when k->hist is set, the quantile histograms,
  * as the kernels would fold them one by one: counts, maxima, the ulp sum and histogram and the
  * worst element (k->base, the run's first) are exact; each double sum adds n times the pair's
- * term, rounded once. k->n is not used (a run may hold more than SIZE_MAX elements). */
+ * term, rounded once. n replaces k->n: a run is as long as the gap between written chunks. */
 void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset *b, uint64_t n);
 
 /** t->stats of the pair a, b (both all_fill) with t->compare and t->tol set, quantiles

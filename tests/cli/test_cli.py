@@ -716,7 +716,10 @@ def test_partly_written():
         verdicts = {t['path']: t['verdict'] for t in rep['tensors']}
         want = {'/' + t[0]: 'drift' for t in _partly_written()}
         want['/f16_same'] = 'pass'
-        check(name + ': every tensor compared', verdicts == want or prof, repr(verdicts))
+        if prof:  # the profile's own verdicts: only that every tensor was compared
+            want = {p: verdicts.get(p) if verdicts.get(p) in ('pass', 'drift') else 'compared'
+                    for p in want}
+        check(name + ': every tensor compared', verdicts == want, repr(verdicts))
         if j == '2':
             check(name + ': identical to -j 1', rep == reports[prof, small, '1', kind])
         if kind == 'sparse':
