@@ -438,6 +438,17 @@ static void pc_ranges_merge(pc_ranges *l) {
   l->n = k + 1;
 }
 
+/* Frees the room l does not use: a list lives as long as its file, and a file may have many. */
+static void pc_ranges_fit(pc_ranges *l) {
+  pc_range *r = l->n ? realloc(l->r, l->n * sizeof *r) : NULL;
+  if (!l->n)
+    free(l->r);
+  if (r || !l->n) {
+    l->r = r;
+    l->cap = l->n;
+  }
+}
+
 /* The box of a chunk inside the dataset: lo[i] <= index < hi[i] in dimension i. Returns the
  * deepest dimension that the box does not span whole (-1: it spans the dataset), or -2 when
  * the chunk lies past the dataset's extent (then none of it is visible). */
@@ -516,6 +527,7 @@ static void pc_find_written(pc_file *f, pc_dataset *d, hid_t dset, hid_t dcpl) {
     return;
   }
   pc_ranges_merge(&l);
+  pc_ranges_fit(&l);
   d->written = l.r;
   d->nwritten = l.n;
   d->sparse = true;
