@@ -13,23 +13,22 @@
 
 #include <cmocka.h>
 
-/* A float32 dataset (stored and logical) whose fill value is v. */
-static pc_dataset f32_fill(float v) {
+/* A dataset of one dtype (stored and logical) whose fill value is the `size` bytes at v. */
+static pc_dataset with_fill(pc_kind kind, pc_dtype dtype, const void *v, size_t size) {
   pc_dataset d = {0};
-  d.kind = PC_KIND_FLOAT;
-  d.stored = d.logical = PC_DTYPE_FLOAT32;
-  d.elem_size = sizeof v;
-  memcpy(d.fill, &v, sizeof v);
+  d.kind = kind;
+  d.stored = d.logical = dtype;
+  d.elem_size = size;
+  memcpy(d.fill, v, size);
   return d;
 }
 
+static pc_dataset f32_fill(float v) {
+  return with_fill(PC_KIND_FLOAT, PC_DTYPE_FLOAT32, &v, sizeof v);
+}
+
 static pc_dataset i64_fill(int64_t v) {
-  pc_dataset d = {0};
-  d.kind = PC_KIND_INTEGER;
-  d.stored = d.logical = PC_DTYPE_INT64;
-  d.elem_size = sizeof v;
-  memcpy(d.fill, &v, sizeof v);
-  return d;
+  return with_fill(PC_KIND_INTEGER, PC_DTYPE_INT64, &v, sizeof v);
 }
 
 typedef struct fixture {
