@@ -62,6 +62,11 @@ LARGE_STRIDE = 1 << 26  # elements between two written stretches (256 MiB of flo
 LARGE_WRITTEN = 1 << 20  # elements written at each stretch (4 MiB)
 
 
+def large_stretches(n):
+    """The first elements of the written stretches of a large dataset of n elements."""
+    return range(0, n - LARGE_WRITTEN + 1, LARGE_STRIDE)
+
+
 def large_pair(gib, out, rng):
     """One contiguous float32 dataset of GIB GiB per file, larger than the machine's RAM but
     cheap on disk: HDF5 allocates contiguous storage at the first write and writes only what
@@ -73,7 +78,7 @@ def large_pair(gib, out, rng):
     with h5py.File(pa, 'w') as fa, h5py.File(pb, 'w') as fb:
         da = fa.create_dataset('t', shape=(n,), dtype=np.float32)
         db = fb.create_dataset('t', shape=(n,), dtype=np.float32)
-        for start in range(0, n - LARGE_WRITTEN + 1, LARGE_STRIDE):
+        for start in large_stretches(n):
             a = rng.standard_normal(LARGE_WRITTEN, dtype=np.float32)
             b = a * (1 + rng.standard_normal(LARGE_WRITTEN, dtype=np.float32) * np.float32(2e-7))
             da[start:start + LARGE_WRITTEN] = a
@@ -89,7 +94,7 @@ def large_check(out, report):
             h5py.File(os.path.join(out, 'large_b.h5')) as fb:
         n = fa['t'].shape[0]
         best, best_at, sum_abs, sum_sq = -1.0, 0, 0.0, 0.0
-        for start in range(0, n - LARGE_WRITTEN + 1, LARGE_STRIDE):
+        for start in large_stretches(n):
             a = fa['t'][start:start + LARGE_WRITTEN].astype(np.float64)
             d = np.abs(fb['t'][start:start + LARGE_WRITTEN].astype(np.float64) - a)
             if d.max() > best:

@@ -2,7 +2,6 @@
 #include "fill.h"
 #include "qhist.h"
 
-#include <stdlib.h> /* calloc, free */
 #include <string.h> /* memset */
 
 bool pc_fill_pair(const pc_dataset *a, const pc_dataset *b) {
@@ -89,29 +88,16 @@ void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset 
   }
 }
 
-static void pc_hists_free(pc_qhist *h[PC_NHISTS]) {
-  for (int i = 0; i < PC_NHISTS; i++)
-    free(h[i]);
-}
-
 int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b) {
-  pc_qhist *h[PC_NHISTS] = {NULL, NULL, NULL};
-  for (int i = 0; i < PC_NHISTS; i++) {
-    h[i] = calloc(1, sizeof *h[i]);
-    if (!h[i]) {
-      pc_hists_free(h);
-      return PC_ENOMEM;
-    }
-    pc_qhist_reset(h[i]);
+  pc_qhist *h[PC_NHISTS];
+  if (pc_hists_new(h) < 0) {
+    pc_hists_free(h);
+    return PC_ENOMEM;
   }
   memset(&t->stats, 0, sizeof t->stats);
   pc_kernel_args k = {&t->stats, h, &t->tol, t->compare, 0, 0};
   pc_fill_run(&k, a, b, a->count);
-  double *q[PC_NHISTS] = {t->stats.q_abs, t->stats.q_rel, t->stats.q_ulp};
-  bool ok = true;
-  for (int i = 0; i < PC_NHISTS && ok; i++)
-    ok = pc_qhist_quantiles(h[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
-  t->stats.has_quantiles = ok;
+  pc_stats_quantiles(&t->stats, h);
   pc_hists_free(h);
   return PC_OK;
 }

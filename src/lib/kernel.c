@@ -9,6 +9,7 @@
 #include <cpuid.h> /* __get_cpuid, bit_F16C */
 #endif
 #include <math.h>   /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
+#include <stdlib.h> /* calloc, free */
 #include <string.h> /* memcpy, memset */
 
 /* Ranks of an element for the choice of the worst one (docs/metrics.md, "worst"). */
@@ -529,6 +530,31 @@ static bool pc_merge_worse(const pc_stats *dst, const pc_stats *src) {
   if (src->worst_class != PC_CLASS_NONFINITE && src->worst_abs != dst->worst_abs)
     return src->worst_abs > dst->worst_abs;
   return src->worst_index < dst->worst_index;
+}
+
+int pc_hists_new(pc_qhist *h[PC_NHISTS]) {
+  for (int i = 0; i < PC_NHISTS; i++)
+    h[i] = NULL;
+  for (int i = 0; i < PC_NHISTS; i++) {
+    h[i] = calloc(1, sizeof *h[i]);
+    if (!h[i])
+      return PC_ENOMEM;
+    pc_qhist_reset(h[i]);
+  }
+  return PC_OK;
+}
+
+void pc_hists_free(pc_qhist *h[PC_NHISTS]) {
+  for (int i = 0; i < PC_NHISTS; i++)
+    free(h[i]);
+}
+
+void pc_stats_quantiles(pc_stats *s, pc_qhist *const h[PC_NHISTS]) {
+  double *q[PC_NHISTS] = {s->q_abs, s->q_rel, s->q_ulp};
+  bool ok = true;
+  for (int i = 0; i < PC_NHISTS && ok; i++)
+    ok = pc_qhist_quantiles(h[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
+  s->has_quantiles = ok;
 }
 
 void pc_stats_merge(pc_stats *dst, const pc_stats *src) {

@@ -22,6 +22,17 @@ typedef struct pc_kernel_args {
   size_t n;         /* elements in the block */
 } pc_kernel_args;
 
+/** Allocate PC_NHISTS empty quantile histograms into h; PC_ENOMEM when one cannot be (those
+ * allocated stay in h for pc_hists_free, the others are NULL). */
+int pc_hists_new(pc_qhist *h[PC_NHISTS]);
+
+/** Free what pc_hists_new allocated (NULL entries are skipped). */
+void pc_hists_free(pc_qhist *h[PC_NHISTS]);
+
+/** s's quantiles of abs, rel and ulp at pc_quantile_levels from the histograms h, and
+ * s->has_quantiles: false when one could not be computed. */
+void pc_stats_quantiles(pc_stats *s, pc_qhist *const h[PC_NHISTS]);
+
 /** dst += src, where src holds the elements that follow dst's in row-major order. Exact for
  * counts, maxima, the ulp sum and the worst element; double sums add in this order. */
 void pc_stats_merge(pc_stats *dst, const pc_stats *src);

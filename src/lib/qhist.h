@@ -45,18 +45,16 @@ static inline void pc_qhist_touch(pc_qhist *h, uint32_t lo, uint32_t hi) {
   h->hi = hi > h->hi ? hi : h->hi;
 }
 
-/** Add x, which must be >= 0 or +inf (never NaN). */
-static inline void pc_qhist_add(pc_qhist *h, double x) {
-  uint32_t i = pc_qhist_bucket(x);
-  h->count[i]++;
-  pc_qhist_touch(h, i, i);
-}
-
-/** Add x (as pc_qhist_add) n times. */
+/** Add x, which must be >= 0 or +inf (never NaN), n times. */
 static inline void pc_qhist_add_n(pc_qhist *h, double x, uint64_t n) {
   uint32_t i = pc_qhist_bucket(x);
   h->count[i] += n;
   pc_qhist_touch(h, i, i);
+}
+
+/** Add x once (as pc_qhist_add_n). */
+static inline void pc_qhist_add(pc_qhist *h, double x) {
+  pc_qhist_add_n(h, x, 1);
 }
 
 /** Add n zeros at once. */

@@ -65,21 +65,6 @@ struct pc_stream {
   uint64_t bytes_done;
 };
 
-static int pc_hists_new(pc_qhist *h[PC_NHISTS]) {
-  for (int i = 0; i < PC_NHISTS; i++) {
-    h[i] = calloc(1, sizeof *h[i]);
-    if (!h[i])
-      return PC_ENOMEM;
-    pc_qhist_reset(h[i]);
-  }
-  return PC_OK;
-}
-
-static void pc_hists_free(pc_qhist *h[PC_NHISTS]) {
-  for (int i = 0; i < PC_NHISTS; i++)
-    free(h[i]);
-}
-
 /* --- workers ------------------------------------------------------------------------------ */
 
 static bool pc_worker_reserve(pc_worker *w, size_t n) {
@@ -258,11 +243,7 @@ static void pc_tensor_close(pc_stream *s, pc_tensor *t) {
   if (t->verdict == PC_VERDICT_ERROR) {
     memset(&t->stats, 0, sizeof t->stats);
   } else {
-    double *q[PC_NHISTS] = {t->stats.q_abs, t->stats.q_rel, t->stats.q_ulp};
-    bool ok = true;
-    for (int i = 0; i < PC_NHISTS && ok; i++)
-      ok = pc_qhist_quantiles(s->hist[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
-    t->stats.has_quantiles = ok;
+    pc_stats_quantiles(&t->stats, s->hist);
   }
   for (int i = 0; i < PC_NHISTS; i++)
     pc_qhist_reset(s->hist[i]);
