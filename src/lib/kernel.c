@@ -380,11 +380,20 @@ static void pc_f32_flush_ulps(pc_f32_state *st, pc_qhist *h_ulp, uint64_t *ulp_h
 }
 
 static uint64_t pc_lanes_u64(const uint64_t *v) {
-  return v[0] + v[1] + v[2] + v[3];
+  uint64_t n = 0;
+  for (int l = 0; l < PC_F32_LANES; l++)
+    n += v[l];
+  return n;
 }
 
+/* The lanes' sum, added pairwise: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). */
 static double pc_lanes_sum(const double *v) {
-  return (v[0] + v[1]) + (v[2] + v[3]);
+  double t[PC_F32_LANES];
+  memcpy(t, v, sizeof t);
+  for (int w = 1; w < PC_F32_LANES; w *= 2)
+    for (int l = 0; l < PC_F32_LANES; l += 2 * w)
+      t[l] += t[l + w];
+  return t[0];
 }
 
 static double pc_lanes_max(const double *v) {
@@ -438,14 +447,36 @@ static void pc_f32_finish(const pc_kernel_args *k, const pc_f32_state *st) {
 typedef size_t (*pc_f32_run_fn)(pc_f32_state *, const unsigned char *, const unsigned char *,
                                 size_t, size_t);
 
-/* The build of the vector part this machine can run: the AVX2 one needs F16C too (every AVX2
- * processor has it, but a hypervisor may hide it; clang's __builtin_cpu_supports does not know
- * it, hence CPUID leaf 1). */
-static pc_f32_run_fn pc_f32_runner(void) {
+/* The AVX2 build needs F16C too (every AVX2 processor has it, but a hypervisor may hide it;
+ * clang's __builtin_cpu_supports does not know it, hence CPUID leaf 1). __builtin_cpu_supports
+ * also checks that the operating system saves the vector registers. */
+bool pc_f32_can_avx2(void) {
 #ifdef PC_HAVE_AVX2
   unsigned eax, ebx, ecx = 0, edx;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C))
+  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
+         (ecx & bit_F16C);
+#else
+  return false;
+#endif
+}
+
+bool pc_f32_can_avx512(void) {
+#ifdef PC_HAVE_AVX2
+  return pc_f32_can_avx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512bw");
+#else
+  return false;
+#endif
+}
+
+/* The widest build of the vector part this machine can run. */
+static pc_f32_run_fn pc_f32_runner(void) {
+#ifdef PC_HAVE_AVX2
+  if (pc_f32_can_avx512())
+    return pc_f32_run_avx512;
+  if (pc_f32_can_avx2())
     return pc_f32_run_avx2;
 #endif
   return pc_f32_run_base;

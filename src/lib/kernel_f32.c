@@ -1,250 +1,297 @@
 /* The vector part of the float32 lane kernels (kernel_f32.h), in GCC vector extensions so that one
- * source serves both builds: PC_F32_RUN names the function (CMakeLists.txt compiles this file
- * once as pc_f32_run_base and once with -mavx2 -mf16c as pc_f32_run_avx2). float16 values are
- * converted to float32 by bit manipulation in the first, by F16C in the second: both exact.
+ * source serves every build: PC_F32_RUN names the function (CMakeLists.txt compiles this file as
+ * pc_f32_run_base for baseline x86-64, pc_f32_run_avx2 with AVX2 and F16C, and pc_f32_run_avx512
+ * with AVX-512). float16 values are converted to float32 by bit manipulation in the first, by
+ * F16C in the others: all exact.
  *
  * Each element gets exactly the figures of the scalar fold (kernel.c, pc_acc_pair): the same
- * double operations, no contraction into FMA. What differs is bookkeeping: sums are kept in 4
- * lanes (added lane-wise, then (l0 + l1) + (l2 + l3)), histogram buckets are counted by
- * scalar increments one group of 8 behind the vector code (so that the two overlap), and the
- * worst pair is found by scanning a chunk of 256 pairs again only when the chunk's maxima show
- * that it holds a new worst. */
+ * double operations, no contraction into FMA. What differs is bookkeeping: sums are kept in
+ * PC_F32_LANES lanes (added lane-wise, then pairwise: kernel.c, pc_lanes_sum), histogram buckets
+ * are counted by scalar increments one group behind the vector code (so that the two overlap),
+ * and the worst pair is found by scanning a chunk of 256 pairs again only when the chunk's maxima
+ * show that it holds a new worst. */
 #include "kernel_f32.h"
 
 #include <math.h>   /* INFINITY */
 #include <string.h> /* memcpy */
 
 #ifdef __AVX__
-#include <immintrin.h> /* _mm256_max_pd and friends */
+#include <immintrin.h> /* _mm256_max_pd, _mm512_max_pd and friends */
 #endif
 
 #ifndef PC_F32_RUN
-#error "define PC_F32_RUN (pc_f32_run_base or pc_f32_run_avx2)"
+#error "define PC_F32_RUN (pc_f32_run_base, pc_f32_run_avx2 or pc_f32_run_avx512)"
 #endif
 
-typedef double v4d __attribute__((vector_size(32)));
-typedef int64_t v4l __attribute__((vector_size(32)));
-typedef uint64_t v4q __attribute__((vector_size(32)));
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
-typedef uint32_t v4u __attribute__((vector_size(16)));
-typedef uint16_t v4h __attribute__((vector_size(8)));
-typedef uint16_t v8h __attribute__((vector_size(16)));
+/* Doubles in one native vector: 8 in the AVX-512 build (one zmm register), else 4 (one ymm
+ * register in the AVX2 build, two xmm in the baseline one). A step folds PC_W pairs; the
+ * PC_F32_LANES lanes of an accumulator are PC_H vectors, and step s of a group goes to vector
+ * s % PC_H, so lane l folds the pairs whose index is l modulo PC_F32_LANES in every build, and
+ * the sums do not depend on the build. */
+#ifdef __AVX512F__
+#define PC_W 8
+#else
+#define PC_W 4
+#endif
 
-/* Pairs per chunk: the unit of the worst-pair check. Steps of 4 pairs whose histogram keys are
+typedef double vd __attribute__((vector_size(PC_W * 8)));
+typedef int64_t vl __attribute__((vector_size(PC_W * 8)));
+typedef uint64_t vq __attribute__((vector_size(PC_W * 8)));
+typedef float vf __attribute__((vector_size(PC_W * 4)));
+typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
+typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
+typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
+typedef uint16_t vh2 __attribute__((vector_size(PC_W * 4))); /* 2 * PC_W patterns, a vu's bytes */
+
+/* Vectors an accumulator; steps of a group that go to one of them (a group is 2 * PC_H steps);
+ * pairs a chunk (the unit of the worst-pair check); steps of a pass whose histogram keys are
  * kept: the group being folded and the one being counted. */
-enum { PC_F32_CHUNK = 256, PC_F32_KEY_STEPS = 4 };
+enum {
+  PC_H = PC_F32_LANES / PC_W,
+  PC_SPV = PC_F32_GROUP / PC_F32_LANES,
+  PC_F32_CHUNK = 256,
+  PC_F32_KEY_STEPS = 2 * PC_SPV
+};
 
 /* The running vectors of a run. Kept as locals of PC_F32_RUN so that they live in registers;
  * loaded from and stored to the pc_f32_state at the run's ends. */
 typedef struct pc_vacc {
-  v4d sabs, srel, ssa, ssb, sab, ssd, sad;
-  v4d max_rel, min_abs, min_rel;
-  v4u max_ulp;
-  v4q ulp_sum, mism;
-  v4i inexact_a, inexact_b;
-  v4d cmax_abs, cmax_mis; /* of the current chunk: max abs, max abs over mismatches */
+  vd sabs[PC_H], srel[PC_H], ssa[PC_H], ssb[PC_H], sab[PC_H], ssd[PC_H], sad[PC_H];
+  vd max_rel[PC_H], min_abs[PC_H], min_rel[PC_H];
+  vu max_ulp[PC_H];
+  vq ulp_sum[PC_H], mism[PC_H];
+  vi inexact_a[PC_H], inexact_b[PC_H];
+  vd cmax_abs[PC_H], cmax_mis[PC_H]; /* of the current chunk: max abs, max abs over mismatches */
 } pc_vacc;
+
+_Static_assert(sizeof(((pc_vacc *)0)->sabs) == sizeof(((pc_f32_state *)0)->sabs) &&
+                   sizeof(((pc_vacc *)0)->max_ulp) == sizeof(((pc_f32_state *)0)->max_ulp),
+               "an accumulator's vectors hold the state's lanes");
 
 /* The settings as vectors. */
 typedef struct pc_vset {
-  v4d atol, rtol;
-  v4l tol_ulp;
-  v4i count_a, count_b; /* 1 when that side's bfloat16 inexact values are counted, else 0 */
+  vd atol, rtol;
+  vl tol_ulp;
+  vi count_a, count_b; /* 1 when that side's bfloat16 inexact values are counted, else 0 */
 } pc_vset;
 
-/* Histogram keys of the last PC_F32_KEY_STEPS steps: step q's are at q % PC_F32_KEY_STEPS. */
+/* Histogram keys of the last PC_F32_KEY_STEPS steps of a pass: step q's are at
+ * q % PC_F32_KEY_STEPS. */
 typedef struct pc_keys {
-  v4q abs[PC_F32_KEY_STEPS], rel[PC_F32_KEY_STEPS], ulp[PC_F32_KEY_STEPS];
+  vq abs[PC_F32_KEY_STEPS], rel[PC_F32_KEY_STEPS], ulp[PC_F32_KEY_STEPS];
 } pc_keys;
 
 /* Maxima and minima of values that are never NaN: AVX has one instruction for each, the
  * baseline build selects by a comparison; the results are the same. */
-static inline v4d pc_vmax(v4d x, v4d y) {
-#ifdef __AVX__
+static inline vd pc_vmax(vd x, vd y) {
+#if PC_W == 8
+  return _mm512_max_pd(x, y);
+#elif defined(__AVX__)
   return _mm256_max_pd(x, y);
 #else
-  v4l m = x > y;
-  return (v4d)(((v4l)x & m) | ((v4l)y & ~m));
+  vl m = x > y;
+  return (vd)(((vl)x & m) | ((vl)y & ~m));
 #endif
 }
 
-static inline v4d pc_vmin(v4d x, v4d y) {
-#ifdef __AVX__
+static inline vd pc_vmin(vd x, vd y) {
+#if PC_W == 8
+  return _mm512_min_pd(x, y);
+#elif defined(__AVX__)
   return _mm256_min_pd(x, y);
 #else
-  v4l m = x < y;
-  return (v4d)(((v4l)x & m) | ((v4l)y & ~m));
+  vl m = x < y;
+  return (vd)(((vl)x & m) | ((vl)y & ~m));
 #endif
 }
 
-static inline v4u pc_vmaxu(v4u x, v4u y) {
-#ifdef __AVX__
-  return (v4u)_mm_max_epu32((__m128i)x, (__m128i)y);
+static inline vu pc_vmaxu(vu x, vu y) {
+#if PC_W == 8
+  return (vu)_mm256_max_epu32((__m256i)x, (__m256i)y);
+#elif defined(__AVX__)
+  return (vu)_mm_max_epu32((__m128i)x, (__m128i)y);
 #else
-  v4u m = (v4u)(x > y);
+  vu m = (vu)(x > y);
   return (x & m) | (y & ~m);
 #endif
 }
 
-static inline double pc_hmax(v4d x) {
-  double a = x[0] > x[1] ? x[0] : x[1], b = x[2] > x[3] ? x[2] : x[3];
-  return a > b ? a : b;
+/* The largest lane of PC_H vectors. */
+static inline double pc_hmax(const vd *x) {
+  double m = x[0][0];
+  for (int h = 0; h < PC_H; h++)
+    for (int l = 0; l < PC_W; l++)
+      m = x[h][l] > m ? x[h][l] : m;
+  return m;
+}
+
+/* 1 when a lane of x is nonzero. */
+static inline bool pc_vany(vu x) {
+  vi nz = (vi)(x != 0);
+#if PC_W == 8
+  return _mm256_movemask_ps((__m256)nz) != 0;
+#elif defined(__AVX__)
+  return _mm_movemask_ps((__m128)nz) != 0;
+#else
+  uint64_t w[PC_W / 2], any = 0;
+  memcpy(w, &nz, sizeof w);
+  for (int l = 0; l < PC_W / 2; l++)
+    any |= w[l];
+  return any != 0;
+#endif
 }
 
 /* Widening conversions; GCC lowers __builtin_convertvector of these in halves through memory,
- * so the AVX2 build names the one instruction of each. */
-static inline v4d pc_vwiden_f(v4f x) {
-#ifdef __AVX2__
+ * so the AVX2 and AVX-512 builds name the one instruction of each. */
+static inline vd pc_vwiden_f(vf x) {
+#if PC_W == 8
+  return _mm512_cvtps_pd(x);
+#elif defined(__AVX2__)
   return _mm256_cvtps_pd(x);
 #else
-  return __builtin_convertvector(x, v4d);
+  return __builtin_convertvector(x, vd);
 #endif
 }
 
-static inline v4q pc_vwiden_u(v4u x) {
-#ifdef __AVX2__
-  return (v4q)_mm256_cvtepu32_epi64((__m128i)x);
+static inline vq pc_vwiden_u(vu x) {
+#if PC_W == 8
+  return (vq)_mm512_cvtepu32_epi64((__m256i)x);
+#elif defined(__AVX2__)
+  return (vq)_mm256_cvtepu32_epi64((__m128i)x);
 #else
-  return __builtin_convertvector(x, v4q);
+  return __builtin_convertvector(x, vq);
 #endif
 }
 
-/* Ordinals (kernel_f32.h, pc_ord32_bits and pc_ord_bf16_bits) of 4 finite patterns, as int32:
- * float32 ordinals fit, bfloat16 ones are 16-bit. */
-static inline v4i pc_vord(v4u u, bool bf16) {
-  v4u mag = u & 0x7FFFFFFFu;
+/* Ordinals (kernel_f32.h, pc_ord32_bits and pc_ord_bf16_bits) of PC_W finite patterns, as
+ * int32: float32 ordinals fit, bfloat16 ones are 16-bit. */
+static inline vi pc_vord(vu u, bool bf16) {
+  vu mag = u & 0x7FFFFFFFu;
   if (bf16)
     mag = (mag + 0x7FFFu + ((mag >> 16) & 1u)) >> 16;
-  v4u m = (v4u)((v4i)u >> 31);
-  return (v4i)((mag ^ m) - m);
+  vu m = (vu)((vi)u >> 31);
+  return (vi)((mag ^ m) - m);
 }
 
 /* |oa - ob| for ordinals of finite values: below 2^32, so exact in uint32 arithmetic. */
-static inline v4u pc_vdist(v4i oa, v4i ob) {
-  v4u gt = (v4u)(oa > ob), d1 = (v4u)oa - (v4u)ob, d2 = (v4u)ob - (v4u)oa;
+static inline vu pc_vdist(vi oa, vi ob) {
+  vu gt = (vu)(oa > ob), d1 = (vu)oa - (vu)ob, d2 = (vu)ob - (vu)oa;
   return (d1 & gt) | (d2 & ~gt);
 }
 
 /* The exact double of a distance below 2^52: its bits are 2^52's with the distance in the
  * mantissa; subtracting 2^52 is exact. */
-static inline v4d pc_vdouble(v4q d) {
+static inline vd pc_vdouble(vq d) {
   const double two52 = 4503599627370496.0;
-  return (v4d)(d | (v4q){0x4330000000000000u, 0x4330000000000000u, 0x4330000000000000u,
-                         0x4330000000000000u}) -
-         two52;
+  return (vd)(d | 0x4330000000000000u) - two52;
 }
 
 #ifndef __F16C__
-/* The float32 values of 4 finite float16 patterns (zero-extended): pc_f16_float's steps, with
- * the subnormal ones chosen by a mask. The AVX2 build has F16C's conversion instead (a quarter
- * of the run time of a float16 fold is this function). */
-static inline v4f pc_vhalf(v4u h) {
-  v4u o = (h & 0x7FFFu) << 13;
-  v4u sub = (v4u)((o & 0x0F800000u) == 0); /* all ones where the exponent is 0 */
+/* The float32 values of PC_W finite float16 patterns (zero-extended): pc_f16_float's steps, with
+ * the subnormal ones chosen by a mask. The vector builds have F16C's conversion instead (a
+ * quarter of the run time of a float16 fold is this function). */
+static inline vf pc_vhalf(vu h) {
+  vu o = (h & 0x7FFFu) << 13;
+  vu sub = (vu)((o & 0x0F800000u) == 0); /* all ones where the exponent is 0 */
   o += (112u << 23) + (sub & (1u << 23));
-  v4f f = (v4f)o - (v4f)(sub & (113u << 23)); /* 2^-14, or +0 */
-  return (v4f)((v4u)f | (h & 0x8000u) << 16);
+  vf f = (vf)o - (vf)(sub & (113u << 23)); /* 2^-14, or +0 */
+  return (vf)((vu)f | (h & 0x8000u) << 16);
 }
 #endif
 
-/* Values and ordinal bits (kernel_f32.h, pc_pair_load) of the 4 elements at p. */
-static inline __attribute__((always_inline)) void pc_vload(bool half, const unsigned char *p,
-                                                           v4f *f, v4u *u) {
+/* Values and ordinal bits (kernel_f32.h, pc_pair_load) of the PC_W elements at p. */
+static inline __attribute__((always_inline)) void pc_vload(bool half, const unsigned char *p, vf *f,
+                                                           vu *u) {
   if (!half) {
     memcpy(u, p, sizeof *u);
     memcpy(f, p, sizeof *f);
     return;
   }
-#ifdef __F16C__
+#if defined(__F16C__) && PC_W == 8
+  __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+  vu w = (vu)_mm256_cvtepu16_epi32(h);
+  *f = (vf)_mm256_cvtph_ps(h); /* exact, as pc_vhalf */
+#elif defined(__F16C__)
   __m128i h = _mm_loadl_epi64((const __m128i *)(const void *)p); /* any alignment */
-  v4u w = (v4u)_mm_cvtepu16_epi32(h);
-  *f = (v4f)_mm_cvtph_ps(h); /* exact, as pc_vhalf */
+  vu w = (vu)_mm_cvtepu16_epi32(h);
+  *f = (vf)_mm_cvtph_ps(h);
 #else
-  v4h h;
+  vh h;
   memcpy(&h, p, sizeof h);
-  v4u w = __builtin_convertvector(h, v4u);
+  vu w = __builtin_convertvector(h, vu);
   *f = pc_vhalf(w);
 #endif
   *u = (w & 0x8000u) << 16 | (w & 0x7FFFu);
 }
 
-/* Four pairs at pa and pb, all finite: the figures of pc_acc_pair, folded lane-wise; their
- * histogram keys go to step q's place in keys (q: the step's index within the chunk). `half`:
- * float16 bytes, else float32; `bf16`: judged in bfloat16; `inexact`: count bfloat16-inexact
- * values (the sides' flags are in s). */
+/* PC_W pairs at pa and pb, all finite: the figures of pc_acc_pair, folded into the accumulators'
+ * vector h; their histogram keys go to step q's place in keys (q: the step's index within the
+ * chunk). `half`: float16 bytes, else float32; `bf16`: judged in bfloat16; `inexact`: count
+ * bfloat16-inexact values (the sides' flags are in s). */
 static inline __attribute__((always_inline)) void
 pc_vstep(pc_vacc *c, const pc_vset *s, bool half, bool bf16, bool inexact, const unsigned char *pa,
-         const unsigned char *pb, pc_keys *keys, size_t q) {
-  const v4l absmask = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
-  v4u ua, ub;
-  v4f fx, fy;
+         const unsigned char *pb, pc_keys *keys, size_t q, int h) {
+  const vl absmask = (vl){0} + INT64_MAX, inf = (vl){0} + 0x7FF0000000000000;
+  vu ua, ub;
+  vf fx, fy;
   pc_vload(half, pa, &fx, &ua);
   pc_vload(half, pb, &fy, &ub);
   if (inexact) {
-    c->inexact_a += (v4i)((ua & 0xFFFFu) != 0) & s->count_a; /* mask & 1: 1 where counted */
-    c->inexact_b += (v4i)((ub & 0xFFFFu) != 0) & s->count_b;
+    c->inexact_a[h] += (vi)((ua & 0xFFFFu) != 0) & s->count_a; /* mask & 1: 1 where counted */
+    c->inexact_b[h] += (vi)((ub & 0xFFFFu) != 0) & s->count_b;
   }
-  v4u ulp32 = pc_vdist(pc_vord(ua, bf16), pc_vord(ub, bf16));
-  c->max_ulp = pc_vmaxu(c->max_ulp, ulp32);
-  v4q ulp = pc_vwiden_u(ulp32);
-  v4d x = pc_vwiden_f(fx), y = pc_vwiden_f(fy);
-  v4d d = y - x;
-  v4d ab = (v4d)((v4l)d & absmask), aa = (v4d)((v4l)x & absmask);
+  vu ulp32 = pc_vdist(pc_vord(ua, bf16), pc_vord(ub, bf16));
+  c->max_ulp[h] = pc_vmaxu(c->max_ulp[h], ulp32);
+  vq ulp = pc_vwiden_u(ulp32);
+  vd x = pc_vwiden_f(fx), y = pc_vwiden_f(fy);
+  vd d = y - x;
+  vd ab = (vd)((vl)d & absmask), aa = (vd)((vl)x & absmask);
   /* abs / |a|; 0 when abs is 0 (0 / 0 included); abs / 0 is +inf as pc_acc_pair has it. */
-  v4l zero = ab == 0;
-  v4d rel = (v4d)((v4l)(ab / aa) & ~zero);
-  v4l pass = (x == y) | (ab <= s->atol) | (ab <= s->rtol * aa) | ((v4l)ulp <= s->tol_ulp);
-  c->mism += (v4q)(pass + 1); /* 1 where it fails */
-  c->cmax_abs = pc_vmax(c->cmax_abs, ab);
-  c->cmax_mis = pc_vmax(c->cmax_mis, (v4d)((v4l)ab & ~pass));
-  c->max_rel = pc_vmax(c->max_rel, rel);
+  vl zero = ab == 0;
+  vd rel = (vd)((vl)(ab / aa) & ~zero);
+  vl pass = (x == y) | (ab <= s->atol) | (ab <= s->rtol * aa) | ((vl)ulp <= s->tol_ulp);
+  c->mism[h] += (vq)(pass + 1); /* 1 where it fails */
+  c->cmax_abs[h] = pc_vmax(c->cmax_abs[h], ab);
+  c->cmax_mis[h] = pc_vmax(c->cmax_mis[h], (vd)((vl)ab & ~pass));
+  c->max_rel[h] = pc_vmax(c->max_rel[h], rel);
   /* Minima of the nonzero values (rel is 0 only where abs is), for the bucket range. */
-  const v4l inf = {0x7FF0000000000000, 0x7FF0000000000000, 0x7FF0000000000000, 0x7FF0000000000000};
-  c->min_abs = pc_vmin(c->min_abs, (v4d)((v4l)ab | (zero & inf)));
-  c->min_rel = pc_vmin(c->min_rel, (v4d)((v4l)rel | (zero & inf)));
-  c->ulp_sum += ulp;
-  c->sabs += ab;
-  c->srel += rel;
-  c->ssa += x * x;
-  c->ssb += y * y;
-  c->sab += x * y;
-  c->ssd += d * d;
-  c->sad += x * d;
+  c->min_abs[h] = pc_vmin(c->min_abs[h], (vd)((vl)ab | (zero & inf)));
+  c->min_rel[h] = pc_vmin(c->min_rel[h], (vd)((vl)rel | (zero & inf)));
+  c->ulp_sum[h] += ulp;
+  c->sabs[h] += ab;
+  c->srel[h] += rel;
+  c->ssa[h] += x * x;
+  c->ssb[h] += y * y;
+  c->sab[h] += x * y;
+  c->ssd[h] += d * d;
+  c->sad[h] += x * d;
   /* Local ULP key (kernel_f32.h): the double's top 16 bits less the key of 1, plus 1; 0 stays
    * 0. Quantile keys (qhist.h): top 16 bits; abs is finite, rel may be +inf (its key). */
-  v4l uk = (v4l)((v4q)pc_vdouble(ulp) >> 48);
-  keys->ulp[q % PC_F32_KEY_STEPS] = (v4q)((uk - (PC_F32_ULP_KEY_ONE - 1)) & (uk != 0));
-  keys->abs[q % PC_F32_KEY_STEPS] = (v4q)ab >> 48;
-  keys->rel[q % PC_F32_KEY_STEPS] = (v4q)rel >> 48;
+  vl uk = (vl)((vq)pc_vdouble(ulp) >> 48);
+  keys->ulp[q % PC_F32_KEY_STEPS] = (vq)((uk - (PC_F32_ULP_KEY_ONE - 1)) & (uk != 0));
+  keys->abs[q % PC_F32_KEY_STEPS] = (vq)ab >> 48;
+  keys->rel[q % PC_F32_KEY_STEPS] = (vq)rel >> 48;
 }
 
-/* 1 when any of the 8 pairs at a and b (float16 when `half`, else float32) has an inf or NaN:
- * all exponent bits set. */
+/* 1 when any of the PC_F32_GROUP pairs at a and b (float16 when `half`, else float32) has an
+ * inf or NaN: all exponent bits set. */
 static inline __attribute__((always_inline)) bool pc_vnonfinite(bool half, const unsigned char *a,
                                                                 const unsigned char *b) {
-  if (half) {
-    v8h a0, b0;
-    memcpy(&a0, a, sizeof a0);
-    memcpy(&b0, b, sizeof b0);
-    const uint16_t e = 0x7C00u;
-    v8h bad = (v8h)(((a0 & e) == e) | ((b0 & e) == e));
-    uint64_t w[2];
-    memcpy(w, &bad, sizeof w);
-    return (w[0] | w[1]) != 0;
+  const size_t bytes = half ? 2 * PC_F32_GROUP : 4 * PC_F32_GROUP;
+  vu bad = {0};
+  for (size_t o = 0; o < bytes; o += sizeof(vu)) {
+    vu x, y;
+    memcpy(&x, a + o, sizeof x);
+    memcpy(&y, b + o, sizeof y);
+    if (half) {
+      const uint16_t e = 0x7C00u;
+      bad |= (vu)(((vh2)x & e) == e) | (vu)(((vh2)y & e) == e);
+    } else {
+      const uint32_t e = 0x7F800000u;
+      bad |= (vu)((x & e) == e) | (vu)((y & e) == e);
+    }
   }
-  v4u a0, a1, b0, b1;
-  memcpy(&a0, a, sizeof a0);
-  memcpy(&a1, a + 16, sizeof a1);
-  memcpy(&b0, b, sizeof b0);
-  memcpy(&b1, b + 16, sizeof b1);
-  const uint32_t e = 0x7F800000u;
-  v4i bad = ((a0 & e) == e) | ((a1 & e) == e) | ((b0 & e) == e) | ((b1 & e) == e);
-#ifdef __AVX__
-  return _mm_movemask_ps((__m128)bad) != 0;
-#else
-  return (bad[0] | bad[1] | bad[2] | bad[3]) != 0;
-#endif
+  return pc_vany(bad);
 }
 
 /* The figures of pair i as pc_vstep computes them, one pair at a time, for the worst-pair
@@ -301,70 +348,91 @@ static void pc_chunk_worst(pc_f32_state *st, const pc_vacc *c, const unsigned ch
   }
 }
 
-/* Count the keys of steps lo..q-1. */
+/* Count the keys of steps lo..q-1 of a pass over accumulator vector h. Their lanes go to the
+ * ULP copies of their accumulator lanes, so that consecutive increments hit different copies. */
 static inline __attribute__((always_inline)) void
-pc_chunk_hist(pc_f32_state *st, const pc_keys *keys, size_t lo, size_t q) {
+pc_chunk_hist(pc_f32_state *st, const pc_keys *keys, size_t lo, size_t q, int h) {
   for (size_t j = lo; j < q; j++)
-    for (int l = 0; l < 4; l++)
-      st->ulp_keys[l][keys->ulp[j % PC_F32_KEY_STEPS][l]]++;
+    for (int l = 0; l < PC_W; l++)
+      st->ulp_keys[h * PC_W + l][keys->ulp[j % PC_F32_KEY_STEPS][l]]++;
   if (!st->h_abs)
     return;
   uint64_t *ha = st->h_abs->count, *hr = st->h_rel->count;
   for (size_t j = lo; j < q; j++)
-    for (int l = 0; l < 4; l++) {
+    for (int l = 0; l < PC_W; l++) {
       ha[keys->abs[j % PC_F32_KEY_STEPS][l]]++;
       hr[keys->rel[j % PC_F32_KEY_STEPS][l]]++;
     }
 }
 
 static void pc_vacc_load(pc_vacc *c, const pc_f32_state *st) {
-  memcpy(&c->sabs, st->sabs, sizeof c->sabs);
-  memcpy(&c->srel, st->srel, sizeof c->srel);
-  memcpy(&c->ssa, st->ssa, sizeof c->ssa);
-  memcpy(&c->ssb, st->ssb, sizeof c->ssb);
-  memcpy(&c->sab, st->sab, sizeof c->sab);
-  memcpy(&c->ssd, st->ssd, sizeof c->ssd);
-  memcpy(&c->sad, st->sad, sizeof c->sad);
-  memcpy(&c->max_rel, st->max_rel, sizeof c->max_rel);
-  memcpy(&c->max_ulp, st->max_ulp, sizeof c->max_ulp);
-  memcpy(&c->min_abs, st->min_abs, sizeof c->min_abs);
-  memcpy(&c->min_rel, st->min_rel, sizeof c->min_rel);
-  memcpy(&c->ulp_sum, st->ulp_sum, sizeof c->ulp_sum);
-  memcpy(&c->mism, st->mism, sizeof c->mism);
-  memcpy(&c->max_ulp, st->max_ulp, sizeof c->max_ulp);
-  c->inexact_a = c->inexact_b = (v4i){0, 0, 0, 0};
+  memcpy(c->sabs, st->sabs, sizeof c->sabs);
+  memcpy(c->srel, st->srel, sizeof c->srel);
+  memcpy(c->ssa, st->ssa, sizeof c->ssa);
+  memcpy(c->ssb, st->ssb, sizeof c->ssb);
+  memcpy(c->sab, st->sab, sizeof c->sab);
+  memcpy(c->ssd, st->ssd, sizeof c->ssd);
+  memcpy(c->sad, st->sad, sizeof c->sad);
+  memcpy(c->max_rel, st->max_rel, sizeof c->max_rel);
+  memcpy(c->max_ulp, st->max_ulp, sizeof c->max_ulp);
+  memcpy(c->min_abs, st->min_abs, sizeof c->min_abs);
+  memcpy(c->min_rel, st->min_rel, sizeof c->min_rel);
+  memcpy(c->ulp_sum, st->ulp_sum, sizeof c->ulp_sum);
+  memcpy(c->mism, st->mism, sizeof c->mism);
+  memset(c->inexact_a, 0, sizeof c->inexact_a);
+  memset(c->inexact_b, 0, sizeof c->inexact_b);
 }
 
 static void pc_vacc_store(pc_f32_state *st, const pc_vacc *c) {
-  memcpy(st->sabs, &c->sabs, sizeof c->sabs);
-  memcpy(st->srel, &c->srel, sizeof c->srel);
-  memcpy(st->ssa, &c->ssa, sizeof c->ssa);
-  memcpy(st->ssb, &c->ssb, sizeof c->ssb);
-  memcpy(st->sab, &c->sab, sizeof c->sab);
-  memcpy(st->ssd, &c->ssd, sizeof c->ssd);
-  memcpy(st->sad, &c->sad, sizeof c->sad);
-  memcpy(st->max_rel, &c->max_rel, sizeof c->max_rel);
-  memcpy(st->max_ulp, &c->max_ulp, sizeof c->max_ulp);
-  memcpy(st->min_abs, &c->min_abs, sizeof c->min_abs);
-  memcpy(st->min_rel, &c->min_rel, sizeof c->min_rel);
-  memcpy(st->ulp_sum, &c->ulp_sum, sizeof c->ulp_sum);
-  memcpy(st->mism, &c->mism, sizeof c->mism);
-  memcpy(st->max_ulp, &c->max_ulp, sizeof c->max_ulp);
-  for (int l = 0; l < 4; l++) {
-    st->inexact_a += (uint32_t)c->inexact_a[l];
-    st->inexact_b += (uint32_t)c->inexact_b[l];
-  }
+  memcpy(st->sabs, c->sabs, sizeof c->sabs);
+  memcpy(st->srel, c->srel, sizeof c->srel);
+  memcpy(st->ssa, c->ssa, sizeof c->ssa);
+  memcpy(st->ssb, c->ssb, sizeof c->ssb);
+  memcpy(st->sab, c->sab, sizeof c->sab);
+  memcpy(st->ssd, c->ssd, sizeof c->ssd);
+  memcpy(st->sad, c->sad, sizeof c->sad);
+  memcpy(st->max_rel, c->max_rel, sizeof c->max_rel);
+  memcpy(st->max_ulp, c->max_ulp, sizeof c->max_ulp);
+  memcpy(st->min_abs, c->min_abs, sizeof c->min_abs);
+  memcpy(st->min_rel, c->min_rel, sizeof c->min_rel);
+  memcpy(st->ulp_sum, c->ulp_sum, sizeof c->ulp_sum);
+  memcpy(st->mism, c->mism, sizeof c->mism);
+  for (int h = 0; h < PC_H; h++)
+    for (int l = 0; l < PC_W; l++) {
+      st->inexact_a += (uint32_t)c->inexact_a[h][l];
+      st->inexact_b += (uint32_t)c->inexact_b[h][l];
+    }
 }
 
 static pc_vset pc_vset_make(const pc_f32_state *st) {
   pc_vset s;
-  s.atol = (v4d){st->atol, st->atol, st->atol, st->atol};
-  s.rtol = (v4d){st->rtol, st->rtol, st->rtol, st->rtol};
-  s.tol_ulp = (v4l){st->tol_ulp, st->tol_ulp, st->tol_ulp, st->tol_ulp};
-  int32_t ca = st->a_bf16, cb = st->b_bf16;
-  s.count_a = (v4i){ca, ca, ca, ca};
-  s.count_b = (v4i){cb, cb, cb, cb};
+  s.atol = (vd){0} + st->atol;
+  s.rtol = (vd){0} + st->rtol;
+  s.tol_ulp = (vl){0} + st->tol_ulp;
+  s.count_a = (vi){0} + (int32_t)st->a_bf16;
+  s.count_b = (vi){0} + (int32_t)st->b_bf16;
   return s;
+}
+
+/* One pass over the whole groups [from, to): the steps that go to accumulator vector h (step k
+ * of a group goes to vector k % PC_H). Each group's keys are counted while the next one is
+ * folded. With PC_H > 1, one pass per vector keeps only that vector's accumulators live. */
+static inline __attribute__((always_inline)) void
+pc_pass(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool half, bool bf16, bool inexact,
+        const unsigned char *a, const unsigned char *b, size_t from, size_t to, int h) {
+  const size_t es = half ? 2 : 4; /* bytes an element */
+  pc_keys keys;
+  size_t q = 0;
+  for (size_t i = from; i < to; i += PC_F32_GROUP, q += PC_SPV) {
+    const unsigned char *pa = a + es * i, *pb = b + es * i;
+    for (int k = 0; k < PC_SPV; k++) {
+      size_t at = es * PC_W * (size_t)(k * PC_H + h);
+      pc_vstep(c, s, half, bf16, inexact, pa + at, pb + at, &keys, q + k, h);
+    }
+    if (q >= PC_SPV)
+      pc_chunk_hist(st, &keys, q - PC_SPV, q, h); /* the previous group */
+  }
+  pc_chunk_hist(st, &keys, q >= PC_SPV ? q - PC_SPV : 0, q, h);
 }
 
 /* One chunk of whole groups from `from`; returns where it stopped (before a group with a
@@ -373,25 +441,19 @@ static inline __attribute__((always_inline)) size_t
 pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool half, bool bf16, bool inexact,
          const unsigned char *a, const unsigned char *b, size_t from, size_t to) {
   const size_t es = half ? 2 : 4; /* bytes an element */
-  pc_keys keys;
-  size_t i = from, q = 0;
-  c->cmax_abs = c->cmax_mis = (v4d){0, 0, 0, 0};
-  for (; i < to; i += PC_F32_GROUP, q += 2) {
-    const unsigned char *pa = a + es * i, *pb = b + es * i;
-    if (pc_vnonfinite(half, pa, pb))
-      break;
-    pc_vstep(c, s, half, bf16, inexact, pa, pb, &keys, q);
-    pc_vstep(c, s, half, bf16, inexact, pa + 4 * es, pb + 4 * es, &keys, q + 1);
-    if (q >= 2)
-      pc_chunk_hist(st, &keys, q - 2, q); /* the previous group */
-  }
-  st->count += i - from;
-  pc_chunk_hist(st, &keys, q >= 2 ? q - 2 : 0, q);
-  if (i > from)
-    pc_chunk_worst(st, c, a, b, from, i);
+  size_t stop = from;
+  while (stop < to && !pc_vnonfinite(half, a + es * stop, b + es * stop))
+    stop += PC_F32_GROUP;
+  memset(c->cmax_abs, 0, sizeof c->cmax_abs);
+  memset(c->cmax_mis, 0, sizeof c->cmax_mis);
+  for (int h = 0; h < PC_H; h++)
+    pc_pass(st, c, s, half, bf16, inexact, a, b, from, stop, h);
+  st->count += stop - from;
+  if (stop > from)
+    pc_chunk_worst(st, c, a, b, from, stop);
   double m = pc_hmax(c->cmax_abs);
   st->max_abs = m > st->max_abs ? m : st->max_abs;
-  return i;
+  return stop;
 }
 
 size_t PC_F32_RUN(pc_f32_state *st, const unsigned char *a, const unsigned char *b, size_t from,

@@ -1,9 +1,9 @@
 /* The vector part of the kernels that fold stored bytes in float32 lanes (kernel_f32.c): float32
  * judged in float32 or bfloat16 (pc_kernel_f32), and float16 judged in float16 (pc_kernel_f16),
- * whose values convert to float32 exactly; both in kernel.c. kernel_f32.c is compiled twice from
- * one source: once for baseline x86-64 and once with AVX2 (pc_f32_run_avx2), chosen at run time.
- * Both compile the same vector operations in the same order, so the figures do not depend on the
- * machine. Internal to the library. */
+ * whose values convert to float32 exactly; both in kernel.c. kernel_f32.c is compiled three times
+ * from one source: for baseline x86-64, with AVX2 (pc_f32_run_avx2) and with AVX-512
+ * (pc_f32_run_avx512), chosen at run time. All compute each lane with the same operations in the
+ * same order, so the figures do not depend on the machine. Internal to the library. */
 #ifndef PC_KERNEL_F32_H
 #define PC_KERNEL_F32_H
 
@@ -14,15 +14,16 @@
 #include <stdint.h>  /* int64_t, uint32_t, uint64_t */
 #include <string.h>  /* memcpy */
 
-/* Lanes of the double accumulators, and elements of one vector step (two steps of 4 doubles). */
-enum { PC_F32_LANES = 4, PC_F32_GROUP = 8 };
+/* Lanes of the accumulators (lane l folds the pairs whose index is l modulo PC_F32_LANES), and
+ * pairs of a group: the unit of the non-finite check. */
+enum { PC_F32_LANES = 8, PC_F32_GROUP = 16 };
 
 /* Local ULP buckets: float32, bfloat16 and float16 distances are below 2^32, so their quantile
  * bucket (qhist.h: exponent and 4 mantissa bits of the distance as a double) is one of 0 (distance
- * 0) and the 16 buckets of each octave [2^e, 2^(e+1)), e = 0..31. Four interleaved copies, so that
- * runs of equal distances (common: honest drift is a few ULPs) do not serialise the increments
+ * 0) and the 16 buckets of each octave [2^e, 2^(e+1)), e = 0..31. One copy per lane, so that runs
+ * of equal distances (common: honest drift is a few ULPs) do not serialise the increments
  * through memory. */
-enum { PC_F32_ULP_KEYS = 1 + 32 * 16, PC_F32_ULP_COPIES = 4 };
+enum { PC_F32_ULP_KEYS = 1 + 32 * 16, PC_F32_ULP_COPIES = PC_F32_LANES };
 
 /* The key of ULP 1 (the double 1.0's top 16 bits) is local key 1. */
 #define PC_F32_ULP_KEY_ONE 0x3FF0u
@@ -54,14 +55,21 @@ typedef struct pc_f32_state {
   uint32_t ulp_keys[PC_F32_ULP_COPIES][PC_F32_ULP_KEYS];
 } pc_f32_state;
 
-/** Fold the groups of 8 pairs of a and b (stored float32 or float16, native order) from element
- * `from`
- * on, stopping before the first group that holds an inf or NaN on either side or at the last
- * whole group before n. Returns where it stopped (a multiple of 8 past `from`). */
+/** Fold the groups of PC_F32_GROUP pairs of a and b (stored float32 or float16, native order)
+ * from element `from` on, stopping before the first group that holds an inf or NaN on either side
+ * or at the last whole group before n. Returns where it stopped (a multiple of PC_F32_GROUP past
+ * `from`). The three builds reach the same state, bit for bit. */
 size_t pc_f32_run_base(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
                        size_t from, size_t n);
 size_t pc_f32_run_avx2(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
                        size_t from, size_t n);
+size_t pc_f32_run_avx512(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
+                         size_t from, size_t n);
+
+/** Whether this processor (and its operating system) can run pc_f32_run_avx2, and
+ * pc_f32_run_avx512; false where the library was built without them. */
+bool pc_f32_can_avx2(void);
+bool pc_f32_can_avx512(void);
 
 /* Pair i of float32 bytes a and b (native order, any alignment): values and bit patterns. */
 static inline void pc_f32_load(const unsigned char *a, const unsigned char *b, size_t i, float *x,

@@ -14,10 +14,6 @@
 
 #include <cmocka.h>
 
-#ifdef PC_HAVE_AVX2
-#include <cpuid.h> /* __get_cpuid, bit_F16C */
-#endif
-
 static pc_tol tol_none(void) {
   pc_tol t = {0};
   return t;
@@ -445,11 +441,13 @@ static void test_f32_boundaries(void **state) {
     }
 }
 
-#ifdef PC_HAVE_AVX2
-/* Runs the baseline and the AVX2 build over n pairs of bytes a, b (float16 when `half`) and
- * checks that they reach the same state, bit for bit. */
-static void check_builds_agree(const unsigned char *a, const unsigned char *b, size_t n,
-                               bool half) {
+typedef size_t (*f32_run_fn)(pc_f32_state *, const unsigned char *, const unsigned char *, size_t,
+                             size_t);
+
+/* Runs the baseline build and `run` over n pairs of bytes a, b (float16 when `half`) and checks
+ * that they reach the same state, bit for bit. */
+static void check_builds_agree(f32_run_fn run, const unsigned char *a, const unsigned char *b,
+                               size_t n, bool half) {
   pc_qhist **h1 = hists_new(), **h2 = hists_new();
   static pc_f32_state s1, s2;
   memset(&s1, 0, sizeof s1);
@@ -465,34 +463,26 @@ static void check_builds_agree(const unsigned char *a, const unsigned char *b, s
   s1.h_rel = h1[PC_HIST_REL];
   s2.h_abs = h2[PC_HIST_ABS];
   s2.h_rel = h2[PC_HIST_REL];
-  assert_int_equal(pc_f32_run_base(&s1, a, b, 0, n), n - n % 8);
-  assert_int_equal(pc_f32_run_avx2(&s2, a, b, 0, n), n - n % 8);
+  assert_int_equal(pc_f32_run_base(&s1, a, b, 0, n), n - n % PC_F32_GROUP);
+  assert_int_equal(run(&s2, a, b, 0, n), n - n % PC_F32_GROUP);
   s1.h_abs = s2.h_abs;
   s1.h_rel = s2.h_rel;
   assert_memory_equal(&s1, &s2, sizeof s1);
   for (int w = 0; w < PC_NHISTS; w++)
     assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
-  assert_true(s1.count == n - n % 8 && s1.wcls >= 0);
+  assert_true(s1.count == n - n % PC_F32_GROUP && s1.wcls >= 0);
   hists_free(h1);
   hists_free(h2);
 }
-#endif
 
-/* The baseline and AVX2 builds of the vector part reach the same state, bit for bit, on float32
- * drift and on every finite float16 pattern (against random finite partners): the bit-level
- * conversion and F16C's agree. */
-static void test_f32_builds_agree(void **state) {
-  (void)state;
-#ifdef PC_HAVE_AVX2
-  unsigned eax, ebx, ecx = 0, edx;
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx2") || !__get_cpuid(1, &eax, &ebx, &ecx, &edx) ||
-      !(ecx & bit_F16C))
-    skip();
-  enum { N = 9000 };
+/* The baseline build and `run` agree on float32 drift (a length that leaves a partial group) and
+ * on every finite float16 pattern against random finite partners: the bit-level conversion and
+ * F16C's agree. */
+static void check_build(f32_run_fn run) {
+  enum { N = 9001 };
   static float fa[N], fb[N];
   drift_f32(fa, fb, N, 0, 88675123u);
-  check_builds_agree((const unsigned char *)fa, (const unsigned char *)fb, N, false);
+  check_builds_agree(run, (const unsigned char *)fa, (const unsigned char *)fb, N, false);
   enum { FINITE = 2 * 0x7C00 }; /* every finite float16 pattern, both signs */
   static uint16_t ha[FINITE], hb[FINITE];
   uint32_t x = 2463534242u;
@@ -501,7 +491,20 @@ static void test_f32_builds_agree(void **state) {
     ha[i] = (uint16_t)(i < 0x7C00u ? i : (i - 0x7C00u) | 0x8000u);
     hb[i] = (uint16_t)(x % 0x7C00u | (x >> 16 & 0x8000u));
   }
-  check_builds_agree((const unsigned char *)ha, (const unsigned char *)hb, FINITE, true);
+  check_builds_agree(run, (const unsigned char *)ha, (const unsigned char *)hb, FINITE, true);
+}
+
+/* The AVX2 and AVX-512 builds of the vector part reach the baseline build's state, bit for bit
+ * (each where this processor runs it). */
+static void test_f32_builds_agree(void **state) {
+  (void)state;
+#ifdef PC_HAVE_AVX2
+  if (pc_f32_can_avx2())
+    check_build(pc_f32_run_avx2);
+  if (pc_f32_can_avx512())
+    check_build(pc_f32_run_avx512);
+  if (!pc_f32_can_avx2() && !pc_f32_can_avx512())
+    skip();
 #else
   skip();
 #endif
