@@ -8,9 +8,10 @@
 #ifdef PC_HAVE_AVX2
 #include <cpuid.h> /* __get_cpuid, bit_F16C */
 #endif
-#include <math.h>   /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
-#include <stdlib.h> /* calloc, free */
-#include <string.h> /* memcpy, memset */
+#include <math.h>    /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
+#include <pthread.h> /* pthread_once */
+#include <stdlib.h>  /* calloc, free */
+#include <string.h>  /* memcpy, memset */
 
 /* Ranks of an element for the choice of the worst one (docs/metrics.md, "worst"). */
 enum { PC_CLASS_PASS = 0, PC_CLASS_MISMATCH = 1, PC_CLASS_NONFINITE = 2 };
@@ -471,15 +472,24 @@ bool pc_f32_can_avx512(void) {
 #endif
 }
 
-/* The widest build of the vector part this machine can run. */
-static pc_f32_run_fn pc_f32_runner(void) {
+static pc_f32_run_fn pc_f32_widest;
+static pthread_once_t pc_f32_widest_once = PTHREAD_ONCE_INIT;
+
+static void pc_f32_pick(void) {
+  pc_f32_widest = pc_f32_run_base;
 #ifdef PC_HAVE_AVX2
   if (pc_f32_can_avx512())
-    return pc_f32_run_avx512;
-  if (pc_f32_can_avx2())
-    return pc_f32_run_avx2;
+    pc_f32_widest = pc_f32_run_avx512;
+  else if (pc_f32_can_avx2())
+    pc_f32_widest = pc_f32_run_avx2;
 #endif
-  return pc_f32_run_base;
+}
+
+/* The widest build of the vector part this machine can run, chosen once (CPUID is a VM exit
+ * under a hypervisor, and workers call this for every block). */
+static pc_f32_run_fn pc_f32_runner(void) {
+  pthread_once(&pc_f32_widest_once, pc_f32_pick);
+  return pc_f32_widest;
 }
 
 /* Pairs per vector run: keeps each local ULP count below 2^32 (kernel_f32.h). */
