@@ -41,13 +41,15 @@ enum {
   OPT_SORT,
   OPT_SAVE_BASELINE,
   OPT_BASELINE,
-  OPT_BASELINE_FACTOR
+  OPT_BASELINE_FACTOR,
+  OPT_MAX_ROWS
 };
 
 typedef struct outputs {
   const char *markdown, *junit, *html; /* report files; "-" is stdout */
   const char *save_baseline, *baseline;
   double baseline_factor; /* 0 until given: PC_BASELINE_FACTOR_DEFAULT */
+  size_t max_rows;        /* 0 until given: PC_REPORT_MAX_ROWS */
   pc_sort sort;
   bool verbose;
 } outputs;
@@ -85,6 +87,7 @@ static void usage(FILE *out) {
         "      --html FILE        also write a self-contained HTML page\n"
         "                         (\"-\" for any one of these: stdout, instead of the text)\n"
         "      --sort worst|order row order of the Markdown and HTML tables (default worst)\n"
+        "      --max-rows N       Markdown rows before the rest are only counted (default 50)\n"
         "  -v, --verbose          error statistics under every compared tensor\n"
         "      --save-baseline FILE\n"
         "                         write this run's per-tensor figures as a baseline\n"
@@ -160,6 +163,7 @@ static const struct option long_opts[] = {
     {"save-baseline", required_argument, NULL, OPT_SAVE_BASELINE},
     {"baseline", required_argument, NULL, OPT_BASELINE},
     {"baseline-factor", required_argument, NULL, OPT_BASELINE_FACTOR},
+    {"max-rows", required_argument, NULL, OPT_MAX_ROWS},
     {"quiet", no_argument, NULL, 'q'},
     {"no-color", no_argument, NULL, OPT_NO_COLOR},
     {"block-elems", required_argument, NULL, OPT_BLOCK},
@@ -172,7 +176,7 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0}};
 
 static bool is_output_option(int opt) {
-  return opt == 'v' || (opt >= OPT_MARKDOWN && opt <= OPT_BASELINE_FACTOR);
+  return opt == 'v' || (opt >= OPT_MARKDOWN && opt <= OPT_MAX_ROWS);
 }
 
 /* False (after the message) for a bad value. */
@@ -194,6 +198,9 @@ static bool parse_output_option(int opt, const char *arg, outputs *o) {
     o->sort = strcmp(arg, "worst") == 0 ? PC_SORT_WORST : PC_SORT_ORDER;
   else if (opt == OPT_SORT) {
     usage_error("--sort wants worst or order", arg);
+    return false;
+  } else if (opt == OPT_MAX_ROWS && !parse_count(arg, &o->max_rows)) {
+    usage_error("--max-rows wants a whole number from 1 to 2^32", arg);
     return false;
   } else if (opt == OPT_BASELINE_FACTOR) {
     o->baseline_factor = strtod(arg, &end);
@@ -343,26 +350,31 @@ static int stdout_users(const cli *c) {
   return is_stdout(c->json) + is_stdout(o->markdown) + is_stdout(o->junit) + is_stdout(o->html);
 }
 
-/* The run judged against --baseline; *gate stays NULL without one. */
-static int judge(const cli *c, const pc_run *run, pc_gate **gate) {
+/* The --baseline file, read before the data so that a wrong one fails at once rather than
+ * after GiBs are compared; *base stays NULL without one. Returns -1 to go on, else the exit
+ * code. */
+static int load_baseline(const cli *c, pc_baseline **base) {
   pc_error err;
-  pc_baseline *base = NULL;
+  *base = NULL;
+  return c->out.baseline && pc_baseline_load(base, c->out.baseline, &err) < 0 ? fail(&err) : -1;
+}
+
+/* The run judged against the baseline; *gate stays NULL without one. */
+static int judge(const cli *c, const pc_baseline *base, const pc_run *run, pc_gate **gate) {
+  pc_error err;
   double factor = c->out.baseline_factor ? c->out.baseline_factor : PC_BASELINE_FACTOR_DEFAULT;
   *gate = NULL;
-  if (!c->out.baseline)
-    return EXIT_PASS;
-  int rc = pc_baseline_load(&base, c->out.baseline, &err);
-  if (rc == PC_OK)
-    rc = pc_gate_new(gate, base, c->out.baseline, run, factor, &err);
-  pc_baseline_free(base);
-  return rc < 0 ? fail(&err) : EXIT_PASS;
+  if (base && pc_gate_new(gate, base, c->out.baseline, run, factor, &err) < 0)
+    return fail(&err);
+  return EXIT_PASS;
 }
 
 /* Every report from the one run. */
 static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   pc_error err;
   const outputs *o = &c->out;
-  pc_report_options ro = {.profile = c->profile, .sort = o->sort, .max_rows = 0, .gate = gate};
+  pc_report_options ro = {
+      .profile = c->profile, .sort = o->sort, .max_rows = o->max_rows, .gate = gate};
   if (stdout_users(c) > 1)
     return usage_error("only one report can go to standard output (\"-\")", NULL);
   if (!stdout_users(c)) {
@@ -383,9 +395,9 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
 }
 
 /* The exit code follows the gate when there is one. */
-static int report(const cli *c, const pc_run *run) {
+static int report(const cli *c, const pc_baseline *base, const pc_run *run) {
   pc_gate *gate = NULL;
-  int code = judge(c, run, &gate);
+  int code = judge(c, base, run, &gate);
   if (code == EXIT_PASS)
     code = write_reports(c, run, gate);
   if (code == EXIT_PASS)
@@ -456,16 +468,17 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);
+  pc_baseline *base;
+  int code = load_baseline(c, &base);
+  if (code >= 0)
+    return code;
   pc_run *run = NULL;
   int rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err);
   if (prog.shown)
     fputs("\r\033[K", stderr); /* the report starts on a clean line */
-  if (rc < 0) {
-    fprintf(stderr, "paritycheck: %s\n", err.message);
-    return EXIT_ERROR;
-  }
-  int code = report(c, run);
+  code = rc < 0 ? fail(&err) : report(c, base, run);
   pc_run_free(run);
+  pc_baseline_free(base);
   return code;
 }
 

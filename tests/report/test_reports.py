@@ -151,6 +151,13 @@ def test_markdown_to_stdout():
     check('--markdown -: exit 1', p.returncode == 1, short(p))
     check('--markdown -: stdout is the Markdown alone',
           p.stdout == read(os.path.join(EXPECTED, 'report_worst.md')), p.stdout)
+    # --max-rows 3: the first three rows of the hand-written table, then the four left over
+    # counted: /out/logits and /act/gelu fail, /act/relu passes, /meta/name is skipped.
+    p = run(['-t', TOL, '--sort', 'worst', '--max-rows', '3', '--markdown', '-', 'ra.h5', 'rb.h5'])
+    full = read(os.path.join(EXPECTED, 'report_worst.md')).splitlines(keepends=True)
+    head = full[:full.index(next(l for l in full if l.startswith('|:-:'))) + 4]
+    check('--max-rows 3: three rows, the rest counted',
+          p.stdout == ''.join(head) + '\n4 more tensors not shown (2 of them failing).\n', p.stdout)
     p = run(['-t', TOL, '--markdown', '-', '--junit', '-', 'ra.h5', 'rb.h5'])
     check('two reports to stdout: exit 2', p.returncode == 2, short(p))
     check('two reports to stdout: says why', 'standard output' in p.stderr, p.stderr)
@@ -158,7 +165,8 @@ def test_markdown_to_stdout():
 
 def test_usage():
     for args in (['--sort', 'best'], ['--baseline-factor', '0.5'], ['--baseline-factor', 'nan'],
-                 ['--baseline-factor', 'x'], ['--markdown']):
+                 ['--baseline-factor', 'x'], ['--markdown'], ['--max-rows', '0'],
+                 ['--max-rows', '-1'], ['--max-rows', '2x']):
         p = run(['-t', TOL] + args + ['ra.h5', 'rb.h5'])
         check('usage %r: exit 2' % args, p.returncode == 2, short(p))
         check('usage %r: message' % args, p.stderr.startswith('paritycheck: '), p.stderr)
@@ -167,7 +175,7 @@ def test_usage():
     check('unwritable --markdown: names the file', '/nonexistent-dir/r.md' in p.stderr, p.stderr)
     p = run(['--help'])
     for opt in ('--markdown', '--junit', '--html', '--sort', '--verbose', '--save-baseline',
-                '--baseline', '--baseline-factor'):
+                '--baseline', '--baseline-factor', '--max-rows'):
         check('--help lists %s' % opt, opt in p.stdout)
 
 
@@ -524,6 +532,11 @@ def test_baseline_gate():
         p = run(['-t', TOL, '--baseline', path, 'ra.h5', 'rb.h5'])
         check('bad baseline (%s): exit 2' % label, p.returncode == 2, short(p))
         check('bad baseline (%s): names the file' % label, path in p.stderr, p.stderr)
+        # read before the data: B does not exist, and only the baseline is reported
+        p = run(['-t', TOL, '--baseline', path, 'ra.h5', 'no-such-b.h5'])
+        check('bad baseline (%s), no B: exit 2' % label, p.returncode == 2, short(p))
+        check('bad baseline (%s): reported before the data are opened' % label,
+              path in p.stderr and 'no-such-b.h5' not in p.stderr, p.stderr)
 
 
 # ------------------------------------------------------------------------------------------
