@@ -10,9 +10,9 @@
 #include <getopt.h> /* getopt_long */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* strtoull, strtod, getenv */
-#include <string.h> /* strcmp */
+#include <string.h> /* strcmp, strrchr, strerror */
 #include <time.h>   /* clock_gettime */
-#include <unistd.h> /* isatty */
+#include <unistd.h> /* isatty, access */
 
 enum { EXIT_PASS = 0, EXIT_DRIFT = 1, EXIT_ERROR = 2 };
 
@@ -350,6 +350,38 @@ static int stdout_users(const cli *c) {
   return is_stdout(c->json) + is_stdout(o->markdown) + is_stdout(o->junit) + is_stdout(o->html);
 }
 
+/* An output file's folder must exist and be writable: checked before the data, so that a typo
+ * does not throw away a long comparison. The writers still report a file that cannot be opened
+ * or written. Returns -1 to go on, else the exit code. */
+static int check_output(const char *path) {
+  if (!path || is_stdout(path))
+    return -1;
+  const char *slash = strrchr(path, '/');
+  char dir[4096];
+  int n = slash && slash != path ? (int)(slash - path) : 1; /* the folder, "/" or "." */
+  if ((size_t)n >= sizeof dir)
+    return -1; /* left to the writer, which names the path */
+  snprintf(dir, sizeof dir, "%.*s", n, slash ? path : ".");
+  if (access(dir, W_OK | X_OK) < 0) {
+    fprintf(stderr, "paritycheck: %s: cannot write a file there: %s\n", path, strerror(errno));
+    return EXIT_ERROR;
+  }
+  return -1;
+}
+
+/* The report options that can be judged before the data are read. Returns -1 to go on, else
+ * the exit code. */
+static int check_outputs(const cli *c) {
+  const outputs *o = &c->out;
+  const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
+  if (stdout_users(c) > 1)
+    return usage_error("only one report can go to standard output (\"-\")", NULL);
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+    if (check_output(files[i]) >= 0)
+      return EXIT_ERROR;
+  return -1;
+}
+
 /* The --baseline file, read before the data so that a wrong one fails at once rather than
  * after GiBs are compared; *base stays NULL without one. Returns -1 to go on, else the exit
  * code. */
@@ -375,8 +407,6 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   const outputs *o = &c->out;
   pc_report_options ro = {
       .profile = c->profile, .sort = o->sort, .max_rows = o->max_rows, .gate = gate};
-  if (stdout_users(c) > 1)
-    return usage_error("only one report can go to standard output (\"-\")", NULL);
   if (!stdout_users(c)) {
     pc_text_options to = {.color = !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout)),
                           .quiet = c->quiet,
@@ -468,8 +498,10 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);
-  pc_baseline *base;
-  int code = load_baseline(c, &base);
+  pc_baseline *base = NULL;
+  int code = check_outputs(c);
+  if (code < 0)
+    code = load_baseline(c, &base);
   if (code >= 0)
     return code;
   pc_run *run = NULL;

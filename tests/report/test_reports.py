@@ -173,6 +173,14 @@ def test_usage():
     p = run(['-t', TOL, '--markdown', '/nonexistent-dir/r.md', 'ra.h5', 'rb.h5'])
     check('unwritable --markdown: exit 2', p.returncode == 2, short(p))
     check('unwritable --markdown: names the file', '/nonexistent-dir/r.md' in p.stderr, p.stderr)
+    # both are judged before the data are opened: B does not exist, and is not the complaint
+    for args, says in ((['--json', 'ok.json', '--save-baseline', '/nonexistent-dir/b.json'],
+                        '/nonexistent-dir/b.json'),
+                       (['--markdown', '-', '--junit', '-'], 'standard output')):
+        p = run(['-t', TOL] + args + ['ra.h5', 'no-such-b.h5'])
+        check('%r, no B: exit 2' % args, p.returncode == 2, short(p))
+        check('%r: reported before the data are opened' % args,
+              says in p.stderr and 'no-such-b.h5' not in p.stderr, p.stderr)
     p = run(['--help'])
     for opt in ('--markdown', '--junit', '--html', '--sort', '--verbose', '--save-baseline',
                 '--baseline', '--baseline-factor', '--max-rows'):
