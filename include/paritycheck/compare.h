@@ -67,6 +67,11 @@ typedef struct pc_stats {
   double worst_rel;
   uint64_t worst_ulp;
   int worst_class; /* 0 finite, 1 mismatch, 2 inf mismatch, 3 nan mismatch: internal ranking */
+  /* Both sides integers: the worst a ([0]) and b ([1]) exactly, as sign and magnitude, since
+   * worst_a and worst_b round them to double beyond 2^53. */
+  bool worst_is_int;
+  bool worst_int_neg[2];
+  uint64_t worst_int_mag[2];
   /* Sums over the elements where a and b are both finite (complex: |.|^2 and Re(a conj b)),
    * in row-major order, for the aggregate figures of docs/metrics.md. */
   uint64_t finite_terms;

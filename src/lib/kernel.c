@@ -76,7 +76,8 @@ static void pc_fold_sums(pc_stats *s, const double a[2], const double b[2]) {
   s->sum_a_diff += a[0] * d0 + a[1] * d1;
 }
 
-static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, const double a[2],
+/* Returns true when the element became the worst one. */
+static bool pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, const double a[2],
                     const double b[2], double abs_a) {
   pc_stats *s = k->stats;
   bool pass = pc_tol_passes(k->tol, e, abs_a);
@@ -101,8 +102,9 @@ static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, con
             : pass                     ? PC_CLASS_PASS
                                        : PC_CLASS_MISMATCH;
   if (!pc_worse(s, cls, e->abs))
-    return;
+    return false;
   s->has_worst = true;
+  s->worst_is_int = false;
   s->worst_class = cls;
   s->worst_index = idx;
   s->worst_a[0] = a[0];
@@ -112,6 +114,7 @@ static void pc_fold(const pc_kernel_args *k, const pc_elem *e, uint64_t idx, con
   s->worst_abs = e->abs;
   s->worst_rel = e->rel;
   s->worst_ulp = e->ulp;
+  return true;
 }
 
 static double pc_rel(double abs, double abs_a) {
@@ -627,6 +630,9 @@ void pc_stats_merge(pc_stats *dst, const pc_stats *src) {
     dst->worst_index = src->worst_index;
     memcpy(dst->worst_a, src->worst_a, sizeof dst->worst_a);
     memcpy(dst->worst_b, src->worst_b, sizeof dst->worst_b);
+    dst->worst_is_int = src->worst_is_int;
+    memcpy(dst->worst_int_neg, src->worst_int_neg, sizeof dst->worst_int_neg);
+    memcpy(dst->worst_int_mag, src->worst_int_mag, sizeof dst->worst_int_mag);
     dst->worst_abs = src->worst_abs;
     dst->worst_rel = src->worst_rel;
     dst->worst_ulp = src->worst_ulp;
@@ -670,6 +676,15 @@ static uint64_t pc_sm_distance(pc_sm a, pc_sm b) {
   return a.mag > UINT64_MAX - b.mag ? UINT64_MAX : a.mag + b.mag;
 }
 
+/* The worst pair's exact values, which worst_a and worst_b round beyond 2^53. */
+static void pc_set_worst_int(pc_stats *s, pc_sm a, pc_sm b) {
+  s->worst_is_int = true;
+  s->worst_int_neg[0] = a.neg;
+  s->worst_int_mag[0] = a.mag;
+  s->worst_int_neg[1] = b.neg;
+  s->worst_int_mag[1] = b.mag;
+}
+
 void pc_kernel_int(const pc_kernel_args *k, const int64_t *a, bool a_u64, const int64_t *b,
                    bool b_u64) {
   for (size_t i = 0; i < k->n; i++) {
@@ -681,7 +696,8 @@ void pc_kernel_int(const pc_kernel_args *k, const int64_t *a, bool a_u64, const 
     /* Opposite signs: the magnitudes add; in double that sum is the rounded exact distance. */
     e.abs = sa.neg == sb.neg ? (double)e.ulp : (double)sa.mag + (double)sb.mag;
     e.rel = pc_rel(e.abs, fabs(av[0]));
-    pc_fold(k, &e, k->base + i, av, bv, fabs(av[0]));
+    if (pc_fold(k, &e, k->base + i, av, bv, fabs(av[0])))
+      pc_set_worst_int(k->stats, sa, sb);
   }
 }
 

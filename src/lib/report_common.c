@@ -269,12 +269,18 @@ static int telling_digits(double x, double y) {
   return x == y || (isnan(x) && isnan(y)) ? READING_DIGITS : ROUND_TRIP_DIGITS;
 }
 
-static void append_value(char *buf, size_t size, size_t *n, const char *label, const double v[2],
-                         const int digits[2], bool is_complex) {
-  if (is_complex)
-    append(buf, size, n, "%s=(%.*g, %.*g)", label, digits[0], v[0], digits[1], v[1]);
+void pc_report_worst_value(char *buf, size_t size, const pc_tensor *t, int side,
+                           const int digits[2]) {
+  const pc_stats *s = &t->stats;
+  const double *v = side ? s->worst_b : s->worst_a;
+  size_t n = 0;
+  buf[0] = '\0';
+  if (s->worst_is_int)
+    append(buf, size, &n, "%s%" PRIu64, s->worst_int_neg[side] ? "-" : "", s->worst_int_mag[side]);
+  else if (t->is_complex)
+    append(buf, size, &n, "(%.*g, %.*g)", digits[0], v[0], digits[1], v[1]);
   else
-    append(buf, size, n, "%s=%.*g", label, digits[0], v[0]);
+    append(buf, size, &n, "%.*g", digits[0], v[0]);
 }
 
 void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t) {
@@ -288,10 +294,11 @@ void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t) {
   pc_report_worst_index(t, index);
   int digits[2] = {telling_digits(s->worst_a[0], s->worst_b[0]),
                    telling_digits(s->worst_a[1], s->worst_b[1])};
-  append(buf, size, &n, "worst %s: ", pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index));
-  append_value(buf, size, &n, "a", s->worst_a, digits, t->is_complex);
-  append(buf, size, &n, ", ");
-  append_value(buf, size, &n, "b", s->worst_b, digits, t->is_complex);
+  char a[PC_WORST_VALUE_MAX], b[PC_WORST_VALUE_MAX];
+  pc_report_worst_value(a, sizeof a, t, 0, digits);
+  pc_report_worst_value(b, sizeof b, t, 1, digits);
+  append(buf, size, &n, "worst %s: a=%s, b=%s",
+         pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index), a, b);
 }
 
 const char *pc_report_change(const pc_gate *gate, size_t i) {

@@ -15,6 +15,10 @@
 /* "[" and "]", up to 20 digits and a comma per dimension, NUL. */
 enum { PC_DIMS_TEXT_MAX = 2 + PC_MAX_RANK * 21 + 1 };
 
+/* One value of the worst pair: "(re, im)" at 17 digits, each at most 24 characters, or a
+ * 64-bit integer with its sign; NUL. */
+enum { PC_WORST_VALUE_MAX = 2 * 24 + 5 };
+
 /* Room for one line of figures or reasons: a worst element with two complex values at full
  * precision and its index, or a verdict's reason with a message. */
 enum { PC_REASON_MAX = 2048 };
@@ -67,6 +71,12 @@ void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
 /** "worst [2,1,2]: a=1.5, b=1.5000001": each value with the fewest significant digits, from 3 up,
  * that tell a and b apart (both at 3 when they are equal). Empty when t has no worst element. */
 void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t);
+
+/** One side (0: a, 1: b) of t's worst pair: an integer pair exactly, in decimal; otherwise with
+ * digits[0] significant digits (digits[1] for the imaginary part), a complex value as
+ * "(re, im)". */
+void pc_report_worst_value(char *buf, size_t size, const pc_tensor *t, int side,
+                           const int digits[2]);
 
 /** How a gate judged tensor i, for tables: "worse", "new", ...; "" without a gate. */
 const char *pc_report_change(const pc_gate *gate, size_t i);

@@ -26,8 +26,18 @@ static json_t *dims_json(int rank, const uint64_t *dims) {
   return pc_json_finish(a, rc);
 }
 
-/* A complex value is the pair [re, im]. */
-static json_t *value_json(const double v[2], bool is_complex) {
+/* An integer of sign and magnitude: a JSON integer where it fits in 64 bits, else a real. Only
+ * int64 values are negative, so a negative magnitude is at most 2^63. */
+static json_t *int_json(bool neg, uint64_t mag) {
+  return neg ? json_integer(-(json_int_t)(mag - 1) - 1) : pc_json_count(mag);
+}
+
+/* One side (0: a, 1: b) of the worst pair: an integer exactly; a complex value the pair
+ * [re, im]. */
+static json_t *value_json(const pc_stats *s, int side, bool is_complex) {
+  const double *v = side ? s->worst_b : s->worst_a;
+  if (s->worst_is_int)
+    return int_json(s->worst_int_neg[side], s->worst_int_mag[side]);
   if (!is_complex)
     return pc_json_real(v[0]);
   json_t *a = json_array();
@@ -44,8 +54,8 @@ static json_t *worst_json(const pc_tensor *t) {
   pc_report_worst_index(t, index);
   json_t *o = json_object();
   int rc = json_object_set_new(o, "index", dims_json(t->rank, index));
-  rc |= json_object_set_new(o, "a", value_json(s->worst_a, t->is_complex));
-  rc |= json_object_set_new(o, "b", value_json(s->worst_b, t->is_complex));
+  rc |= json_object_set_new(o, "a", value_json(s, 0, t->is_complex));
+  rc |= json_object_set_new(o, "b", value_json(s, 1, t->is_complex));
   rc |= json_object_set_new(o, "abs", pc_json_real(s->worst_abs));
   rc |= json_object_set_new(o, "rel", pc_json_real(s->worst_rel));
   rc |= json_object_set_new(o, "ulp", pc_json_count(s->worst_ulp));

@@ -86,11 +86,26 @@ static void put_properties(FILE *out, const pc_run *run, const pc_report_options
   fputs("    </properties>\n", out);
 }
 
+/* The worst pair at full precision, on a line of its own. */
+static void put_worst(FILE *out, const pc_tensor *t) {
+  static const int digits[2] = {17, 17};
+  const pc_stats *s = &t->stats;
+  char buf[PC_REASON_MAX], dims[PC_DIMS_TEXT_MAX], a[PC_WORST_VALUE_MAX], b[PC_WORST_VALUE_MAX];
+  uint64_t index[PC_MAX_RANK];
+  pc_report_worst_index(t, index);
+  pc_report_worst_value(a, sizeof a, t, 0, digits);
+  pc_report_worst_value(b, sizeof b, t, 1, digits);
+  snprintf(buf, sizeof buf, "worst %s: a=%s, b=%s",
+           pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index), a, b);
+  pc_report_put_xml(out, buf, false);
+  fprintf(out, " (abs %.17g, rel %.17g, ulp %" PRIu64 ")\n", s->worst_abs, s->worst_rel,
+          s->worst_ulp);
+}
+
 /* The figures of a compared tensor at full precision, one per line. */
 static void put_figures(FILE *out, const pc_tensor *t) {
   const pc_stats *s = &t->stats;
-  char buf[PC_REASON_MAX], dims[PC_DIMS_TEXT_MAX];
-  uint64_t index[PC_MAX_RANK];
+  char buf[PC_REASON_MAX];
   pc_aggregates g = pc_stats_aggregates(s);
   snprintf(buf, sizeof buf,
            "mismatches %" PRIu64 " of %" PRIu64 " (nan %" PRIu64 ", inf %" PRIu64 ")\n"
@@ -99,18 +114,8 @@ static void put_figures(FILE *out, const pc_tensor *t) {
            s->mismatches, s->count, s->nan_mismatches, s->inf_mismatches, s->max_abs, s->max_rel,
            s->max_ulp, pc_stats_mean_ulp(s), g.rms, g.rel_rms, g.cosine, g.snr_db);
   pc_report_put_xml(out, buf, false);
-  if (!s->has_worst)
-    return;
-  pc_report_worst_index(t, index);
-  snprintf(buf, sizeof buf, "worst %s: a=", pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index));
-  pc_report_put_xml(out, buf, false);
-  if (t->is_complex)
-    fprintf(out, "(%.17g, %.17g), b=(%.17g, %.17g)", s->worst_a[0], s->worst_a[1], s->worst_b[0],
-            s->worst_b[1]);
-  else
-    fprintf(out, "%.17g, b=%.17g", s->worst_a[0], s->worst_b[0]);
-  fprintf(out, " (abs %.17g, rel %.17g, ulp %" PRIu64 ")\n", s->worst_abs, s->worst_rel,
-          s->worst_ulp);
+  if (s->has_worst)
+    put_worst(out, t);
 }
 
 /* The message: the gate's word when there is a gate, the reason, and where it is worst. */

@@ -166,11 +166,12 @@ static bool is_structural(pc_verdict v) {
          v == PC_VERDICT_SHAPE_MISMATCH;
 }
 
-static void put_values(FILE *out, const char *label, const double v[2], bool is_complex) {
-  if (is_complex)
-    fprintf(out, " %s=(%.17g, %.17g)", label, v[0], v[1]);
-  else
-    fprintf(out, " %s=%.17g", label, v[0]);
+/* One side (0: a, 1: b) of the worst pair, at full precision. */
+static void put_value(FILE *out, const pc_tensor *t, int side) {
+  static const int digits[2] = {17, 17};
+  char v[PC_WORST_VALUE_MAX];
+  pc_report_worst_value(v, sizeof v, t, side, digits);
+  fprintf(out, " %s=%s", side ? "b" : "a", v);
 }
 
 /* Starts an item of the detail line: the indent before the first, "; " before the others. */
@@ -189,8 +190,8 @@ static void put_worst(FILE *out, const pc_tensor *t, size_t indent, bool *first)
   pc_report_worst_index(t, index);
   put_item(out, indent, first);
   fprintf(out, "worst %s:", pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index));
-  put_values(out, "a", s->worst_a, t->is_complex);
-  put_values(out, "b", s->worst_b, t->is_complex);
+  put_value(out, t, 0);
+  put_value(out, t, 1);
   fprintf(out, " (abs %.3g, rel %.3g, ulp %" PRIu64 ")", s->worst_abs, s->worst_rel, s->worst_ulp);
 }
 

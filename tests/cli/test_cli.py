@@ -769,6 +769,41 @@ def test_partly_written_giant():
               repr(got))
 
 
+def test_exact_integers():
+    """The worst pair of an integer tensor is printed exactly, also beyond 2^53 where a double
+    cannot tell the two values apart (docs/report-json.md, "worst"). Expected values are Python's
+    own integers."""
+    big, top, low = 2 ** 60, 2 ** 64 - 1, -2 ** 63
+    data = {'i64': (np.int64, [5, big, -7], [5, big + 3, -7], 1),
+            'i64min': (np.int64, [low, 0], [low + 1, 0], 0),
+            'u64': (np.uint64, [top, 1], [top - 1, 1], 0)}
+    paths = [os.path.join(TMP, 'ints_%s.h5' % side) for side in 'ab']
+    for side, path in enumerate(paths):
+        with h5py.File(path, 'w') as f:
+            for name, (dt, a, b, _) in data.items():
+                f[name] = np.array((a, b)[side], dtype=dt)
+    md, xml = os.path.join(TMP, 'ints.md'), os.path.join(TMP, 'ints.xml')
+    p, rep = _run_report(['--markdown', md, '--junit', xml] + paths, os.path.join(TMP, 'ints.json'))
+    check('exact integers: exit 1 (every tensor differs)', p.returncode == 1, short(p))
+    got = {t['path']: t for t in (rep or {}).get('tensors', [])}
+    with open(md) as fh_md, open(xml) as fh_xml:
+        md_text, xml_text = fh_md.read(), fh_xml.read()
+    for name, (dt, a, b, i) in data.items():
+        w = got.get('/' + name, {}).get('worst') or {}
+        # JSON integers where they fit in int64, else the nearest double (docs/report-json.md)
+        fits = [low <= v[i] <= 2 ** 63 - 1 for v in (a, b)]
+        want = [v[i] if ok else float(v[i]) for v, ok in zip((a, b), fits)]
+        check('%s: JSON worst index, a, b' % name,
+              w.get('index') == [i] and [w.get('a'), w.get('b')] == want and
+              all(type(w.get(k)) is (int if ok else float) for k, ok in zip('ab', fits)), w)
+        check('%s: JSON ulp is |b - a|' % name, w.get('ulp') == abs(b[i] - a[i]), w)
+        text = 'a=%d b=%d' % (a[i], b[i])
+        check('%s: text shows %s' % (name, text), text in p.stdout, p.stdout)
+        cell = 'worst [%d]: a=%d, b=%d' % (i, a[i], b[i])
+        check('%s: Markdown shows %s' % (name, cell), cell in md_text, md_text)
+        check('%s: JUnit shows %s' % (name, cell), cell in xml_text, xml_text)
+
+
 TESTS = [
     test_tolerance_file_matches_expected,
     test_hdf5_faults_isolated,
@@ -791,6 +826,7 @@ TESTS = [
     test_direct_reads,
     test_partly_written,
     test_partly_written_giant,
+    test_exact_integers,
 ]
 
 
