@@ -145,7 +145,7 @@ typedef struct pc_run {
  * Called on the thread that called pc_compare_files. */
 typedef void (*pc_progress_fn)(void *user, uint64_t done, uint64_t total);
 
-#define PC_OPTIONS_VERSION 1
+#define PC_OPTIONS_VERSION 2
 typedef struct pc_options {
   int version;             /* PC_OPTIONS_VERSION */
   const pc_tolset *tols;   /* required */
@@ -155,9 +155,11 @@ typedef struct pc_options {
   void *progress_user;
   uint64_t max_memory; /* bytes one dataset may need at once: one whose uncompressed chunk is
                           larger is an error (docs/robustness.md); 0 = 1 GiB */
+  bool skip_quantiles; /* true: no quantiles (stats.has_quantiles false), for callers that show
+                          none: every other figure is the same, and float32 folds faster */
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
-  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0 }
+  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false }
 
 /** Compare the HDF5 files at path_a (reference) and path_b (candidate). On success *out holds
  * the run (free it with pc_run_free); datasets that cannot be read are tensors with verdict

@@ -344,6 +344,12 @@ static bool is_stdout(const char *path) {
   return path && strcmp(path, "-") == 0;
 }
 
+/* Whether any report of this run shows quantiles: -v, JSON, Markdown (p99 ULP) and HTML do;
+ * the plain text report, JUnit and the baseline do not, and a run without them is faster. */
+static bool shows_quantiles(const cli *c) {
+  return c->out.verbose || c->json || c->out.markdown || c->out.html;
+}
+
 /* How many reports go to stdout; when one does, the text report stays away from it. */
 static int stdout_users(const cli *c) {
   const outputs *o = &c->out;
@@ -495,6 +501,7 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.block_elems = c->block_elems;
   opts.threads = (unsigned)c->jobs;
   opts.max_memory = c->max_memory;
+  opts.skip_quantiles = !shows_quantiles(c);
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);

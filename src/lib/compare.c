@@ -132,6 +132,7 @@ typedef struct pc_pair {
   size_t block;
   pc_stream *stream;
   uint64_t max_memory; /* pc_options.max_memory, its default applied */
+  bool quantiles;      /* not pc_options.skip_quantiles */
 } pc_pair;
 
 /* Folds A's elements into m block by block, skipping (pc_reader_seek) the elements that A
@@ -253,7 +254,7 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
       (rc = pc_note(t, cross)) < 0)
     return rc;
   if (pc_fill_pair(p->a, p->b)) {
-    if ((rc = pc_fill_compare(t, p->a, p->b)) < 0)
+    if ((rc = pc_fill_compare(t, p->a, p->b, p->quantiles)) < 0)
       return pc_error_set(err, rc, "%s: out of memory", t->path);
     pc_tensor_done(NULL, t);
     return PC_OK;
@@ -330,13 +331,18 @@ static int pc_run_pairs(pc_run *run, pc_pair *p, const pc_tolset *tols, pc_error
 
 static int pc_run_all(pc_run *run, pc_file *fa, pc_file *fb, const pc_options *o, pc_error *err) {
   size_t block = o->block_elems ? o->block_elems : PC_DEFAULT_BLOCK_ELEMS;
-  pc_stream_config cfg = {
-      pc_threads(o),         block, pc_tensor_done, NULL, o->progress, o->progress_user,
-      pc_total_bytes(fa, fb)};
+  pc_stream_config cfg = {.threads = pc_threads(o),
+                          .block_elems = block,
+                          .done = pc_tensor_done,
+                          .progress = o->progress,
+                          .progress_user = o->progress_user,
+                          .total_bytes = pc_total_bytes(fa, fb),
+                          .quantiles = !o->skip_quantiles};
   pc_pair p = {.fa = fa,
                .fb = fb,
                .block = block,
-               .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY};
+               .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY,
+               .quantiles = !o->skip_quantiles};
   int rc = pc_stream_new(&p.stream, &cfg, err);
   if (rc == PC_OK)
     rc = pc_run_pairs(run, &p, o->tols, err);

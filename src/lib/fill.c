@@ -88,16 +88,17 @@ void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset 
   }
 }
 
-int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b) {
+int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b, bool quantiles) {
   pc_qhist *h[PC_NHISTS];
   if (pc_hists_new(h) < 0) {
     pc_hists_free(h);
     return PC_ENOMEM;
   }
   memset(&t->stats, 0, sizeof t->stats);
-  pc_kernel_args k = {&t->stats, h, &t->tol, t->compare, 0, 0};
+  pc_kernel_args k = {&t->stats, quantiles ? h : NULL, &t->tol, t->compare, 0, 0};
   pc_fill_run(&k, a, b, a->count);
-  pc_stats_quantiles(&t->stats, h);
+  if (quantiles)
+    pc_stats_quantiles(&t->stats, h);
   pc_hists_free(h);
   return PC_OK;
 }

@@ -25,9 +25,9 @@ bool pc_fill_pair(const pc_dataset *a, const pc_dataset *b);
 void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset *b, uint64_t n);
 
 /** t->stats of the pair a, b (both all_fill) with t->compare and t->tol set, quantiles
- * included: one run of all `count` elements (pc_fill_run). PC_ENOMEM when the quantile
- * histograms cannot be allocated. */
-int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b);
+ * included when `quantiles`: one run of all `count` elements (pc_fill_run). PC_ENOMEM when the
+ * quantile histograms cannot be allocated. */
+int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b, bool quantiles);
 
 /** Add n elements of d's fill value to m, as pc_kernel_magnitude would measure them (the sum
  * of squares adds n times the element's, rounded once). */

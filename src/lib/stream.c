@@ -131,10 +131,16 @@ static bool pc_f16_direct(const pc_slot *sl) {
          b->logical == PC_DTYPE_FLOAT16 && sl->t->compare == PC_DTYPE_FLOAT16;
 }
 
+/* The slot's quantile histograms for the kernels: NULL when the run computes no quantiles. */
+static pc_qhist **pc_slot_hists(const pc_stream *s, pc_slot *sl) {
+  return s->cfg.quantiles ? sl->hist : NULL;
+}
+
 /* Decode and fold one slot's stored bytes (sl->raw) into its own partial. */
 static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   const unsigned char *ra = sl->raw[0], *rb = sl->raw[1];
-  pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, sl->n};
+  pc_kernel_args k = {&sl->part, pc_slot_hists(w->s, sl), &sl->t->tol, sl->t->compare, sl->base,
+                      sl->n};
   bool same = pc_bytes_identical(sl, ra, rb); /* one comparison of the bytes serves both paths */
   if (pc_f32_direct(sl) && !same) {
     pc_kernel_f32(&k, ra, rb, sl->a->logical == PC_DTYPE_BFLOAT16,
@@ -187,7 +193,8 @@ static bool pc_slot_pread(pc_slot *sl, int side) {
  * lie inside the file, so the offsets fit in off_t. */
 static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
   if (sl->fill_n) {
-    pc_kernel_args k = {&sl->part, sl->hist, &sl->t->tol, sl->t->compare, sl->base, 0};
+    pc_kernel_args k = {&sl->part, pc_slot_hists(w->s, sl), &sl->t->tol, sl->t->compare, sl->base,
+                        0};
     pc_fill_run(&k, sl->a, sl->b, sl->fill_n);
     return;
   }
@@ -242,7 +249,7 @@ static void pc_tensor_fail(pc_tensor *t, const char *why) {
 static void pc_tensor_close(pc_stream *s, pc_tensor *t) {
   if (t->verdict == PC_VERDICT_ERROR) {
     memset(&t->stats, 0, sizeof t->stats);
-  } else {
+  } else if (s->cfg.quantiles) {
     pc_stats_quantiles(&t->stats, s->hist);
   }
   for (int i = 0; i < PC_NHISTS; i++)

@@ -24,6 +24,7 @@ typedef struct pc_stream_config {
   void (*progress)(void *user, uint64_t done, uint64_t total); /* may be NULL */
   void *progress_user;
   uint64_t total_bytes; /* stored bytes of every pair to be streamed, for progress */
+  bool quantiles;       /* fill the quantile histograms and compute the quantiles */
 } pc_stream_config;
 
 int pc_stream_new(pc_stream **out, const pc_stream_config *cfg, pc_error *err);

@@ -804,6 +804,31 @@ def test_exact_integers():
         check('%s: JUnit shows %s' % (name, cell), cell in xml_text, xml_text)
 
 
+def test_quantiles_on_demand():
+    """Quantiles are computed only when a report shows them (-v, JSON, Markdown, HTML). Every
+    other output is byte-identical with and without them: the text report, JUnit and the
+    baseline file, each written once by a run that computes quantiles (it also writes JSON) and
+    once by one that does not; and the JSON run does carry quantiles."""
+    for pair in EXPECTED['pairs']:
+        a, b = pair_paths(pair)
+        outs = {}
+        for label, extra in (('without', []), ('with', ['--json', os.path.join(TMP, 'q.json')])):
+            junit, base = (os.path.join(TMP, 'q_%s.%s' % (label, e)) for e in ('xml', 'json'))
+            p = run(['-t', STRICT, '--block-elems', '7', '--junit', junit, '--save-baseline',
+                     base] + extra + [a, b])
+            with open(junit) as fj, open(base) as fb:
+                outs[label] = (p.returncode, p.stdout, fj.read(), fb.read())
+        check('%s: exit, text, JUnit and baseline identical with and without quantiles' % pair,
+              outs['with'] == outs['without'],
+              [k for k, x, y in zip(('exit', 'text', 'junit', 'baseline'), outs['with'],
+                                    outs['without']) if x != y])
+        with open(os.path.join(TMP, 'q.json')) as fh:
+            rep = json.load(fh)
+        compared = [t for t in rep['tensors'] if t['verdict'] in ('pass', 'drift')]
+        check('%s: the JSON run has quantiles for every compared tensor' % pair,
+              all('quantiles' in t for t in compared), [t['path'] for t in compared])
+
+
 TESTS = [
     test_tolerance_file_matches_expected,
     test_hdf5_faults_isolated,
@@ -827,6 +852,7 @@ TESTS = [
     test_partly_written,
     test_partly_written_giant,
     test_exact_integers,
+    test_quantiles_on_demand,
 ]
 
 

@@ -4,10 +4,11 @@
 
 #include <hdf5.h>
 
-#include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* mkdtemp */
-#include <string.h> /* strlen, strstr */
-#include <unistd.h> /* unlink, rmdir, truncate */
+#include <stdbool.h> /* bool */
+#include <stdio.h>   /* snprintf */
+#include <stdlib.h>  /* mkdtemp */
+#include <string.h>  /* strlen, strstr */
+#include <unistd.h>  /* unlink, rmdir, truncate */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,19 +64,54 @@ static const pc_tensor *tensor(const pc_run *run, const char *path) {
   return NULL;
 }
 
-static pc_run *compare_with(const char *yaml) {
+static pc_run *compare_opts(const char *yaml, bool skip_quantiles) {
   pc_tolset *tols = pc_tolset_new();
   pc_error err;
   assert_int_equal(pc_tolset_load_string(tols, "test.yaml", yaml, strlen(yaml), &err), PC_OK);
   pc_options o = PC_OPTIONS_INIT;
   o.tols = tols;
+  o.skip_quantiles = skip_quantiles;
   pc_run *run = NULL;
   assert_int_equal(pc_compare_files(&run, path_a, path_b, &o, &err), PC_OK);
   pc_tolset_free(tols);
   return run;
 }
 
+static pc_run *compare_with(const char *yaml) {
+  return compare_opts(yaml, false);
+}
+
 static const char *const exact = "version: 1\n";
+
+/* skip_quantiles: no quantiles, every other figure the same. Compared tensors of the default
+ * run have them (/drift: one ulp of 2^22 and two of 0, so its p50 ulp is 0 and its p99 is at
+ * most 2^22 and above 0.9375 * 2^22: the bucket's lower edge). */
+static void test_skip_quantiles(void **state) {
+  (void)state;
+  pc_run *full = compare_opts(exact, false), *lean = compare_opts(exact, true);
+  assert_int_equal(full->ntensors, lean->ntensors);
+  for (size_t i = 0; i < full->ntensors; i++) {
+    const pc_tensor *tf = &full->tensors[i], *tl = &lean->tensors[i];
+    const pc_stats *f = &tf->stats, *l = &tl->stats;
+    bool compared = tf->verdict == PC_VERDICT_PASS || tf->verdict == PC_VERDICT_DRIFT;
+    assert_int_equal(tf->verdict, tl->verdict);
+    assert_int_equal(f->has_quantiles, compared);
+    assert_false(l->has_quantiles);
+    assert_int_equal(f->count, l->count);
+    assert_int_equal(f->mismatches, l->mismatches);
+    assert_int_equal(f->max_ulp, l->max_ulp);
+    assert_int_equal(f->ulp_sum_lo, l->ulp_sum_lo);
+    assert_int_equal(f->worst_index, l->worst_index);
+    assert_true(f->max_abs == l->max_abs && f->max_rel == l->max_rel);
+    assert_true(f->sum_abs == l->sum_abs && f->sum_sq_diff == l->sum_sq_diff);
+    assert_memory_equal(f->ulp_hist, l->ulp_hist, sizeof f->ulp_hist);
+  }
+  const pc_stats *d = &tensor(full, "/drift")->stats;
+  assert_true(d->q_ulp[0] == 0);
+  assert_true(d->q_ulp[2] > 0.9375 * 4194304.0 && d->q_ulp[2] <= 4194304.0);
+  pc_run_free(full);
+  pc_run_free(lean);
+}
 
 static void test_verdicts(void **state) {
   (void)state;
@@ -217,7 +253,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_verdicts),           cmocka_unit_test(test_order),
       cmocka_unit_test(test_tolerances_applied), cmocka_unit_test(test_unreadable_is_an_error),
-      cmocka_unit_test(test_file_shrinks),
+      cmocka_unit_test(test_file_shrinks),       cmocka_unit_test(test_skip_quantiles),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -155,7 +155,7 @@ static void test_fill_compare(void **state) {
   pc_tensor t = {0};
   t.compare = PC_DTYPE_FLOAT32;
   assert_true(pc_fill_pair(&a, &b));
-  assert_int_equal(pc_fill_compare(&t, &a, &b), PC_OK);
+  assert_int_equal(pc_fill_compare(&t, &a, &b, true), PC_OK);
   assert_true(t.stats.count == 10 && t.stats.mismatches == 10 && t.stats.has_quantiles);
   for (int i = 0; i < PC_NQUANTILES; i++)
     assert_true(t.stats.q_abs[i] == 0.5 && t.stats.q_rel[i] == 0.5 && t.stats.q_ulp[i] == 0x1p22);
