@@ -356,9 +356,9 @@ static int stdout_users(const cli *c) {
   return is_stdout(c->json) + is_stdout(o->markdown) + is_stdout(o->junit) + is_stdout(o->html);
 }
 
-/* An output file's folder must exist and be writable: checked before the data, so that a typo
- * does not throw away a long comparison. The writers still report a file that cannot be opened
- * or written. Returns -1 to go on, else the exit code. */
+/* An output file must be writable: an existing one itself, else its folder. Checked before the
+ * data, so that a typo does not throw away a long comparison; the writers still report a file
+ * that cannot be opened or written. Returns -1 to go on, else the exit code. */
 static int check_output(const char *path) {
   if (!path || is_stdout(path))
     return -1;
@@ -368,8 +368,10 @@ static int check_output(const char *path) {
   if ((size_t)n >= sizeof dir)
     return -1; /* left to the writer, which names the path */
   snprintf(dir, sizeof dir, "%.*s", n, slash ? path : ".");
-  if (access(dir, W_OK | X_OK) < 0) {
-    fprintf(stderr, "paritycheck: %s: cannot write a file there: %s\n", path, strerror(errno));
+  bool exists = access(path, F_OK) == 0;
+  if (exists ? access(path, W_OK) < 0 : access(dir, W_OK | X_OK) < 0) {
+    fprintf(stderr, "paritycheck: %s: cannot write %s: %s\n", path,
+            exists ? "this file" : "a file there", strerror(errno));
     return EXIT_ERROR;
   }
   return -1;

@@ -575,9 +575,41 @@ def test_real_pair():
     check('real pair: HTML rows', read(out['html']).count('<tr class=') == n)
 
 
+def test_output_checks_unprivileged():
+    """The early check of report files (src/cli/main.c, check_output) as an unprivileged user,
+    for whom permissions count (root passes them all): an existing writable file in a folder
+    it cannot write is overwritten; a new file there is refused before the data are opened.
+    Needs root to switch users (setpriv), as on CI; skipped, and said so, otherwise."""
+    setpriv = shutil.which('setpriv')
+    if os.geteuid() != 0 or not setpriv:
+        print('SKIP test_output_checks_unprivileged: needs root and setpriv')
+        return
+    room = tempfile.mkdtemp(prefix='pc_unpriv_')
+    try:
+        os.chmod(room, 0o755)  # nobody may enter and read, not write
+        for f in ('ra.h5', 'rb.h5'):
+            shutil.copy(os.path.join(TMP, f), room)
+        shutil.copy(BIN, os.path.join(room, 'pc'))
+        old = os.path.join(room, 'old.json')
+        open(old, 'w').close()
+        os.chown(old, 65534, -1)
+        for path, code in ((old, 1), (os.path.join(room, 'new.json'), 2)):
+            p = subprocess.run([setpriv, '--reuid=65534', '--regid=65534', '--clear-groups',
+                                os.path.join(room, 'pc'), '--json', path, 'ra.h5',
+                                'rb.h5' if code == 1 else 'no-such-b.h5'],
+                               cwd=room, capture_output=True, text=True, timeout=120)
+            check('unprivileged --json %s: exit %d' % (os.path.basename(path), code),
+                  p.returncode == code, short(p))
+        check('unprivileged: the existing file was written', os.path.getsize(old) > 0)
+        check('unprivileged: the new file is refused by name',
+              'new.json' in p.stderr and 'no-such-b.h5' not in p.stderr, p.stderr)
+    finally:
+        shutil.rmtree(room)
+
+
 TESTS = [test_all_outputs_one_run, test_markdown_to_stdout, test_usage, test_statistics,
          test_verbose_text, test_schema_rejects, test_junit, test_html, test_baseline_gate,
-         test_real_pair]
+         test_real_pair, test_output_checks_unprivileged]
 
 
 def main(argv):
