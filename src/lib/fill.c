@@ -89,8 +89,8 @@ void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset 
 }
 
 int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b, bool quantiles) {
-  pc_qhist *h[PC_NHISTS];
-  if (pc_hists_new(h) < 0) {
+  pc_qhist *h[PC_NHISTS] = {NULL};
+  if (quantiles && pc_hists_new(h) < 0) {
     pc_hists_free(h);
     return PC_ENOMEM;
   }

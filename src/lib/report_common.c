@@ -283,7 +283,7 @@ void pc_report_worst_value(char *buf, size_t size, const pc_tensor *t, int side,
     append(buf, size, &n, "%.*g", digits[0], v[0]);
 }
 
-void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t) {
+void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t, bool full) {
   const pc_stats *s = &t->stats;
   uint64_t index[PC_MAX_RANK];
   char dims[PC_DIMS_TEXT_MAX];
@@ -292,8 +292,8 @@ void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t) {
   if (!pc_report_has_stats(t->verdict) || !s->has_worst)
     return;
   pc_report_worst_index(t, index);
-  int digits[2] = {telling_digits(s->worst_a[0], s->worst_b[0]),
-                   telling_digits(s->worst_a[1], s->worst_b[1])};
+  int digits[2] = {full ? ROUND_TRIP_DIGITS : telling_digits(s->worst_a[0], s->worst_b[0]),
+                   full ? ROUND_TRIP_DIGITS : telling_digits(s->worst_a[1], s->worst_b[1])};
   char a[PC_WORST_VALUE_MAX], b[PC_WORST_VALUE_MAX];
   pc_report_worst_value(a, sizeof a, t, 0, digits);
   pc_report_worst_value(b, sizeof b, t, 1, digits);

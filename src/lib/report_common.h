@@ -69,8 +69,9 @@ void pc_report_put_tally(FILE *out, const pc_run *run);
 void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
 
 /** "worst [2,1,2]: a=1.5, b=1.5000001": each value with the fewest significant digits, from 3 up,
- * that tell a and b apart (both at 3 when they are equal). Empty when t has no worst element. */
-void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t);
+ * that tell a and b apart (both at 3 when they are equal), or with `full`, at 17 (integers are
+ * exact either way). Empty when t has no worst element. */
+void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t, bool full);
 
 /** One side (0: a, 1: b) of t's worst pair: an integer pair exactly, in decimal; otherwise with
  * digits[0] significant digits (digits[1] for the imaginary part), a complex value as

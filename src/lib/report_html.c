@@ -256,7 +256,7 @@ static void put_row(FILE *out, const page *pg, size_t i) {
   fputs("</td>", out);
   put_figures(out, pg, t);
   if (t->verdict == PC_VERDICT_DRIFT)
-    pc_report_worst_text(text, sizeof text, t);
+    pc_report_worst_text(text, sizeof text, t, false);
   else
     pc_report_reason(text, sizeof text, t);
   fputs("<td class=\"details\">", out);

@@ -88,15 +88,9 @@ static void put_properties(FILE *out, const pc_run *run, const pc_report_options
 
 /* The worst pair at full precision, on a line of its own. */
 static void put_worst(FILE *out, const pc_tensor *t) {
-  static const int digits[2] = {17, 17};
   const pc_stats *s = &t->stats;
-  char buf[PC_REASON_MAX], dims[PC_DIMS_TEXT_MAX], a[PC_WORST_VALUE_MAX], b[PC_WORST_VALUE_MAX];
-  uint64_t index[PC_MAX_RANK];
-  pc_report_worst_index(t, index);
-  pc_report_worst_value(a, sizeof a, t, 0, digits);
-  pc_report_worst_value(b, sizeof b, t, 1, digits);
-  snprintf(buf, sizeof buf, "worst %s: a=%s, b=%s",
-           pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index), a, b);
+  char buf[PC_REASON_MAX];
+  pc_report_worst_text(buf, sizeof buf, t, true);
   pc_report_put_xml(out, buf, false);
   fprintf(out, " (abs %.17g, rel %.17g, ulp %" PRIu64 ")\n", s->worst_abs, s->worst_rel,
           s->worst_ulp);
@@ -122,7 +116,7 @@ static void put_figures(FILE *out, const pc_tensor *t) {
 static void put_message(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) {
   char reason[PC_REASON_MAX], worst[PC_REASON_MAX];
   pc_report_reason(reason, sizeof reason, t);
-  pc_report_worst_text(worst, sizeof worst, t);
+  pc_report_worst_text(worst, sizeof worst, t, false);
   fputs(" message=\"", out);
   if (g)
     pc_report_put_xml(

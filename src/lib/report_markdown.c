@@ -114,7 +114,7 @@ static void put_figures(FILE *out, const pc_tensor *t, bool quantiles) {
 static void put_details(FILE *out, const pc_tensor *t) {
   char text[PC_REASON_MAX];
   if (t->verdict == PC_VERDICT_DRIFT)
-    pc_report_worst_text(text, sizeof text, t);
+    pc_report_worst_text(text, sizeof text, t, false);
   else
     pc_report_reason(text, sizeof text, t);
   if (text[0]) {
