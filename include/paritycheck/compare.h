@@ -4,9 +4,9 @@
 #ifndef PARITYCHECK_COMPARE_H
 #define PARITYCHECK_COMPARE_H
 
-#include <paritycheck/dtype.h>     /* pc_dtype */
 #include <paritycheck/error.h>     /* pc_error */
-#include <paritycheck/tolerance.h> /* pc_tol, pc_tolset */
+#include <paritycheck/result.h>    /* pc_run */
+#include <paritycheck/tolerance.h> /* pc_tolset */
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
@@ -15,131 +15,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-enum { PC_MAX_RANK = 32 }; /* HDF5's H5S_MAX_RANK */
-
-typedef enum pc_verdict {
-  PC_VERDICT_PASS = 0,
-  PC_VERDICT_DRIFT,
-  PC_VERDICT_MISSING_IN_A,
-  PC_VERDICT_MISSING_IN_B,
-  PC_VERDICT_SHAPE_MISMATCH,
-  PC_VERDICT_DTYPE_MISMATCH,
-  PC_VERDICT_SKIPPED,
-  PC_VERDICT_ERROR,
-  PC_VERDICT_COUNT_ /* number of enumerators; not a verdict */
-} pc_verdict;
-
-/** "pass", "drift", "missing_in_a", "missing_in_b", "shape_mismatch", "dtype_mismatch",
- * "skipped", "error". */
-const char *pc_verdict_name(pc_verdict v);
-
-/** True for the verdicts that make a run drift (everything but pass, skipped and error). */
-bool pc_verdict_is_failure(pc_verdict v);
-
-enum {
-  PC_ULP_BUCKETS = 65, /* log2 buckets of ulp: 0, 1, 2-3, 4-7, ..., [2^63, 2^64) */
-  PC_NQUANTILES = 4    /* p50, p90, p99, p99.9 */
-};
-
-/** The quantile levels of pc_stats.q_*: 0.5, 0.9, 0.99, 0.999. */
-extern const double pc_quantile_levels[PC_NQUANTILES];
-
-/* Per-tensor figures, each defined in docs/metrics.md. */
-typedef struct pc_stats {
-  uint64_t count;
-  uint64_t mismatches;
-  uint64_t nan_mismatches;
-  uint64_t inf_mismatches;
-  uint64_t not_representable_a; /* values outside A's logical dtype (dtype attribute) */
-  uint64_t not_representable_b;
-  double max_abs;
-  double max_rel;
-  uint64_t max_ulp;
-  uint64_t ulp_sum_hi; /* exact 128-bit sum of ulp over the elements of mean_ulp */
-  uint64_t ulp_sum_lo;
-  uint64_t ulp_terms; /* how many elements the sum holds */
-  bool has_worst;
-  uint64_t worst_index; /* row-major flat index */
-  double worst_a[2];    /* [0] real value, [1] imaginary part (complex only) */
-  double worst_b[2];
-  double worst_abs;
-  double worst_rel;
-  uint64_t worst_ulp;
-  int worst_class; /* 0 finite, 1 mismatch, 2 inf mismatch, 3 nan mismatch: internal ranking */
-  /* Both sides integers: the worst a ([0]) and b ([1]) exactly, as sign and magnitude, since
-   * worst_a and worst_b round them to double beyond 2^53. */
-  bool worst_is_int;
-  bool worst_int_neg[2];
-  uint64_t worst_int_mag[2];
-  /* Sums over the elements where a and b are both finite (complex: |.|^2 and Re(a conj b)),
-   * in row-major order, for the aggregate figures of docs/metrics.md. */
-  uint64_t finite_terms;
-  double sum_sq_a;    /* sum of a^2 */
-  double sum_sq_b;    /* sum of b^2 */
-  double sum_ab;      /* sum of a*b */
-  double sum_sq_diff; /* sum of (b - a)^2 */
-  double sum_a_diff;  /* sum of a*(b - a): scale_error without the cancellation of sum_ab */
-  /* Distribution of the errors over the elements of mean_ulp (all but nan mismatches). */
-  double sum_abs;                    /* mean_abs = sum_abs / ulp_terms */
-  double sum_rel;                    /* mean_rel = sum_rel / ulp_terms */
-  uint64_t ulp_hist[PC_ULP_BUCKETS]; /* [0]: ulp 0; [k >= 1]: ulp in [2^(k-1), 2^k) */
-  bool has_quantiles;                /* q_* below are filled */
-  double q_abs[PC_NQUANTILES];       /* quantiles of abs, rel and ulp at pc_quantile_levels: */
-  double q_rel[PC_NQUANTILES];       /* approximations from a log-bucketed histogram, */
-  double q_ulp[PC_NQUANTILES];       /* docs/metrics.md says how close */
-} pc_stats;
-
-/* Aggregate figures of a tensor, derived from pc_stats (docs/metrics.md, "Aggregates"). */
-typedef struct pc_aggregates {
-  double mean_abs; /* sum_abs / ulp_terms */
-  double mean_rel;
-  double rms;         /* sqrt(sum_sq_diff / finite_terms) */
-  double rel_rms;     /* sqrt(sum_sq_diff / sum_sq_a) */
-  double cosine;      /* sum_ab / sqrt(sum_sq_a * sum_sq_b) */
-  double snr_db;      /* 10 log10(sum_sq_a / sum_sq_diff) */
-  double scale_error; /* sum_a_diff / sum_sq_a: the least-squares scale of B on A, minus 1 */
-} pc_aggregates;
-
-/** The aggregate figures of s, with the edge cases of docs/metrics.md (no elements, zero
- * vectors, no error). */
-pc_aggregates pc_stats_aggregates(const pc_stats *s);
-
-/** mean_ulp of docs/metrics.md: the exact sum divided by ulp_terms (0 when there are none). */
-double pc_stats_mean_ulp(const pc_stats *s);
-
-typedef struct pc_tensor {
-  char *path;
-  pc_verdict verdict;
-  char *message;    /* why (skipped, error, dtype/shape mismatch), or NULL */
-  char *note;       /* e.g. "float16 vs bfloat16 compared in float32 ULPs", or NULL */
-  pc_dtype dtype_a; /* logical dtype; PC_DTYPE_NONE when absent or non-numeric */
-  pc_dtype dtype_b;
-  pc_dtype compare; /* compare dtype (component dtype for complex); NONE when not compared */
-  bool is_complex;
-  int rank; /* A's shape (B's when missing in A); -1 when unknown */
-  uint64_t dims[PC_MAX_RANK];
-  int rank_b; /* B's shape, for shape_mismatch */
-  uint64_t dims_b[PC_MAX_RANK];
-  uint64_t reduction_length; /* K from the dataset's attributes (A's, else B's); 0 = unknown */
-  pc_dtype accumulation;     /* accumulation dtype from the attributes; NONE = unknown */
-  pc_tol tol;                /* the tolerance applied */
-  pc_stats stats;
-} pc_tensor;
-
-typedef enum pc_run_verdict { PC_RUN_PASS = 0, PC_RUN_DRIFT = 1, PC_RUN_ERROR = 2 } pc_run_verdict;
-
-/** "pass", "drift", "error". */
-const char *pc_run_verdict_name(pc_run_verdict v);
-
-typedef struct pc_run {
-  char *path_a;
-  char *path_b;
-  pc_tensor *tensors; /* A's creation order when A tracks it, else by name; then B-only ones */
-  size_t ntensors;
-  size_t by_verdict[PC_VERDICT_COUNT_];
-  pc_run_verdict verdict; /* its value is also the process exit code */
-} pc_run;
 
 /* Reports how far a comparison has got: stored bytes read of both files so far, of `total`.
  * Called on the thread that called pc_compare_files. */

@@ -30,8 +30,16 @@ enum {
   /* Tensor-level criteria: rel_rms <= max_rel_rms, and
    * |scale_error| <= max_scale + max_scale_sqrt_n / sqrt(N) over N finite pairs. */
   PC_TOL_MAX_REL_RMS = 1u << 4,
-  PC_TOL_MAX_SCALE = 1u << 5
+  PC_TOL_MAX_SCALE = 1u << 5,
+  /* Run-level allowances, applied by the judge once the whole run is compared
+   * (docs/tolerance-model.md): the run's own error trend along execution order, and the noise
+   * floor of tensors whose exact value is (near) zero. */
+  PC_TOL_TREND = 1u << 6,
+  PC_TOL_NOISE = 1u << 7
 };
+
+/* trend_window when a file sets trend_growth but not the window, and the largest accepted. */
+enum { PC_TREND_WINDOW_DEFAULT = 8, PC_TREND_WINDOW_MAX = 1 << 20 };
 
 /* The tolerance applied to one tensor. A field is meaningful only when its bit is in `set`;
  * an unset max_mismatch_fraction means 0. The last three are tensor-level criteria on the
@@ -45,6 +53,10 @@ typedef struct pc_tol {
   double max_rel_rms;           /* >= 0, finite */
   double max_scale;             /* >= 0, finite: the systematic part of the scale allowance */
   double max_scale_sqrt_n;      /* >= 0, finite: the sampling part, divided by sqrt(N) */
+  double trend_growth;          /* PC_TOL_TREND: G, the growth allowed over the trend */
+  unsigned trend_window;        /* PC_TOL_TREND: W, upstream tensors the trend looks at */
+  double trend_crest;           /* PC_TOL_TREND: P, largest max_abs / (allowed rel_rms RMS(A)) */
+  double noise_floor;           /* PC_TOL_NOISE: nu u, as a fraction of the neighbours' RMS */
 } pc_tol;
 
 typedef struct pc_tolset pc_tolset;

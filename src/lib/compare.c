@@ -1,6 +1,7 @@
 /* The comparator (compare.h): pairs datasets by path, streams each pair through the element
  * kernels of docs/metrics.md and judges it against the tolerance. */
 #include "fill.h"
+#include "judge.h"
 #include "kernel.h"
 #include "loader.h"
 #include "pc_internal.h"
@@ -183,22 +184,6 @@ static int pc_resolve_tol(pc_pair *p, const pc_tolset *tols) {
   return PC_OK;
 }
 
-/* Elements first (nan/inf mismatches, then the mismatch fraction), then the tensor-level
- * criteria on the aggregate figures. */
-static pc_verdict pc_judge(const pc_tensor *t) {
-  const pc_stats *s = &t->stats;
-  double allowed = (t->tol.set & PC_TOL_MAX_MISMATCH_FRACTION) ? t->tol.max_mismatch_fraction : 0;
-  if (s->nan_mismatches || s->inf_mismatches)
-    return PC_VERDICT_DRIFT;
-  /* count > 0 when there are mismatches: a tensor without elements has none. */
-  if (s->mismatches && (double)s->mismatches / (double)s->count > allowed)
-    return PC_VERDICT_DRIFT;
-  pc_aggregates g = pc_stats_aggregates(s);
-  return pc_tol_check_aggregates(&t->tol, g.rel_rms, g.scale_error, s->finite_terms)
-             ? PC_VERDICT_DRIFT
-             : PC_VERDICT_PASS;
-}
-
 static int pc_note(pc_tensor *t, bool cross_grid) {
   char note[128];
   if (!cross_grid)
@@ -211,8 +196,7 @@ static int pc_note(pc_tensor *t, bool cross_grid) {
 /* The pipeline calls this once the tensor's figures are complete. */
 static void pc_tensor_done(void *user, pc_tensor *t) {
   (void)user;
-  if (t->verdict != PC_VERDICT_ERROR)
-    t->verdict = pc_judge(t);
+  pc_judge_tensor(t);
 }
 
 /* HDF5 decompresses a whole chunk to read any part of it, and a small file can declare a chunk
@@ -279,20 +263,11 @@ static int pc_run_tensor(pc_run *run, pc_pair *p, const pc_tolset *tols, pc_erro
   pc_tensor *t = &run->tensors[run->ntensors++];
   p->t = t;
   t->path = pc_strdup((p->a ? p->a : p->b)->path);
+  t->caused_by = -1;
+  t->context.exec_index = p->a ? p->a->exec_index : p->b->exec_index;
   if (!t->path)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
   return pc_compare_pair(p, tols, err);
-}
-
-static void pc_run_finish(pc_run *run) {
-  for (size_t i = 0; i < run->ntensors; i++)
-    run->by_verdict[run->tensors[i].verdict]++;
-  run->verdict = PC_RUN_PASS;
-  for (size_t v = 0; v < PC_VERDICT_COUNT_; v++)
-    if (run->by_verdict[v] && pc_verdict_is_failure((pc_verdict)v))
-      run->verdict = PC_RUN_DRIFT;
-  if (run->by_verdict[PC_VERDICT_ERROR])
-    run->verdict = PC_RUN_ERROR;
 }
 
 /* Stored bytes of every pair that will be streamed, for progress reports. */
@@ -349,7 +324,8 @@ static int pc_run_all(pc_run *run, pc_file *fa, pc_file *fb, const pc_options *o
   if (rc == PC_OK)
     rc = pc_stream_finish(p.stream, err);
   pc_stream_free(p.stream);
-  pc_run_finish(run);
+  if (rc == PC_OK && (rc = pc_judge_run(run)) < 0)
+    pc_error_set(err, rc, "out of memory");
   return rc;
 }
 
@@ -389,6 +365,7 @@ void pc_run_free(pc_run *run) {
     free(run->tensors[i].note);
   }
   free(run->tensors);
+  free(run->order);
   free(run->path_a);
   free(run->path_b);
   free(run);

@@ -9,7 +9,7 @@
 #include "kernel.h" /* pc_kernel_args, pc_magnitude */
 #include "loader.h" /* pc_dataset */
 
-#include <paritycheck/compare.h> /* pc_tensor */
+#include <paritycheck/result.h> /* pc_tensor */
 
 #include <stdbool.h> /* bool */
 #include <stdint.h>  /* uint64_t */

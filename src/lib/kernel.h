@@ -6,7 +6,7 @@
 
 #include "qhist.h"
 
-#include <paritycheck/compare.h>
+#include <paritycheck/result.h>
 
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* int64_t, uint64_t */

@@ -102,6 +102,7 @@ static int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error 
   }
   pc_dataset *d = &f->ds[f->n];
   memset(d, 0, sizeof *d);
+  d->exec_index = -1;
   d->path = pc_strdup(path);
   if (!d->path)
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
@@ -304,27 +305,34 @@ static void pc_logical_dtype(pc_dataset *d, hid_t dset) {
     d->logical = dt;
 }
 
+/* A scalar integer attribute; false when it is absent or not one integer. */
+static bool pc_read_int_attr(hid_t dset, const char *name, long long *out) {
+  if (H5Aexists(dset, name) <= 0)
+    return false;
+  hid_t attr = H5Aopen(dset, name, H5P_DEFAULT);
+  hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
+  hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
+  bool ok = type >= 0 && H5Tget_class(type) == H5T_INTEGER &&
+            H5Sget_simple_extent_npoints(space) == 1 && H5Aread(attr, H5T_NATIVE_LLONG, out) >= 0;
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  if (attr >= 0)
+    H5Aclose(attr);
+  return ok;
+}
+
 /* The dumper's hints for the tolerance model (docs/tolerances.md): the length K of the
- * reduction that produced the tensor, and the dtype it accumulated in. Absent or malformed
- * attributes leave the defaults (unknown). */
+ * reduction that produced the tensor, the dtype it accumulated in, and its place in execution
+ * order. Absent or malformed attributes leave the defaults (unknown). */
 static void pc_reduction_attrs(pc_dataset *d, hid_t dset) {
   char name[64];
-  if (H5Aexists(dset, "reduction_length") > 0) {
-    hid_t attr = H5Aopen(dset, "reduction_length", H5P_DEFAULT);
-    hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
-    hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
-    long long k = 0;
-    if (type >= 0 && H5Tget_class(type) == H5T_INTEGER &&
-        H5Sget_simple_extent_npoints(space) == 1 && H5Aread(attr, H5T_NATIVE_LLONG, &k) >= 0 &&
-        k > 0)
-      d->reduction_length = (uint64_t)k;
-    if (type >= 0)
-      H5Tclose(type);
-    if (space >= 0)
-      H5Sclose(space);
-    if (attr >= 0)
-      H5Aclose(attr);
-  }
+  long long v = 0;
+  if (pc_read_int_attr(dset, "reduction_length", &v) && v > 0)
+    d->reduction_length = (uint64_t)v;
+  if (pc_read_int_attr(dset, "execution_index", &v) && v >= 0)
+    d->exec_index = v;
   if (H5Aexists(dset, "accumulation_dtype") > 0 &&
       pc_read_string_attr(dset, "accumulation_dtype", name, sizeof name))
     d->accumulation = pc_dtype_from_name(strncmp(name, "torch.", 6) == 0 ? name + 6 : name);

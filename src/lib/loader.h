@@ -5,7 +5,7 @@
 #ifndef PC_LOADER_H
 #define PC_LOADER_H
 
-#include <paritycheck/compare.h> /* PC_MAX_RANK */
+#include <paritycheck/result.h> /* PC_MAX_RANK */
 #include <paritycheck/dtype.h>
 #include <paritycheck/error.h>
 
@@ -43,6 +43,7 @@ typedef struct pc_dataset {
   char *reason;              /* for PC_KIND_SKIPPED and PC_KIND_ERROR */
   uint64_t reduction_length; /* attribute `reduction_length` (K); 0 when absent */
   pc_dtype accumulation;     /* attribute `accumulation_dtype`; PC_DTYPE_NONE when absent */
+  int64_t exec_index;        /* attribute `execution_index`; -1 when absent */
   /* Storage (docs/robustness.md). A dataset never written reads as its fill value everywhere:
    * all_fill, with the value as stored (elem_size bytes, decoded like a read block). */
   bool all_fill;

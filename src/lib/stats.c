@@ -1,6 +1,6 @@
 /* Figures derived from a tensor's pc_stats (docs/metrics.md, "Aggregate sums" and "Error
  * distribution"). */
-#include <paritycheck/compare.h>
+#include <paritycheck/result.h>
 
 #include <math.h> /* sqrt, log10, INFINITY */
 

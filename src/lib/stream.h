@@ -8,7 +8,7 @@
 
 #include "loader.h"
 
-#include <paritycheck/compare.h>
+#include <paritycheck/result.h>
 
 typedef struct pc_stream pc_stream;
 

@@ -61,7 +61,8 @@ enum { KEY_MATCH = KEY_COUNT, RULE_KEY_COUNT = KEY_COUNT + 1 };
 static const char *const criterion_keys[] = {
     "atol",        "rtol",          "max_ulp",     "max_mismatch_fraction",
     "precision",   "accumulation",  "atol_rms",    "rtol_u",
-    "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u", "max_scale_u_sqrt_n"};
+    "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u", "max_scale_u_sqrt_n",
+    "trend_growth", "trend_window", "trend_crest", "noise_floor_u"};
 enum {
   CRIT_ATOL,
   CRIT_RTOL,
@@ -75,6 +76,10 @@ enum {
   CRIT_MAX_REL_RMS_U,
   CRIT_MAX_SCALE_U,
   CRIT_MAX_SCALE_U_SQRT_N,
+  CRIT_TREND_GROWTH,
+  CRIT_TREND_WINDOW,
+  CRIT_TREND_CREST,
+  CRIT_NOISE_FLOOR_U,
   CRIT_COUNT
 };
 _Static_assert(COUNT_OF(criterion_keys) == CRIT_COUNT, "one name per criterion");
@@ -904,6 +909,24 @@ static double model_u_acc(const tol_entry *e, pc_dtype compare, const pc_tol_con
   return has(e, CRIT_ACCUMULATION) ? e->value[CRIT_ACCUMULATION] : pc_dtype_unit_roundoff(compare);
 }
 
+/* The run-level terms (docs/tolerance-model.md, "The run's trend" and "Noise-level tensors"):
+ * the judge applies them once every tensor of the run is compared. */
+static void apply_run_model(pc_tol *tol, const tol_entry *e, double u) {
+  const double *c = e->value;
+  if (has(e, CRIT_TREND_GROWTH) && c[CRIT_TREND_GROWTH] > 0) {
+    tol->set |= PC_TOL_TREND;
+    tol->trend_growth = c[CRIT_TREND_GROWTH];
+    tol->trend_window = has(e, CRIT_TREND_WINDOW) && c[CRIT_TREND_WINDOW] >= 1
+                            ? (unsigned)fmin(c[CRIT_TREND_WINDOW], PC_TREND_WINDOW_MAX)
+                            : PC_TREND_WINDOW_DEFAULT;
+    tol->trend_crest = has(e, CRIT_TREND_CREST) ? c[CRIT_TREND_CREST] : 0;
+  }
+  if (has(e, CRIT_NOISE_FLOOR_U) && c[CRIT_NOISE_FLOOR_U] > 0) {
+    tol->set |= PC_TOL_NOISE;
+    tol->noise_floor = fmin(c[CRIT_NOISE_FLOOR_U] * u, 1);
+  }
+}
+
 /* The model's terms for a float compare dtype (docs/tolerance-model.md). */
 static void apply_model(pc_tol *tol, const tol_entry *e, pc_dtype compare,
                         const pc_tol_context *ctx) {
@@ -925,6 +948,7 @@ static void apply_model(pc_tol *tol, const tol_entry *e, pc_dtype compare,
     tol->max_scale = (has(e, CRIT_MAX_SCALE_U) ? c[CRIT_MAX_SCALE_U] : 0) * u;
     tol->max_scale_sqrt_n = (has(e, CRIT_MAX_SCALE_U_SQRT_N) ? c[CRIT_MAX_SCALE_U_SQRT_N] : 0) * u;
   }
+  apply_run_model(tol, e, u);
 }
 
 pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,

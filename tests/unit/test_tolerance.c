@@ -512,7 +512,7 @@ static void test_unknown_keys(void **state) {
                NAME ":3:22: unknown key 'atoll' in 'float32'"
                     " (expected one of: atol, rtol, max_ulp, max_mismatch_fraction, precision,"
                     " accumulation, atol_rms, rtol_u, rtol_sqrt_k, max_rel_rms_u, max_scale_u,"
-                    " max_scale_u_sqrt_n)");
+                    " max_scale_u_sqrt_n, trend_growth, trend_window, trend_crest, noise_floor_u)");
   expect_error("version: 1\nrules:\n  - match: /a\n    int8: {}\n",
                NAME ":4:5: unknown key 'int8' in a rule (expected one of: float64, float32,"
                     " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all, match)");

@@ -1,0 +1,418 @@
+/* The judge (judge.h); the criteria and allowances are those of docs/tolerance-model.md. */
+#include "judge.h"
+
+#include "pc_internal.h"
+
+#include <ctype.h>  /* tolower, isdigit */
+#include <math.h>   /* fabs, fmax, sqrt, INFINITY */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* malloc, free, qsort */
+#include <string.h> /* strchr, strcmp, strncmp */
+
+/* Neighbours on each side, in execution order, whose RMS(A) sets a tensor's noise scale: the
+ * other parameters of its module (a conv's weight next to its bias) and the tensors that fed
+ * it or took its output. */
+enum { PC_NOISE_NEIGHBOURS = 2 };
+
+static const char *const pc_criterion_names[PC_CRIT_COUNT_] = {
+    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error"};
+
+const char *pc_criterion_name(pc_criterion c) {
+  return (unsigned)c < PC_CRIT_COUNT_ ? pc_criterion_names[c] : "unknown";
+}
+
+/* --- one tensor -------------------------------------------------------------------------- */
+
+static void pc_add_reason(pc_tensor *t, pc_criterion c, double value, double limit) {
+  t->reasons[t->nreasons++] = (pc_reason){c, value, limit};
+}
+
+static void pc_drop_reason(pc_tensor *t, size_t i) {
+  memmove(&t->reasons[i], &t->reasons[i + 1], (t->nreasons - i - 1) * sizeof t->reasons[0]);
+  t->nreasons--;
+}
+
+static pc_reason *pc_find_reason(pc_tensor *t, pc_criterion c) {
+  for (size_t i = 0; i < t->nreasons; i++)
+    if (t->reasons[i].criterion == c)
+      return &t->reasons[i];
+  return NULL;
+}
+
+/* Elements first (nan/inf mismatches, then the mismatch fraction), then the tensor-level
+ * criteria on the aggregate figures; written as !(value <= limit) so that NaN breaks. */
+void pc_judge_tensor(pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  const pc_tol *tol = &t->tol;
+  t->nreasons = 0;
+  t->caused_by = -1;
+  if (t->verdict == PC_VERDICT_ERROR)
+    return;
+  double allowed = (tol->set & PC_TOL_MAX_MISMATCH_FRACTION) ? tol->max_mismatch_fraction : 0;
+  if (s->nan_mismatches)
+    pc_add_reason(t, PC_CRIT_NAN_MISMATCH, (double)s->nan_mismatches, 0);
+  if (s->inf_mismatches)
+    pc_add_reason(t, PC_CRIT_INF_MISMATCH, (double)s->inf_mismatches, 0);
+  /* count > 0 when there are mismatches: a tensor without elements has none. */
+  double fraction = s->count ? (double)s->mismatches / (double)s->count : 0;
+  if (s->mismatches && fraction > allowed)
+    pc_add_reason(t, PC_CRIT_MISMATCH_FRACTION, fraction, allowed);
+  if (s->finite_terms) {
+    pc_aggregates g = pc_stats_aggregates(s);
+    if ((tol->set & PC_TOL_MAX_REL_RMS) && !(g.rel_rms <= tol->max_rel_rms))
+      pc_add_reason(t, PC_CRIT_REL_RMS, g.rel_rms, tol->max_rel_rms);
+    double limit = pc_tol_scale_limit(tol, s->finite_terms);
+    if ((tol->set & PC_TOL_MAX_SCALE) && !(fabs(g.scale_error) <= limit))
+      pc_add_reason(t, PC_CRIT_SCALE_ERROR, fabs(g.scale_error), limit);
+  }
+  t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
+}
+
+/* --- execution order ---------------------------------------------------------------------- */
+
+/* Without `execution_index` attributes the order is inferred from the paths (docs/
+ * tolerance-model.md, "Execution order"): inputs, then the forward tensors in file order, then
+ * losses and outputs, then gradients in backward order, that is by their module's forward
+ * position, last first. */
+enum { PC_CLASS_INDEXED, PC_CLASS_INPUT, PC_CLASS_FORWARD, PC_CLASS_LOSS, PC_CLASS_GRAD };
+
+typedef struct pc_order_key {
+  int cls;
+  long long major; /* execution_index, or minus the module's forward position for gradients */
+  size_t index;    /* position in the run: ties keep file order (gradients: reversed) */
+  long long minor;
+} pc_order_key;
+
+static bool pc_contains_ci(const char *s, size_t n, const char *word) {
+  size_t w = strlen(word);
+  for (size_t i = 0; i + w <= n; i++) {
+    size_t k = 0;
+    while (k < w && tolower((unsigned char)s[i + k]) == word[k])
+      k++;
+    if (k == w)
+      return true;
+  }
+  return false;
+}
+
+/* The first path component (without the leading '/') and its length. */
+static const char *pc_first_component(const char *path, size_t *len) {
+  const char *p = path[0] == '/' ? path + 1 : path;
+  const char *slash = strchr(p, '/');
+  *len = slash ? (size_t)(slash - p) : strlen(p);
+  return p;
+}
+
+/* A gradient: some group above the dataset names itself a gradient ("gradients", "grads"). */
+static bool pc_is_gradient(const char *path) {
+  const char *last = strrchr(path, '/');
+  return last && pc_contains_ci(path, (size_t)(last - path), "grad");
+}
+
+static int pc_path_class(const char *path) {
+  size_t n;
+  const char *first = pc_first_component(path, &n);
+  const char *last = strrchr(path, '/');
+  last = last ? last + 1 : path;
+  if (pc_is_gradient(path))
+    return PC_CLASS_GRAD;
+  if (strchr(first, '/') && pc_contains_ci(first, n, "input"))
+    return PC_CLASS_INPUT;
+  if ((strchr(first, '/') && pc_contains_ci(first, n, "output")) ||
+      pc_contains_ci(last, strlen(last), "loss"))
+    return PC_CLASS_LOSS;
+  return PC_CLASS_FORWARD;
+}
+
+/* The module a forward tensor belongs to: the component below its top group, without a
+ * leading call index ("/activations/012_layer1.0.conv1/0" -> "layer1.0.conv1"), and a DDP
+ * "module." prefix dropped. Written to buf (at most cap bytes). */
+static void pc_forward_module(const char *path, char *buf, size_t cap) {
+  size_t n;
+  const char *p = pc_first_component(path, &n);
+  if (p[n] == '/')
+    p += n + 1;
+  const char *q = p;
+  while (isdigit((unsigned char)*q))
+    q++;
+  if (q != p && *q == '_')
+    p = q + 1;
+  if (strncmp(p, "module.", 7) == 0)
+    p += 7;
+  size_t k = 0;
+  while (p[k] && p[k] != '/' && k + 1 < cap) {
+    buf[k] = p[k];
+    k++;
+  }
+  buf[k] = '\0';
+}
+
+/* A gradient's parameter as a dotted name below the gradient group ("/grads/l1/conv/weight"
+ * and "/gradients/l1.conv.weight" -> "l1.conv.weight"), DDP prefix dropped. */
+static void pc_gradient_param(const char *path, char *buf, size_t cap) {
+  const char *p = path[0] == '/' ? path + 1 : path;
+  const char *after = p;
+  for (const char *s = p; *s; s++)
+    if (*s == '/' && pc_contains_ci(p, (size_t)(s - p), "grad"))
+      after = s + 1; /* below the deepest group naming gradients */
+  if (strncmp(after, "module.", 7) == 0)
+    after += 7;
+  size_t k = 0;
+  for (; after[k] && k + 1 < cap; k++)
+    buf[k] = after[k] == '/' ? '.' : after[k];
+  buf[k] = '\0';
+}
+
+typedef struct pc_module_pos {
+  char name[256];
+  size_t pos;
+} pc_module_pos;
+
+static int pc_cmp_module(const void *x, const void *y) {
+  const pc_module_pos *a = x, *b = y;
+  int c = strcmp(a->name, b->name);
+  return c ? c : (a->pos < b->pos) - (a->pos > b->pos); /* the last call first */
+}
+
+/* The forward position of a parameter's module: its dotted name shortened from the right until
+ * a forward module of that name is found ("lstm.weight_ih_l0" -> "lstm"); -1 when none is. */
+static long long pc_module_position(const pc_module_pos *mods, size_t n, const char *param) {
+  pc_module_pos key;
+  snprintf(key.name, sizeof key.name, "%s", param);
+  for (char *dot = strrchr(key.name, '.'); dot; dot = strrchr(key.name, '.')) {
+    *dot = '\0';
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first entry whose name is not below key's */
+      size_t mid = lo + (hi - lo) / 2;
+      if (strcmp(mods[mid].name, key.name) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < n && strcmp(mods[lo].name, key.name) == 0)
+      return (long long)mods[lo].pos;
+  }
+  return -1;
+}
+
+static int pc_cmp_key(const void *x, const void *y) {
+  const pc_order_key *a = x, *b = y;
+  if (a->cls != b->cls)
+    return a->cls < b->cls ? -1 : 1;
+  if (a->major != b->major)
+    return a->major < b->major ? -1 : 1;
+  if (a->minor != b->minor)
+    return a->minor < b->minor ? -1 : 1;
+  return (a->index > b->index) - (a->index < b->index);
+}
+
+static int pc_forward_modules(const pc_run *run, pc_module_pos **out, size_t *n) {
+  *n = 0;
+  *out = malloc((run->ntensors ? run->ntensors : 1) * sizeof **out);
+  if (!*out)
+    return PC_ENOMEM;
+  for (size_t i = 0; i < run->ntensors; i++)
+    if (pc_path_class(run->tensors[i].path) == PC_CLASS_FORWARD) {
+      pc_forward_module(run->tensors[i].path, (*out)[*n].name, sizeof (*out)[*n].name);
+      (*out)[(*n)++].pos = i;
+    }
+  qsort(*out, *n, sizeof **out, pc_cmp_module);
+  return PC_OK;
+}
+
+static pc_order_key pc_key(const pc_run *run, size_t i, const pc_module_pos *mods, size_t n) {
+  const pc_tensor *t = &run->tensors[i];
+  pc_order_key k = {PC_CLASS_INDEXED, 0, i, 0};
+  if (t->context.exec_index >= 0) {
+    k.major = t->context.exec_index;
+    return k;
+  }
+  k.cls = pc_path_class(t->path);
+  if (k.cls == PC_CLASS_GRAD) {
+    char param[256];
+    pc_gradient_param(t->path, param, sizeof param);
+    long long pos = pc_module_position(mods, n, param);
+    k.major = pos >= 0 ? -pos : 1;   /* unmatched parameters: at the end of backward */
+    k.minor = -(long long)i;         /* a module's own parameters: last stored first */
+  }
+  return k;
+}
+
+static int pc_compute_order(pc_run *run) {
+  pc_module_pos *mods = NULL;
+  size_t nmods = 0;
+  pc_order_key *keys = malloc((run->ntensors ? run->ntensors : 1) * sizeof *keys);
+  run->order = malloc((run->ntensors ? run->ntensors : 1) * sizeof *run->order);
+  int rc = keys && run->order ? pc_forward_modules(run, &mods, &nmods) : PC_ENOMEM;
+  if (rc == PC_OK) {
+    for (size_t i = 0; i < run->ntensors; i++)
+      keys[i] = pc_key(run, i, mods, nmods);
+    qsort(keys, run->ntensors, sizeof *keys, pc_cmp_key);
+    for (size_t k = 0; k < run->ntensors; k++) {
+      run->order[k] = keys[k].index;
+      run->tensors[keys[k].index].context.exec_index = (int64_t)k;
+    }
+  }
+  free(mods);
+  free(keys);
+  return rc;
+}
+
+/* --- run-level allowances ------------------------------------------------------------------ */
+
+/* A float tensor whose figures the run-level allowances may reinterpret. */
+static bool pc_judgeable(const pc_tensor *t) {
+  return pc_dtype_is_float(t->compare) && t->stats.finite_terms > 0 &&
+         (t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT);
+}
+
+static double pc_rms(double sum_sq, uint64_t n) {
+  return n ? sqrt(sum_sq / (double)n) : 0;
+}
+
+/* The largest RMS(A) of the PC_NOISE_NEIGHBOURS judgeable tensors on each side of position k. */
+static double pc_noise_scale(const pc_run *run, size_t k) {
+  double scale = 0;
+  for (int dir = -1; dir <= 1; dir += 2) {
+    int found = 0;
+    for (size_t j = k; found < PC_NOISE_NEIGHBOURS;) {
+      if ((dir < 0 && j == 0) || (dir > 0 && j + 1 >= run->ntensors))
+        break;
+      j = dir < 0 ? j - 1 : j + 1;
+      const pc_tensor *n = &run->tensors[run->order[j]];
+      if (!pc_judgeable(n))
+        continue;
+      found++;
+      scale = fmax(scale, pc_rms(n->stats.sum_sq_a, n->stats.finite_terms));
+    }
+  }
+  return scale;
+}
+
+/* The trend: the largest rel_rms among the last `window` passing, not noise-level tensors. */
+typedef struct pc_trend {
+  double *rel_rms;
+  size_t n;
+} pc_trend;
+
+static double pc_trend_at(const pc_trend *tr, unsigned window) {
+  double m = 0;
+  for (size_t i = tr->n > window ? tr->n - window : 0; i < tr->n; i++)
+    m = fmax(m, tr->rel_rms[i]);
+  return m;
+}
+
+/* Relaxes the magnitude criteria by what the run explains: a noise-level tensor is judged
+ * against its noise floor (they are waived), any other against G times the trend. nan and inf
+ * mismatches are never explained. */
+static void pc_relax(pc_tensor *t) {
+  const pc_tol *tol = &t->tol;
+  pc_context *c = &t->context;
+  if (pc_find_reason(t, PC_CRIT_NAN_MISMATCH) || pc_find_reason(t, PC_CRIT_INF_MISMATCH))
+    return;
+  if (c->noise_level) {
+    t->nreasons = 0;
+    return;
+  }
+  if (!(tol->set & PC_TOL_TREND) || c->trend <= 0)
+    return;
+  double allowed = tol->trend_growth * c->trend;
+  double rms_a = pc_rms(t->stats.sum_sq_a, t->stats.finite_terms);
+  for (size_t i = t->nreasons; i-- > 0;) {
+    pc_reason *r = &t->reasons[i];
+    if (r->criterion == PC_CRIT_MISMATCH_FRACTION) {
+      if (tol->trend_crest > 0 && t->stats.max_abs <= tol->trend_crest * allowed * rms_a &&
+          !((tol->set & PC_TOL_MAX_REL_RMS) && allowed <= tol->max_rel_rms))
+        pc_drop_reason(t, i);
+    } else if (r->criterion == PC_CRIT_REL_RMS || r->criterion == PC_CRIT_SCALE_ERROR) {
+      r->limit = fmax(r->limit, allowed);
+      if (r->value <= r->limit)
+        pc_drop_reason(t, i);
+    }
+  }
+}
+
+static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
+  pc_tensor *t = &run->tensors[run->order[k]];
+  pc_context *c = &t->context;
+  if (!pc_judgeable(t))
+    return;
+  pc_aggregates g = pc_stats_aggregates(&t->stats);
+  c->judged = true;
+  c->trend = (t->tol.set & PC_TOL_TREND) ? pc_trend_at(tr, t->tol.trend_window) : 0;
+  c->noise_scale = pc_noise_scale(run, k);
+  double own = fmax(pc_rms(t->stats.sum_sq_a, t->stats.finite_terms),
+                    pc_rms(t->stats.sum_sq_b, t->stats.finite_terms));
+  c->noise_level = (t->tol.set & PC_TOL_NOISE) && c->noise_scale > 0 &&
+                   own <= t->tol.noise_floor * c->noise_scale;
+  pc_relax(t);
+  t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
+  if (t->verdict == PC_VERDICT_PASS && !c->noise_level && isfinite(g.rel_rms))
+    tr->rel_rms[tr->n++] = g.rel_rms;
+}
+
+/* --- cascades ------------------------------------------------------------------------------ */
+
+/* How far a failing tensor is off, for the cascade test: its rel_rms, infinite with nan/inf
+ * mismatches; a structural failure (missing, shape, dtype) neither explains nor is explained. */
+static double pc_severity(const pc_tensor *t) {
+  if (t->verdict != PC_VERDICT_DRIFT)
+    return -1;
+  if (t->stats.nan_mismatches || t->stats.inf_mismatches)
+    return INFINITY;
+  return t->stats.finite_terms ? pc_stats_aggregates(&t->stats).rel_rms : -1;
+}
+
+/* In execution order: a failing tensor is explained when an earlier failing one is at least
+ * 1/G as far off (G the growth its trend allows, 1 without); it is then caused by that one's
+ * root, the worst earlier failure's. The first failing tensor is always a root. */
+static void pc_link_cascades(pc_run *run) {
+  long worst = -1;
+  double worst_sev = -1;
+  run->first_divergence = -1;
+  for (size_t k = 0; k < run->ntensors; k++) {
+    size_t i = run->order[k];
+    pc_tensor *t = &run->tensors[i];
+    if (!pc_verdict_is_failure(t->verdict))
+      continue;
+    if (run->first_divergence < 0)
+      run->first_divergence = (long)i;
+    double sev = pc_severity(t);
+    double growth = (t->tol.set & PC_TOL_TREND) ? fmax(t->tol.trend_growth, 1) : 1;
+    if (worst >= 0 && sev >= 0 && worst_sev * growth >= sev) {
+      const pc_tensor *w = &run->tensors[worst];
+      t->caused_by = w->caused_by >= 0 ? w->caused_by : worst;
+    }
+    if (sev > worst_sev) {
+      worst_sev = sev;
+      worst = (long)i;
+    }
+  }
+}
+
+static void pc_tally(pc_run *run) {
+  memset(run->by_verdict, 0, sizeof run->by_verdict);
+  for (size_t i = 0; i < run->ntensors; i++)
+    run->by_verdict[run->tensors[i].verdict]++;
+  run->verdict = PC_RUN_PASS;
+  for (size_t v = 0; v < PC_VERDICT_COUNT_; v++)
+    if (run->by_verdict[v] && pc_verdict_is_failure((pc_verdict)v))
+      run->verdict = PC_RUN_DRIFT;
+  if (run->by_verdict[PC_VERDICT_ERROR])
+    run->verdict = PC_RUN_ERROR;
+}
+
+int pc_judge_run(pc_run *run) {
+  for (size_t i = 0; i < run->ntensors; i++)
+    run->tensors[i].caused_by = -1;
+  pc_trend tr = {malloc((run->ntensors ? run->ntensors : 1) * sizeof *tr.rel_rms), 0};
+  int rc = tr.rel_rms ? pc_compute_order(run) : PC_ENOMEM;
+  if (rc == PC_OK)
+    for (size_t k = 0; k < run->ntensors; k++)
+      pc_judge_context(run, k, &tr);
+  if (rc == PC_OK)
+    pc_link_cascades(run);
+  free(tr.rel_rms);
+  pc_tally(run);
+  return rc;
+}
