@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include <math.h> /* sqrt */
+
 #include <stdio.h> /* snprintf */
 
 static json_t *dtype_json(pc_dtype dt, bool is_complex) {
@@ -80,6 +82,26 @@ static json_t *tolerance_json(const pc_tol *tol) {
     rc |= json_object_set_new(o, "max_scale", pc_json_real(tol->max_scale));
     rc |= json_object_set_new(o, "max_scale_sqrt_n", pc_json_real(tol->max_scale_sqrt_n));
   }
+  if (tol->set & PC_TOL_TREND) {
+    rc |= json_object_set_new(o, "trend_growth", pc_json_real(tol->trend_growth));
+    rc |= json_object_set_new(o, "trend_window", json_integer(tol->trend_window));
+    rc |= json_object_set_new(o, "trend_crest", pc_json_real(tol->trend_crest));
+  }
+  if (tol->set & PC_TOL_NOISE)
+    rc |= json_object_set_new(o, "noise_floor", pc_json_real(tol->noise_floor));
+  return pc_json_finish(o, rc);
+}
+
+/* What the judge measured of the tensor's place in the run (pc_context). */
+static json_t *context_json(const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  double n = s->finite_terms ? (double)s->finite_terms : 1;
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "trend", pc_json_real(t->context.trend));
+  rc |= json_object_set_new(o, "noise_scale", pc_json_real(t->context.noise_scale));
+  rc |= json_object_set_new(o, "noise_level", json_boolean(t->context.noise_level));
+  rc |= json_object_set_new(o, "rms_a", pc_json_real(sqrt(s->sum_sq_a / n)));
+  rc |= json_object_set_new(o, "rms_b", pc_json_real(sqrt(s->sum_sq_b / n)));
   return pc_json_finish(o, rc);
 }
 
@@ -139,6 +161,8 @@ static int put_stats(json_t *o, const pc_tensor *t) {
   rc |= put_distribution(o, s);
   rc |= json_object_set_new(o, "worst", worst_json(t));
   rc |= json_object_set_new(o, "tolerance", tolerance_json(&t->tol));
+  if (t->context.judged)
+    rc |= json_object_set_new(o, "context", context_json(t));
   return rc;
 }
 
@@ -189,12 +213,34 @@ static json_t *tensor_gate_json(const pc_gate_tensor *g) {
   return pc_json_finish(o, rc);
 }
 
+/* One side's distance to the reference R (docs/metrics.md, "Three-way mode"). */
+static json_t *ref_side_json(const pc_ref_side *r) {
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "max_abs", pc_json_real(r->max_abs));
+  rc |= json_object_set_new(o, "max_rel", pc_json_real(r->max_rel));
+  rc |= json_object_set_new(o, "rel_rms", pc_json_real(r->rel_rms));
+  rc |= json_object_set_new(o, "max_ulp", pc_json_count(r->max_ulp));
+  rc |= json_object_set_new(o, "mean_ulp", pc_json_real(r->mean_ulp));
+  return pc_json_finish(o, rc);
+}
+
+static json_t *vs_reference_json(const pc_vs_reference *v) {
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "a", ref_side_json(&v->a));
+  rc |= json_object_set_new(o, "b", ref_side_json(&v->b));
+  rc |= json_object_set_new(o, "closer",
+                            json_string(v->closer < 0 ? "a" : v->closer > 0 ? "b" : "tie"));
+  return pc_json_finish(o, rc);
+}
+
 static json_t *tensor_json(const pc_tensor *t, const pc_gate_tensor *g) {
   json_t *o = json_object();
   int rc = put_identity(o, t);
   if (pc_report_has_stats(t->verdict))
     rc |= put_stats(o, t);
   rc |= put_remarks(o, t);
+  if (t->vs_reference.present)
+    rc |= json_object_set_new(o, "vs_reference", vs_reference_json(&t->vs_reference));
   if (g)
     rc |= json_object_set_new(o, "baseline", tensor_gate_json(g));
   return pc_json_finish(o, rc);
@@ -244,6 +290,8 @@ static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   int rc = json_object_set_new(o, "version", json_integer(1));
   rc |= json_object_set_new(o, "a", pc_json_string(run->path_a));
   rc |= json_object_set_new(o, "b", pc_json_string(run->path_b));
+  if (run->path_ref)
+    rc |= json_object_set_new(o, "reference", pc_json_string(run->path_ref));
   rc |= json_object_set_new(o, "profile", pc_json_string(pc_report_profile(opts)));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
   rc |= json_object_set_new(o, "first_divergence", first_divergence_json(run));
