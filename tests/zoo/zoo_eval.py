@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""Calibrate paritycheck's profiles on a zoo of real dumps, and score them leave-one-family-out.
+
+A zoo is one or more directories of <family>_<backend>.h5 dumps (tests/zoo/make_zoo.py,
+fixtures/real). For each profile (PROFILES) the honest pairs of a family are the backends of
+PROFILES[profile]["honest"]; the bug runs inject one bug into one tensor of the profile's backend
+(B), leaving every other tensor honest, and compare it with cpu_fp32 (A).
+
+    calibrate  the rule of docs/tolerance-model.md ("Calibration"), from the honest pairs of the
+               families given: the binary measures every figure and the judge's context (trend,
+               noise scale) with every limit open; the rule turns what the honest tensors need,
+               beyond what the trend and the noise floor explain, into coefficients.
+    lofo       for every family F: calibrate on all the others, score F (honest pairs with and
+               without metadata, every bug run) with that profile. This is the published score.
+    write      calibrate on every family and write tolerances/<profile>.yaml.
+
+A bug is *required* at a tensor when its effect, rel_rms(B_bug, B), is at least REQUIRED_RATIO
+times the honest drift there, rel_rms(B, A); it is *caught* when the run fails with its first
+divergence at the injected tensor.
+
+    /usr/bin/python3 tests/zoo/zoo_eval.py lofo --zoo /work/zoo/full --plain /work/zoo/plain
+    /usr/bin/python3 tests/zoo/zoo_eval.py write --zoo /work/zoo/full
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import pc_reference as ref  # noqa: E402
+
+BUG_REFERENCE = "cpu_fp32"
+REQUIRED_RATIO = 20.0
+
+PROFILES = {
+    "cpu-vs-cuda-fp32": {
+        "precision": "float32", "bug_backend": "cuda_fp32",
+        "honest": [("cpu_fp32", "cuda_fp32"), ("cpu_fp64", "cuda_fp32"), ("cpu_fp64", "cpu_fp32"),
+                   ("cuda_fp32", "cuda_fp32_b"), ("cpu_fp32", "cpu_fp32_t1")],
+        "for": "CPU fp32 (A) against CUDA fp32 with TF32 off (B); also fp32 against fp64, and two "
+               "fp32 runs on one device"},
+    "tf32": {
+        "precision": "tf32", "bug_backend": "cuda_tf32",
+        "honest": [("cpu_fp32", "cuda_tf32"), ("cpu_fp64", "cuda_tf32")],
+        "for": "CPU fp32 (A) against CUDA with TF32 matmuls and convolutions (B)"},
+    "bf16-autocast": {
+        "precision": "bfloat16", "bug_backend": "cuda_bf16",
+        "honest": [("cpu_fp32", "cuda_bf16"), ("cpu_fp64", "cuda_bf16")],
+        "for": "CPU fp32 (A) against CUDA under torch.autocast(bfloat16) (B)"},
+    "fp16-autocast": {
+        "precision": "float16", "bug_backend": "cuda_fp16",
+        "honest": [("cpu_fp32", "cuda_fp16"), ("cpu_fp64", "cuda_fp16")],
+        "for": "CPU fp32 (A) against CUDA under torch.autocast(float16) (B)"},
+}
+
+# The model's fixed terms (docs/tolerance-model.md, "The run's trend"): not fitted.
+TREND_GROWTH = 4.0    # G: honest error may grow 4x over the largest of the last W tensors
+TREND_WINDOW = 8      # W
+TREND_CREST = 30.0    # P: the largest honest max|b - a| / RMS(b - a) is far below 30
+RTOL_U, RTOL_SQRT_K = 2.0, 1.0
+# The rule's constants (docs/tolerance-model.md, "Calibration").
+MARGIN = 2.0
+SCALE_SE_Z = 3.0
+SCALE_U_FLOOR = 0.25
+NOISE_REL_RMS = 0.25  # an honest tensor this far off is rounding noise on both sides
+NOISE_CAP = 1.0 / 64  # the noise floor never exceeds 1/64 of the neighbours' RMS
+NOISE_U_FLOOR = 4.0   # and is at least 4 u
+
+UNIT = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "tf32": 2.0 ** -11, "float16": 2.0 ** -11,
+        "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
+
+
+def round_up(x, digits=2):
+    if x <= 0:
+        return 0.0
+    e = math.floor(math.log10(x)) - digits + 1
+    return math.ceil(round(x / 10 ** e, 9)) * 10 ** e
+
+
+# ---- the zoo ---------------------------------------------------------------------------------
+
+def dump_path(dirs, family, backend):
+    for d in dirs:
+        p = os.path.join(d, "%s_%s.h5" % (family, backend))
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def families(dirs):
+    out = set()
+    for d in dirs:
+        for p in glob.glob(os.path.join(d, "*_cpu_fp32.h5")):
+            out.add(os.path.basename(p)[:-len("_cpu_fp32.h5")])
+    return sorted(out)
+
+
+def honest_pairs(dirs, profile, fams):
+    out = []
+    for f in fams:
+        for ra, rb in PROFILES[profile]["honest"]:
+            a, b = dump_path(dirs, f, ra), dump_path(dirs, f, rb)
+            if a and b:
+                out.append((f, ra, rb, a, b))
+    return out
+
+
+# ---- running paritycheck -----------------------------------------------------------------------
+
+def run_binary(binary, a, b, yaml_path):
+    cmd = [binary, "--json", "-", "-t", yaml_path, a, b]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    if p.returncode not in (0, 1):
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr.decode()))
+    return p.returncode, json.loads(p.stdout)
+
+
+def profile_yaml(precision, c, comment=""):
+    """The text of a profile with coefficients c (keys of docs/tolerance-model.md)."""
+    keys = ["atol_rms", "rtol_u", "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u",
+            "max_scale_u_sqrt_n", "trend_growth", "trend_window", "trend_crest", "noise_floor_u"]
+    lines = [comment.rstrip("\n")] if comment else []
+    lines += ["version: 1", "", "defaults:", "  all:",
+              "    atol: null", "    rtol: null", "    max_mismatch_fraction: 0",
+              "    precision: %s" % precision, "    accumulation: float32"]
+    lines += ["    %s: %s" % (k, repr(c[k]) if not isinstance(c[k], int) else c[k])
+              for k in keys if k in c]
+    return "\n".join(lines) + "\n"
+
+
+def measuring_coefficients(noise_floor_u):
+    """Every limit open, so every honest tensor passes and the trend sees them all."""
+    big = 1e30
+    return {"atol_rms": big, "rtol_u": RTOL_U, "rtol_sqrt_k": RTOL_SQRT_K, "max_rel_rms_u": big,
+            "max_scale_u": big, "max_scale_u_sqrt_n": 0.0, "trend_growth": TREND_GROWTH,
+            "trend_window": TREND_WINDOW, "trend_crest": TREND_CREST,
+            "noise_floor_u": noise_floor_u}
+
+
+def write_tmp_yaml(work, name, text):
+    p = os.path.join(work, name)
+    with open(p, "w") as f:
+        f.write(text)
+    return p
+
+
+# ---- calibration -------------------------------------------------------------------------------
+
+def float_values(ds):
+    t = ref.read_tensor(ds)
+    return np.asarray(t.values, dtype=np.float64).ravel(), t.logical
+
+
+def element_need(a_path, b_path, name, u, K, acc_u):
+    """max |b - a| / (u RMS(A)) over the finite elements that the relative terms do not cover
+    (rtol_u u |a| and sqrt(K) u_acc |a|); 0 when they cover all."""
+    with h5py.File(a_path, "r") as fa, h5py.File(b_path, "r") as fb:
+        a, _ = float_values(fa[name])
+        b, _ = float_values(fb[name])
+    fin = np.isfinite(a) & np.isfinite(b)
+    a, b = a[fin], b[fin]
+    if a.size == 0:
+        return 0.0
+    rtol = RTOL_U * u
+    if K:
+        rtol = max(rtol, RTOL_SQRT_K * math.sqrt(K) * acc_u)
+    e = np.abs(b - a)
+    out = e > rtol * np.abs(a)
+    rms = float(np.sqrt(np.mean(a * a)))
+    if not out.any() or rms == 0:
+        return 0.0
+    return float(e[out].max()) / (u * rms)
+
+
+def measure(binary, work, profile, pairs, noise_floor_u):
+    """[(where, tensor JSON, a path, b path)] of every judged tensor of every pair."""
+    y = write_tmp_yaml(work, "measure.yaml",
+                       profile_yaml(PROFILES[profile]["precision"],
+                                    measuring_coefficients(noise_floor_u)))
+    out = []
+    for f, ra, rb, a, b in pairs:
+        _, rep = run_binary(binary, a, b, y)
+        for t in rep["tensors"]:
+            if "context" in t:
+                out.append(("%s %s/%s %s" % (f, ra, rb, t["path"]), t, a, b))
+    return out
+
+
+def calibrate(binary, work, profile, pairs):
+    """{coefficient: value} and {coefficient: (needed, where)} by the rule of
+    docs/tolerance-model.md."""
+    u_prof = UNIT[PROFILES[profile]["precision"]]
+    need = {}
+    # 1. the noise floor: what the honest noise-only tensors need, capped.
+    nu = 0.0
+    for where, t, _, _ in measure(binary, work, profile, pairs, 0.0):
+        ctx = t["context"]
+        if t["rel_rms"] >= NOISE_REL_RMS and ctx["noise_scale"] > 0:
+            r = max(ctx["rms_a"], ctx["rms_b"]) / (u_prof * ctx["noise_scale"])
+            if r > nu:
+                nu, need["noise_floor_u"] = r, (r, where)
+    noise_u = min(max(NOISE_U_FLOOR, round_up(MARGIN * nu)), round_up(NOISE_CAP / u_prof))
+    # 2. with that floor, what the trend and the floor leave to the fixed criteria.
+    tensors = measure(binary, work, profile, pairs, noise_u)
+    rr, rr_where, scale_cases = 0.0, "", []
+    for where, t, a, b in tensors:
+        ctx = t["context"]
+        if ctx["noise_level"]:
+            continue
+        u = max(u_prof, UNIT.get(t["compare_dtype"], 0))
+        allowed = TREND_GROWTH * ctx["trend"]
+        if t["rel_rms"] > allowed and t["rel_rms"] / u > rr:
+            rr, rr_where = t["rel_rms"] / u, where
+        if abs(t["scale_error"]) > allowed:
+            scale_cases.append((abs(t["scale_error"]) / u, t["count"], where))
+    c_rr = round_up(MARGIN * rr)
+    c2 = SCALE_SE_Z * c_rr
+    sc, sc_where = 0.0, ""
+    for s, n, where in scale_cases:
+        if s - c2 / math.sqrt(max(n, 1)) > sc:
+            sc, sc_where = s - c2 / math.sqrt(max(n, 1)), where
+    at, at_where = 0.0, ""
+    for where, t, a, b in tensors:
+        ctx = t["context"]
+        if ctx["noise_level"]:
+            continue
+        u = max(u_prof, UNIT.get(t["compare_dtype"], 0))
+        allowed = TREND_GROWTH * ctx["trend"]
+        if allowed > c_rr * u and t["max_abs"] <= TREND_CREST * allowed * ctx["rms_a"]:
+            continue  # the trend covers its elements
+        if t["max_abs"] <= at * u * ctx["rms_a"]:
+            continue  # cannot raise the need
+        K = None  # the dumper's K, when the file has it
+        with h5py.File(a, "r") as fa:
+            K = int(fa[t["path"]].attrs.get("reduction_length", 0)) or None
+        e = element_need(a, b, t["path"], u, K, UNIT["float32"])
+        if e > at:
+            at, at_where = e, where
+    need.update(max_rel_rms_u=(rr, rr_where), max_scale_u=(sc, sc_where),
+                atol_rms=(at, at_where))
+    c = {"atol_rms": round_up(MARGIN * at), "rtol_u": RTOL_U, "rtol_sqrt_k": RTOL_SQRT_K,
+         "max_rel_rms_u": c_rr, "max_scale_u": max(SCALE_U_FLOOR, round_up(MARGIN * sc)),
+         "max_scale_u_sqrt_n": c2, "trend_growth": TREND_GROWTH, "trend_window": TREND_WINDOW,
+         "trend_crest": TREND_CREST, "noise_floor_u": noise_u}
+    return c, need
+
+
+# ---- bugs --------------------------------------------------------------------------------------
+
+def _round_bf16(x):
+    f = np.asarray(x, dtype=np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    out = rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+    return np.where(np.isnan(f), np.nan, out)
+
+
+def _dropout(b, rng):
+    keep = rng.random(b.shape) >= 0.1
+    return np.where(keep, b / 0.9, 0.0)
+
+
+def _nan(b, rng):
+    out = b.copy()
+    out.flat[out.size // 2] = np.nan
+    return out
+
+
+def _chan_zero(b, rng):
+    out = b.copy()
+    out[..., -1] = 0.0
+    return out
+
+
+BUGS = {
+    "roll": lambda b, rng: np.roll(b, 1, axis=-1),
+    "dropout": _dropout,
+    "nan": _nan,
+    "grad_x2": lambda b, rng: 2.0 * b,
+    "scale_1pct": lambda b, rng: 1.01 * b,
+    "chan_zero": _chan_zero,
+    "bf16_round": lambda b, rng: _round_bf16(b),
+}
+TARGETS_PER_FAMILY = 8
+
+
+def is_gradient(path):
+    return "grad" in path.rsplit("/", 1)[0].lower()
+
+
+def pick_targets(rep):
+    """Up to TARGETS_PER_FAMILY float tensors of at least 16 elements, spread evenly over the
+    execution order, gradients included."""
+    ts = [t for t in rep["tensors"] if "context" in t and t["count"] >= 16 and
+          t.get("shape") and t["shape"][-1] > 1]
+    ts.sort(key=lambda t: t.get("execution_index", 0))
+    if len(ts) <= TARGETS_PER_FAMILY:
+        return [t["path"] for t in ts]
+    step = len(ts) / TARGETS_PER_FAMILY
+    return [ts[int(i * step)]["path"] for i in range(TARGETS_PER_FAMILY)]
+
+
+def logical_store(values, ds):
+    if ds.attrs.get("dtype", None) in ("bfloat16", b"bfloat16"):
+        values = _round_bf16(values)
+    return values.astype(ds.dtype)
+
+
+def rel_rms(x, y):
+    fin = np.isfinite(x) & np.isfinite(y)
+    if not fin.all():
+        return math.inf
+    d = float(np.sum((y - x) ** 2))
+    s = float(np.sum(x * x))
+    return math.sqrt(d / s) if s > 0 else (0.0 if d == 0 else math.inf)
+
+
+def bug_runs(binary, work, yaml_path, dirs, profile, family):
+    """[(bug, target, required, caught, first)] for one family."""
+    a = dump_path(dirs, family, BUG_REFERENCE)
+    b = dump_path(dirs, family, PROFILES[profile]["bug_backend"])
+    if not (a and b):
+        return []
+    _, rep = run_binary(binary, a, b, yaml_path)
+    out = []
+    rng = np.random.default_rng(0)
+    dst = os.path.join(work, "bug.h5")
+    for target in pick_targets(rep):
+        name = target.lstrip("/")
+        with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+            av, _ = float_values(fa[name])
+            bv, _ = float_values(fb[name])
+            shape = fb[name].shape
+        honest = rel_rms(av, bv)
+        for bug, fn in BUGS.items():
+            if bug == "grad_x2" and not is_gradient(target):
+                continue
+            buggy = fn(bv.reshape(shape), rng).ravel()
+            effect = rel_rms(bv, buggy)
+            shutil.copyfile(b, dst)
+            with h5py.File(dst, "r+") as f:
+                f[name][...] = logical_store(buggy.reshape(shape), f[name])
+            code, r = run_binary(binary, a, dst, yaml_path)
+            first = r.get("first_divergence")
+            first = first.get("path") if isinstance(first, dict) else first
+            required = effect >= REQUIRED_RATIO * honest
+            out.append((bug, target, required, code == 1 and first == target, first))
+    return out
+
+
+# ---- scoring -----------------------------------------------------------------------------------
+
+def score_family(binary, work, yaml_path, dirs, plain, profile, family):
+    res = {"honest": [], "honest_plain": [], "bugs": []}
+    for key, ds in (("honest", dirs), ("honest_plain", plain)):
+        if not ds:
+            continue
+        for f, ra, rb, a, b in honest_pairs(ds, profile, [family]):
+            code, rep = run_binary(binary, a, b, yaml_path)
+            fails = [(t["path"], t.get("reasons")) for t in rep["tensors"]
+                     if t["verdict"] != "pass"]
+            res[key].append(("%s/%s" % (ra, rb), code == 0, fails))
+    res["bugs"] = bug_runs(binary, work, yaml_path, dirs, profile, family)
+    return res
+
+
+def lofo(binary, dirs, plain, profs, fams, out_json=None):
+    table = {}
+    with tempfile.TemporaryDirectory() as work:
+        for profile in profs:
+            table[profile] = {}
+            for fam in fams:
+                train = [f for f in fams if f != fam]
+                c, need = calibrate(binary, work, profile, honest_pairs(dirs, profile, train))
+                y = write_tmp_yaml(work, "fold.yaml",
+                                   profile_yaml(PROFILES[profile]["precision"], c))
+                r = score_family(binary, work, y, dirs, plain, profile, fam)
+                r["coefficients"] = c
+                table[profile][fam] = r
+                print_row(profile, fam, r)
+                sys.stdout.flush()
+    if out_json:
+        with open(out_json, "w") as f:
+            json.dump(table, f, indent=1, default=str)
+    return table
+
+
+def summary(r):
+    hp = sum(ok for _, ok, _ in r["honest"])
+    pp = sum(ok for _, ok, _ in r["honest_plain"])
+    req = [x for x in r["bugs"] if x[2]]
+    caught = sum(x[3] for x in req)
+    flagged_all = sum(x[3] for x in r["bugs"])
+    return hp, len(r["honest"]), pp, len(r["honest_plain"]), caught, len(req), flagged_all, \
+        len(r["bugs"])
+
+
+def print_row(profile, fam, r):
+    hp, h, pp, p, caught, req, fa, nb = summary(r)
+    misses = ["%s@%s(first %s)" % (b, t, f) for b, t, rq, ok, f in r["bugs"] if rq and not ok]
+    fails = sorted({"%s %s" % (pair, path) for pair, ok, fl in r["honest"] + r["honest_plain"]
+                    for path, _ in fl})
+    print("%-17s %-18s honest %d/%d plain %d/%d required bugs caught %d/%d (all %d/%d)" %
+          (profile, fam, hp, h, pp, p, caught, req, fa, nb))
+    for m in misses[:6]:
+        print("    missed %s" % m)
+    for x in fails[:6]:
+        print("    honest fail %s" % x)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cmd", choices=["calibrate", "lofo", "write"])
+    ap.add_argument("--zoo", action="append", required=True, help="directory of dumps")
+    ap.add_argument("--plain", action="append", help="the same dumps without metadata")
+    ap.add_argument("--profile", action="append", choices=list(PROFILES))
+    ap.add_argument("--family", action="append", help="restrict to these families")
+    ap.add_argument("--paritycheck", default=os.path.join(ROOT, "build", "paritycheck"))
+    ap.add_argument("--out", help="lofo: write the whole table as JSON")
+    a = ap.parse_args(argv)
+    profs = a.profile or list(PROFILES)
+    fams = a.family or families(a.zoo)
+    if a.cmd == "lofo":
+        lofo(a.paritycheck, a.zoo, a.plain, profs, fams, a.out)
+        return 0
+    with tempfile.TemporaryDirectory() as work:
+        for profile in profs:
+            c, need = calibrate(a.paritycheck, work, profile, honest_pairs(a.zoo, profile, fams))
+            print(profile, json.dumps(c), json.dumps(need))
+            if a.cmd == "write":
+                write_profile(profile, c, need, fams)
+    return 0
+
+
+def write_profile(profile, c, need, fams):
+    lines = ["# Tolerance profile: %s." % PROFILES[profile]["for"],
+             "# Select it with `paritycheck --profile %s`. The model and its keys:" % profile,
+             "# docs/tolerance-model.md. Written by tests/zoo/zoo_eval.py write, calibrated on the",
+             "# honest pairs of %d families: %s." % (len(fams), ", ".join(fams)),
+             "# What the most demanding honest tensor needs beyond the run's trend and noise floor:"]
+    for k, (v, where) in sorted(need.items()):
+        lines.append("#   %-14s %-9.4g %s" % (k, v, where))
+    text = profile_yaml(PROFILES[profile]["precision"], c, "\n".join(lines))
+    with open(os.path.join(ROOT, "tolerances", profile + ".yaml"), "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
