@@ -151,10 +151,13 @@ static void pc_forward_module(const char *path, char *buf, size_t cap) {
  * and "/gradients/l1.conv.weight" -> "l1.conv.weight"), DDP prefix dropped. */
 static void pc_gradient_param(const char *path, char *buf, size_t cap) {
   const char *p = path[0] == '/' ? path + 1 : path;
-  const char *after = p;
+  const char *after = p, *component = p;
   for (const char *s = p; *s; s++)
-    if (*s == '/' && pc_contains_ci(p, (size_t)(s - p), "grad"))
-      after = s + 1; /* below the deepest group naming gradients */
+    if (*s == '/') {
+      if (pc_contains_ci(component, (size_t)(s - component), "grad"))
+        after = s + 1; /* below the deepest group naming gradients */
+      component = s + 1;
+    }
   if (strncmp(after, "module.", 7) == 0)
     after += 7;
   size_t k = 0;
@@ -242,6 +245,7 @@ static int pc_compute_order(pc_run *run) {
   pc_module_pos *mods = NULL;
   size_t nmods = 0;
   pc_order_key *keys = malloc((run->ntensors ? run->ntensors : 1) * sizeof *keys);
+  free(run->order);
   run->order = malloc((run->ntensors ? run->ntensors : 1) * sizeof *run->order);
   int rc = keys && run->order ? pc_forward_modules(run, &mods, &nmods) : PC_ENOMEM;
   if (rc == PC_OK) {

@@ -1,0 +1,267 @@
+/* The judge (src/lib/judge.c) on runs built in memory: execution order from attributes and from
+ * paths, the reasons of each criterion, the run's trend, the noise floor, and cascades. Every
+ * expected value is worked out by hand in the comments. */
+#include "judge.h"
+
+#include <paritycheck/result.h>
+
+#include <math.h>   /* sqrt, NAN */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* strcmp */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+enum { N = 100 }; /* elements of every tensor */
+
+/* A float32 tensor of N elements with RMS(A) = rms_a, rel_rms = rel, no element mismatch and a
+ * scale error of 0 (sum_a_diff = 0). */
+static void set_tensor(pc_tensor *t, const char *path, double rms_a, double rel) {
+  memset(t, 0, sizeof *t);
+  t->path = (char *)path;
+  t->verdict = PC_VERDICT_PASS;
+  t->compare = t->dtype_a = t->dtype_b = PC_DTYPE_FLOAT32;
+  t->context.exec_index = -1;
+  t->stats.count = t->stats.finite_terms = t->stats.ulp_terms = N;
+  t->stats.sum_sq_a = N * rms_a * rms_a;
+  t->stats.sum_sq_diff = rel * rel * t->stats.sum_sq_a;
+  t->stats.sum_sq_b = t->stats.sum_sq_a + t->stats.sum_sq_diff;
+  t->stats.max_abs = 2 * rel * rms_a; /* a crest factor of 2 */
+}
+
+/* The tolerance of the trend tests: rel_rms <= 5e-3, G = 4, W = 2, P = 30. */
+static pc_tol trend_tol(void) {
+  pc_tol tol = {0};
+  tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_TREND;
+  tol.max_rel_rms = 5e-3;
+  tol.trend_growth = 4;
+  tol.trend_window = 2;
+  tol.trend_crest = 30;
+  return tol;
+}
+
+static pc_run *new_run(size_t n) {
+  pc_run *run = calloc(1, sizeof *run);
+  run->tensors = calloc(n, sizeof *run->tensors);
+  run->ntensors = n;
+  return run;
+}
+
+static void free_run(pc_run *run) {
+  free(run->order);
+  free(run->tensors);
+  free(run);
+}
+
+static void judge_all(pc_run *run) {
+  for (size_t i = 0; i < run->ntensors; i++)
+    pc_judge_tensor(&run->tensors[i]);
+  assert_int_equal(pc_judge_run(run), 0);
+}
+
+/* Without attributes: inputs, forward tensors in file order, the loss, then gradients by their
+ * module's forward position, last module first; a module's own parameters last stored first;
+ * a parameter of no forward module ("pos") at the end. */
+static void test_order_from_paths(void **state) {
+  (void)state;
+  static const char *const paths[] = {
+      "/activations/000_conv1", "/activations/001_bn1",   "/activations/002_fc",
+      "/gradients/bn1.bias",    "/gradients/bn1.weight",  "/gradients/conv1.weight",
+      "/gradients/fc.bias",     "/gradients/fc.weight",   "/inputs/x",
+      "/outputs/loss",          "/gradients/module.pos"};
+  static const size_t expected[] = {8, 0, 1, 2, 9, 7, 6, 4, 3, 5, 10};
+  pc_run *run = new_run(11);
+  for (size_t i = 0; i < 11; i++)
+    set_tensor(&run->tensors[i], paths[i], 1, 0);
+  judge_all(run);
+  for (size_t k = 0; k < 11; k++) {
+    assert_int_equal(run->order[k], expected[k]);
+    assert_int_equal(run->tensors[expected[k]].context.exec_index, (int64_t)k);
+  }
+  assert_int_equal(run->verdict, PC_RUN_PASS);
+  assert_int_equal(run->first_divergence, -1);
+  free_run(run);
+}
+
+/* Nested gradient groups name the parameter with slashes, and the DDP prefix of the forward
+ * modules is dropped: "/grads/layer1/conv/weight" belongs to "/act/001_module.layer1.conv". */
+static void test_order_nested_gradients(void **state) {
+  (void)state;
+  static const char *const paths[] = {"/act/000_module.stem", "/act/001_module.layer1.conv",
+                                      "/grads/stem/weight", "/grads/layer1/conv/weight"};
+  pc_run *run = new_run(4);
+  for (size_t i = 0; i < 4; i++)
+    set_tensor(&run->tensors[i], paths[i], 1, 0);
+  judge_all(run);
+  assert_int_equal(run->order[2], 3);
+  assert_int_equal(run->order[3], 2);
+  free_run(run);
+}
+
+/* `execution_index` attributes decide the order whatever the paths say. */
+static void test_order_from_attributes(void **state) {
+  (void)state;
+  static const int64_t index[] = {5, 1, 9, 0};
+  pc_run *run = new_run(4);
+  for (size_t i = 0; i < 4; i++) {
+    set_tensor(&run->tensors[i], "/gradients/x", 1, 0);
+    run->tensors[i].context.exec_index = index[i];
+  }
+  judge_all(run);
+  static const size_t expected[] = {3, 1, 0, 2};
+  for (size_t k = 0; k < 4; k++)
+    assert_int_equal(run->order[k], expected[k]);
+  free_run(run);
+}
+
+/* rel_rms 1e-3, 2e-3, 3e-3 pass the fixed 5e-3. The fourth, 1e-2, is over it but within
+ * G x trend = 4 x max(2e-3, 3e-3) = 1.2e-2: pass. The fifth, 5e-2, is over 4 x max(3e-3, 1e-2) =
+ * 4e-2: drift, with the reason rel_rms 5e-2 against the limit applied, 4e-2. */
+static void test_trend(void **state) {
+  (void)state;
+  static const double rel[] = {1e-3, 2e-3, 3e-3, 1e-2, 5e-2};
+  static const char *const paths[] = {"/a/0", "/a/1", "/a/2", "/a/3", "/a/4"};
+  pc_run *run = new_run(5);
+  for (size_t i = 0; i < 5; i++) {
+    set_tensor(&run->tensors[i], paths[i], 1, rel[i]);
+    run->tensors[i].tol = trend_tol();
+  }
+  judge_all(run);
+  assert_int_equal(run->tensors[3].verdict, PC_VERDICT_PASS);
+  assert_true(fabs(run->tensors[3].context.trend - 3e-3) < 1e-15);
+  pc_tensor *t = &run->tensors[4];
+  assert_int_equal(t->verdict, PC_VERDICT_DRIFT);
+  assert_true(fabs(t->context.trend - 1e-2) < 1e-15);
+  assert_int_equal(t->nreasons, 1);
+  assert_int_equal(t->reasons[0].criterion, PC_CRIT_REL_RMS);
+  assert_true(fabs(t->reasons[0].value - 5e-2) < 1e-12);
+  assert_true(fabs(t->reasons[0].limit - 4e-2) < 1e-15);
+  assert_int_equal(run->first_divergence, 4);
+  assert_int_equal(t->caused_by, -1);
+  assert_int_equal(run->verdict, PC_RUN_DRIFT);
+  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], 1);
+  free_run(run);
+}
+
+/* Element mismatches are forgiven by the trend only when max_abs <= P x G x trend x RMS(A) and
+ * G x trend is above the fixed rel_rms limit: here 30 x 4 x 1e-2 x 1 = 1.2. */
+static void test_trend_elements(void **state) {
+  (void)state;
+  pc_run *run = new_run(3);
+  set_tensor(&run->tensors[0], "/a/0", 1, 4e-3);
+  set_tensor(&run->tensors[1], "/a/1", 1, 1e-2); /* passes by the trend: 1e-2 <= 1.6e-2 */
+  set_tensor(&run->tensors[2], "/a/2", 1, 1e-2);
+  for (size_t i = 0; i < 3; i++)
+    run->tensors[i].tol = trend_tol();
+  run->tensors[2].stats.mismatches = 3;
+  run->tensors[2].stats.max_abs = 1.1; /* <= 1.2: forgiven */
+  judge_all(run);
+  assert_int_equal(run->tensors[2].verdict, PC_VERDICT_PASS);
+  run->tensors[2].stats.max_abs = 1.3; /* > 1.2 */
+  judge_all(run);
+  assert_int_equal(run->tensors[2].verdict, PC_VERDICT_DRIFT);
+  assert_int_equal(run->tensors[2].nreasons, 1);
+  assert_int_equal(run->tensors[2].reasons[0].criterion, PC_CRIT_MISMATCH_FRACTION);
+  assert_true(run->tensors[2].reasons[0].value == 3.0 / N);
+  free_run(run);
+}
+
+/* A bias gradient of RMS 1e-9 next to weight gradients of RMS 1e-3: with a noise floor of 1e-5
+ * (x 1e-3 = 1e-8 >= 1e-9) it is noise and its rel_rms of 1.4 is waived; NaN never is. With a
+ * floor of 1e-7 (1e-10 < 1e-9) it is judged as it is. With a NaN nothing is waived. */
+static void test_noise_floor(void **state) {
+  (void)state;
+  for (int round = 0; round < 3; round++) {
+    pc_run *run = new_run(3);
+    set_tensor(&run->tensors[0], "/g/conv.weight", 1e-3, 1e-6);
+    set_tensor(&run->tensors[1], "/g/conv.bias", 1e-9, 1.4);
+    set_tensor(&run->tensors[2], "/g/bn.weight", 5e-4, 1e-6);
+    for (size_t i = 0; i < 3; i++) {
+      run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_NOISE;
+      run->tensors[i].tol.max_rel_rms = 1e-5;
+      run->tensors[i].tol.noise_floor = round == 1 ? 1e-7 : 1e-5;
+    }
+    if (round == 2)
+      run->tensors[1].stats.nan_mismatches = 1;
+    judge_all(run);
+    const pc_tensor *t = &run->tensors[1];
+    assert_true(fabs(t->context.noise_scale - 1e-3) < 1e-18);
+    assert_int_equal(t->context.noise_level, round != 1 ? true : false);
+    assert_int_equal(t->verdict, round == 0 ? PC_VERDICT_PASS : PC_VERDICT_DRIFT);
+    assert_int_equal(t->nreasons, (size_t)round); /* round 2: nan_mismatch and rel_rms */
+    if (round)
+      assert_int_equal(t->reasons[0].criterion,
+                       round == 2 ? PC_CRIT_NAN_MISMATCH : PC_CRIT_REL_RMS);
+    free_run(run);
+  }
+}
+
+/* Without a trend (G = 1): t0 fails with rel_rms 0.5 (root); t1, 0.3 <= 0.5, is caused by t0;
+ * t2 has a NaN (severity infinite, not explained): a root; t3, 2.0, is explained by t2 and caused
+ * by it; t4 passes and links to nothing; a missing tensor is a root of its own. */
+static void test_cascades(void **state) {
+  (void)state;
+  static const double rel[] = {0.5, 0.3, 0.1, 2.0, 0};
+  static const char *const paths[] = {"/a/0", "/a/1", "/a/2", "/a/3", "/a/4", "/a/5"};
+  pc_run *run = new_run(6);
+  for (size_t i = 0; i < 5; i++) {
+    set_tensor(&run->tensors[i], paths[i], 1, rel[i]);
+    run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS;
+    run->tensors[i].tol.max_rel_rms = 1e-3;
+  }
+  run->tensors[2].stats.nan_mismatches = 1;
+  set_tensor(&run->tensors[5], paths[5], 1, 0);
+  run->tensors[5].verdict = PC_VERDICT_MISSING_IN_B;
+  run->tensors[5].compare = PC_DTYPE_NONE;
+  for (size_t i = 0; i < 5; i++)
+    pc_judge_tensor(&run->tensors[i]);
+  assert_int_equal(pc_judge_run(run), 0);
+  static const long caused[] = {-1, 0, -1, 2, -1, -1};
+  for (size_t i = 0; i < 6; i++)
+    assert_int_equal(run->tensors[i].caused_by, caused[i]);
+  assert_int_equal(run->first_divergence, 0);
+  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], 4);
+  assert_int_equal(run->by_verdict[PC_VERDICT_MISSING_IN_B], 1);
+  assert_string_equal(pc_criterion_name(run->tensors[2].reasons[0].criterion), "nan_mismatch");
+  free_run(run);
+}
+
+/* Every reason of one tensor, in criterion order, with the fixed limits: scale_error 0.02 over
+ * (1e-3 + 0.1 / sqrt(100)) = 0.011, mismatch fraction 7/100 over 0.05, inf mismatch 1 over 0. */
+static void test_reasons(void **state) {
+  (void)state;
+  pc_tensor t;
+  set_tensor(&t, "/x", 1, 0.03);
+  t.tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE | PC_TOL_MAX_MISMATCH_FRACTION;
+  t.tol.max_rel_rms = 0.05;
+  t.tol.max_scale = 1e-3;
+  t.tol.max_scale_sqrt_n = 0.1;
+  t.tol.max_mismatch_fraction = 0.05;
+  t.stats.sum_a_diff = 0.02 * t.stats.sum_sq_a;
+  t.stats.mismatches = 7;
+  t.stats.inf_mismatches = 1;
+  pc_judge_tensor(&t);
+  assert_int_equal(t.verdict, PC_VERDICT_DRIFT);
+  assert_int_equal(t.nreasons, 3);
+  assert_int_equal(t.reasons[0].criterion, PC_CRIT_INF_MISMATCH);
+  assert_true(t.reasons[0].value == 1 && t.reasons[0].limit == 0);
+  assert_int_equal(t.reasons[1].criterion, PC_CRIT_MISMATCH_FRACTION);
+  assert_true(t.reasons[1].value == 0.07 && t.reasons[1].limit == 0.05);
+  assert_int_equal(t.reasons[2].criterion, PC_CRIT_SCALE_ERROR);
+  assert_true(fabs(t.reasons[2].value - 0.02) < 1e-15);
+  assert_true(fabs(t.reasons[2].limit - 0.011) < 1e-15);
+  assert_string_equal(pc_criterion_name(PC_CRIT_COUNT_), "unknown");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_order_from_paths), cmocka_unit_test(test_order_nested_gradients),
+      cmocka_unit_test(test_order_from_attributes), cmocka_unit_test(test_trend),
+      cmocka_unit_test(test_trend_elements), cmocka_unit_test(test_noise_floor),
+      cmocka_unit_test(test_cascades), cmocka_unit_test(test_reasons)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
