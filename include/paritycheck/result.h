@@ -137,10 +137,25 @@ typedef struct pc_context {
   bool judged;
   int64_t exec_index; /* position in execution order (pc_run.order), or -1 */
   double trend;       /* the largest rel_rms of the passing tensors just upstream; 0 when none */
-  double noise_scale; /* RMS(A) of the largest neighbour; a tensor below its noise floor
-                         (noise_level) is judged against it instead of its own RMS */
+  double noise_scale; /* the median RMS(A) of its neighbours: the scale of the computation
+                         whose rounding noise a tensor of (near) zero exact value holds */
   bool noise_level;   /* both sides hold only rounding noise of the neighbours' scale */
 } pc_context;
+
+/* Three-way mode (pc_compare_reference, docs/metrics.md "Three-way mode"): one side's distance
+ * to the reference R, the figures of docs/metrics.md with R as the reference side and that side
+ * as the candidate, ULPs in the compare dtype of that pair. */
+typedef struct pc_ref_side {
+  double max_abs, max_rel, rel_rms;
+  uint64_t max_ulp;
+  double mean_ulp;
+} pc_ref_side;
+
+typedef struct pc_vs_reference {
+  bool present; /* R holds the tensor and both R-vs-A and R-vs-B compared it (pass or drift) */
+  pc_ref_side a, b;
+  int closer; /* -1 a, +1 b, 0 tie: the smaller rel_rms, then the smaller max_ulp */
+} pc_vs_reference;
 
 typedef struct pc_tensor {
   char *path;
@@ -167,6 +182,7 @@ typedef struct pc_tensor {
   pc_reason reasons[PC_CRIT_COUNT_];
   long caused_by;
   pc_context context;
+  pc_vs_reference vs_reference; /* three-way mode; present false without a reference */
 } pc_tensor;
 
 typedef enum pc_run_verdict { PC_RUN_PASS = 0, PC_RUN_DRIFT = 1, PC_RUN_ERROR = 2 } pc_run_verdict;
@@ -186,6 +202,7 @@ typedef struct pc_run {
    * order, or -1 when nothing fails. */
   size_t *order;
   long first_divergence;
+  char *path_ref; /* the reference R of pc_compare_reference, or NULL when none */
 } pc_run;
 
 #ifdef __cplusplus

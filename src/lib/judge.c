@@ -274,23 +274,35 @@ static double pc_rms(double sum_sq, uint64_t n) {
   return n ? sqrt(sum_sq / (double)n) : 0;
 }
 
-/* The largest RMS(A) of the PC_NOISE_NEIGHBOURS judgeable tensors on each side of position k. */
+static int pc_cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+/* The noise scale at position k: the median RMS(A) of the PC_NOISE_NEIGHBOURS nearest judgeable
+ * tensors of nonzero RMS(A) on each side (the lower middle one of an even count), 0 when there
+ * are none. A median, not the largest: neighbours may hold other quantities of another scale (a
+ * sum of 4096 terms next to a softmax), and one such must not make a small tensor pass for
+ * noise. */
 static double pc_noise_scale(const pc_run *run, size_t k) {
-  double scale = 0;
+  double rms[2 * PC_NOISE_NEIGHBOURS];
+  size_t n = 0;
   for (int dir = -1; dir <= 1; dir += 2) {
     int found = 0;
     for (size_t j = k; found < PC_NOISE_NEIGHBOURS;) {
       if ((dir < 0 && j == 0) || (dir > 0 && j + 1 >= run->ntensors))
         break;
       j = dir < 0 ? j - 1 : j + 1;
-      const pc_tensor *n = &run->tensors[run->order[j]];
-      if (!pc_judgeable(n))
+      const pc_tensor *t = &run->tensors[run->order[j]];
+      double r = pc_rms(t->stats.sum_sq_a, t->stats.finite_terms);
+      if (!pc_judgeable(t) || !(r > 0))
         continue;
       found++;
-      scale = fmax(scale, pc_rms(n->stats.sum_sq_a, n->stats.finite_terms));
+      rms[n++] = r;
     }
   }
-  return scale;
+  qsort(rms, n, sizeof rms[0], pc_cmp_double);
+  return n ? rms[(n - 1) / 2] : 0;
 }
 
 /* The trend: the largest rel_rms among the last `window` passing, not noise-level tensors. */

@@ -170,9 +170,10 @@ static void test_trend_elements(void **state) {
   free_run(run);
 }
 
-/* A bias gradient of RMS 1e-9 next to weight gradients of RMS 1e-3: with a noise floor of 1e-5
- * (x 1e-3 = 1e-8 >= 1e-9) it is noise and its rel_rms of 1.4 is waived; NaN never is. With a
- * floor of 1e-7 (1e-10 < 1e-9) it is judged as it is. With a NaN nothing is waived. */
+/* A bias gradient of RMS(A) 1e-9 and RMS(B) 1e-9 sqrt(1 + 1.4^2) = 1.72e-9 between gradients
+ * of RMS 1e-3 and 5e-4: the noise scale is the lower middle of the two, 5e-4. With a noise floor
+ * of 1e-5 (x 5e-4 = 5e-9 >= 1.72e-9) it is noise and its rel_rms of 1.4 is waived. With a floor
+ * of 1e-7 (5e-11 < 1.72e-9) it is judged as it is. With a NaN nothing is waived. */
 static void test_noise_floor(void **state) {
   (void)state;
   for (int round = 0; round < 3; round++) {
@@ -189,7 +190,7 @@ static void test_noise_floor(void **state) {
       run->tensors[1].stats.nan_mismatches = 1;
     judge_all(run);
     const pc_tensor *t = &run->tensors[1];
-    assert_true(fabs(t->context.noise_scale - 1e-3) < 1e-18);
+    assert_true(fabs(t->context.noise_scale - 5e-4) < 1e-18);
     assert_int_equal(t->context.noise_level, round != 1 ? true : false);
     assert_int_equal(t->verdict, round == 0 ? PC_VERDICT_PASS : PC_VERDICT_DRIFT);
     assert_int_equal(t->nreasons, (size_t)round); /* round 2: nan_mismatch and rel_rms */
