@@ -13,31 +13,66 @@ Layout of one file
 /activations/NNN_<module.path>          one dataset per tensor output of a hooked module
 /activations/NNN_<module.path>/0, /1    tuple/list outputs: one dataset per tensor element
                                         (nested tuples nest further: .../1/0)
-/gradients/<param name>                 after backward(), via Dumper.dump_gradients()
+/gradients/<param name>                 after backward(), via Dumper.dump_gradients(); in
+                                        the order backward produced them when
+                                        Dumper.watch_gradients() was called before backward()
+/activation_grads/NNN_<module.path>     with Dumper(..., module_grads=True): the gradient
+                                        flowing out of each selected module during backward
+                                        (grad_output[0] of a full backward hook); NNN counts
+                                        these in backward order
 /<anything>                             via Dumper.save(name, tensor) (e.g. inputs/x)
 
-NNN is the zero-padded execution index of the module call (a module called twice gets
-two entries), so creation order and name order agree.  Every group is created with
-track_order=True.
+NNN is the zero-padded index of the module call (a module called twice gets two entries), so
+creation order and name order agree.  Every group is created with track_order=True.
+
+Execution order: every dataset has an integer attribute execution_index, taken from one
+counter shared by Dumper.save(), the forward hooks (one value per module call, shared by the
+elements of a tuple output), the gradient hooks armed by watch_gradients() and the module
+backward hooks, each at the moment it happens.  Sorting all datasets by it gives execution
+order: inputs saved before the forward, activations in call order, a loss saved before
+backward(), then the gradients (and activation_grads) in the order backward produced them.
+Gradients that no armed hook saw (watch_gradients() not called, or a .grad set by hand) are
+numbered when dump_gradients() writes them, after the others, in parameter order.
 
 dtypes: bfloat16 tensors are stored as float32 with string attribute dtype="bfloat16";
 float16 natively (h5py's 16-bit float); float32/float64 natively; integers/bool natively.
+Sparse tensors (the .grad of nn.Embedding(sparse=True)) are stored densified (to_dense(),
+duplicates summed) with attribute layout="sparse_coo".
+
+Policy fp64 means everything in float64: model, floating inputs, and the loss.  Compute the
+loss in loss_dtype(policy) (float64 under fp64, float32 otherwise, also under autocast), e.g.
+``loss = out.to(loss_dtype(policy)).pow(2).mean()``: a loss taken on ``out.float()`` would
+send the fp64 run's backward through float32 and spoil it as a reference.
 
 Dataset attributes: module, module_type, call_index, torch_dtype, and where known
 reduction_length (K, the length of the longest inner reduction producing one output
 element) and accumulation_dtype.  K is inferred for nn.Linear (in_features),
 nn.Conv1d/2d/3d (in_channels / groups * prod(kernel_size)), nn.LayerNorm
-(prod(normalized_shape)) and nn.Softmax (input.shape[dim]); a module attribute
-``reduction_length`` or the user-supplied dict ``reduction_lengths={path: K}`` overrides.
+(prod(normalized_shape)), nn.Softmax (input.shape[dim]), nn.ConvTranspose1d/2d/3d
+(in_channels / groups * prod(ceil(kernel / stride))), nn.GroupNorm (C / groups * spatial) and
+nn.BatchNorm1d/2d/3d in training mode (the batch statistics: N * spatial; none in eval mode,
+where it is elementwise); a module attribute ``reduction_length`` or the user-supplied dict
+``reduction_lengths={path: K}`` overrides.
+
+Gradient datasets have attributes parameter, module, module_type, execution_index, and
+reduction_length: given to dump_gradients(), else inferred from the forward calls of the
+selected module owning the parameter (summed over its calls): the rows a weight gradient sums
+over, i.e. input.numel() / in_features for nn.Linear, N * output spatial size for convolutions
+(N * input spatial for a transposed convolution's weight), N * spatial for norm layers' affine
+parameters.
 
 Usage
 -----
     from pcdump import Dumper
     with Dumper(model, "out.h5", policy="fp32") as d:
+        d.save("inputs/x", x)
         with d.policy_context():          # sets TF32 flags / autocast for the policy
             y = model(x)
-            loss = y.float().pow(2).mean()
-        loss.backward()
+            loss = y.to(d.loss_dtype).pow(2).mean()
+        d.save("outputs/loss", loss)      # before backward: execution order
+        d.watch_gradients()               # record the order backward produces gradients in
+        with d.backward_context():        # the policy's TF32 switches, no autocast
+            loss.backward()
         d.dump_gradients(["fc.weight"])     # or None for all parameters with a grad
 
 CLI: python3 scripts/pcdump.py --help
@@ -59,7 +94,8 @@ import torch
 import torch.nn as nn
 
 __all__ = ["Dumper", "POLICIES", "policy_context", "apply_policy_to_model",
-           "backend_attrs", "infer_reduction_length"]
+           "backend_attrs", "infer_reduction_length", "infer_grad_reduction_lengths",
+           "loss_dtype"]
 
 # policy -> (module/input dtype, autocast dtype or None, tf32 on?)
 POLICIES = {
@@ -81,6 +117,13 @@ def _check_policy(policy):
         raise ValueError("unknown policy %r (known: %s)" % (policy, ", ".join(POLICIES)))
 
 
+def loss_dtype(policy):
+    """The dtype to compute the loss in under ``policy``: float64 for fp64 (so that the whole
+    run, backward included, stays float64), float32 for every other policy."""
+    _check_policy(policy)
+    return torch.float64 if policy == "fp64" else torch.float32
+
+
 def _set_tf32(on):
     """Set the TF32 switches through the pre-2.9 API (works on 1.13 and 2.x; torch >= 2.9
     maps it onto its fp32_precision settings and warns that it is deprecated)."""
@@ -93,11 +136,16 @@ def _set_tf32(on):
 
 
 @contextlib.contextmanager
-def policy_context(policy, device):
+def policy_context(policy, device, autocast=True):
     """Context in which a forward (and backward) runs under ``policy`` on ``device``:
-    sets the TF32 switches (restored on exit) and enters autocast for *-autocast."""
+    sets the TF32 switches (restored on exit) and enters autocast for *-autocast.
+    autocast=False: only the switches, for the backward pass (torch recommends running
+    backward outside autocast; it reuses the dtypes the forward chose, but the TF32
+    switches it reads when it runs)."""
     _check_policy(policy)
     _, ac_dtype, tf32 = POLICIES[policy]
+    if not autocast:
+        ac_dtype = None
     dev_type = torch.device(device).type
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -210,12 +258,58 @@ def infer_reduction_length(module, inputs):
     if isinstance(module, (nn.Softmax, nn.LogSoftmax)) and inputs and torch.is_tensor(inputs[0]):
         dim = module.dim if module.dim is not None else -1
         return int(inputs[0].shape[dim])
+    if isinstance(module, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        taps = 1
+        for k, s, dl in zip(module.kernel_size, module.stride, module.dilation):
+            taps *= -(-k // s) if dl == 1 else k
+        return int(module.in_channels // module.groups * taps)
+    x = inputs[0] if inputs and torch.is_tensor(inputs[0]) else None
+    if x is not None and isinstance(module, nn.GroupNorm) and x.dim() >= 2:
+        return int(x.numel() // x.shape[0] // module.num_groups)
+    if x is not None and isinstance(module, nn.modules.batchnorm._BatchNorm) and x.dim() >= 2:
+        if module.training or not module.track_running_stats:
+            return int(x.numel() // x.shape[1])
+        return None
     return None
 
 
+def infer_grad_reduction_lengths(module, inputs, output):
+    """{local parameter name: K} for the parameters ``module`` owns directly: how many terms
+    one element of their gradient sums over in this call (see the module docstring)."""
+    x = inputs[0] if inputs and torch.is_tensor(inputs[0]) else None
+    y = output if torch.is_tensor(output) else None
+    out = {}
+    if x is None or y is None:
+        return out
+    if isinstance(module, nn.Linear):
+        rows = x.numel() // max(int(module.in_features), 1)
+        out = {"weight": rows, "bias": rows}
+    elif isinstance(module, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        nd = len(module.kernel_size)
+        n = y.shape[0] if y.dim() == nd + 2 else 1
+        rows = n * math.prod(y.shape[-nd:])
+        out = {"weight": rows, "bias": rows}
+    elif isinstance(module, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        nd = len(module.kernel_size)
+        n = y.shape[0] if y.dim() == nd + 2 else 1
+        out = {"weight": n * math.prod(x.shape[-nd:]), "bias": n * math.prod(y.shape[-nd:])}
+    elif isinstance(module, (nn.modules.batchnorm._BatchNorm, nn.GroupNorm,
+                             nn.modules.instancenorm._InstanceNorm)) and y.dim() >= 2:
+        rows = y.numel() // y.shape[1]
+        out = {"weight": rows, "bias": rows}
+    elif isinstance(module, nn.LayerNorm):
+        rows = y.numel() // max(math.prod(module.normalized_shape), 1)
+        out = {"weight": rows, "bias": rows}
+    return {k: int(v) for k, v in out.items()
+            if isinstance(getattr(module, k, None), nn.Parameter)}
+
+
 def _to_numpy(t):
-    """(numpy array, logical dtype name or None) of a tensor, copied to the CPU."""
+    """(numpy array, logical dtype name or None) of a tensor, copied to the CPU (a sparse
+    tensor densified)."""
     t = t.detach()
+    if t.layout != torch.strided:
+        t = t.to_dense()
     if t.is_complex() or t.dtype in (torch.float64, torch.float32, torch.float16) or \
             not t.is_floating_point():
         t = t.cpu() if t.device.type != "cpu" else t.clone()
@@ -265,11 +359,15 @@ class Dumper:
     compression        None or "gzip" (with shuffle; used for datasets >= compress_min elements)
     attrs              extra file attributes
     index_width        digits of the execution index (default: as many as needed, at least 3)
+    module_grads       also record the gradient flowing out of each selected module during
+                       backward (full backward hooks; default off) under /activation_grads.
+                       Full backward hooks forbid in-place changes of a hooked module's output
+                       (e.g. a following nn.ReLU(inplace=True)).
     """
 
     def __init__(self, model, path, policy="fp32", device=None, modules="leaves",
                  reduction_lengths=None, accumulation_dtypes=None, compression="gzip",
-                 compress_min=1024, attrs=None, index_width=None):
+                 compress_min=1024, attrs=None, index_width=None, module_grads=False):
         _check_policy(policy)
         self.model = model
         self.path = path
@@ -289,8 +387,26 @@ class Dumper:
         self._other = []    # (name, array, attrs) written as is
         self._handles = []
         self._calls = 0
+        self._exec = 0          # the execution counter shared by everything recorded
+        self._grad_handles = []
+        self._grad_order = {}   # param name -> execution index when backward produced it
+        self._grad_k = {}       # param name -> K inferred from the forward calls
+        self._param_owner = {}  # param name -> (module path, module type)
+        self._fwd_calls = {}    # module path -> call indices not yet matched by a backward
+        self.module_grads = module_grads
+        self._agrads = []       # (module path, array, attrs) in backward order
         self._file_attrs = None
         self.enabled = True
+
+    @property
+    def loss_dtype(self):
+        """float64 under policy fp64, else float32 (see loss_dtype())."""
+        return loss_dtype(self.policy)
+
+    def _next_exec(self):
+        i = self._exec
+        self._exec += 1
+        return i
 
     # ---- hooks -------------------------------------------------------------------
     def _selected(self):
@@ -326,6 +442,12 @@ class Dumper:
                 return
             idx = self._calls
             self._calls += 1
+            ex = self._next_exec()
+            self._fwd_calls.setdefault(name, []).append(idx)
+            for pn, k in _safe(lambda: infer_grad_reduction_lengths(module, inputs, output),
+                               {}).items():
+                full = name + "." + pn if name else pn
+                self._grad_k[full] = self._grad_k.get(full, 0) + k
             K = self.reduction_lengths.get(name)
             if K is None:
                 K = infer_reduction_length(module, inputs)
@@ -335,7 +457,8 @@ class Dumper:
             for suffix, t in _flatten(output):
                 arr, logical = _to_numpy(t)
                 at = {"module": name or "root", "module_type": type(module).__name__,
-                      "call_index": idx, "torch_dtype": str(t.dtype).replace("torch.", "")}
+                      "call_index": idx, "execution_index": ex,
+                      "torch_dtype": str(t.dtype).replace("torch.", "")}
                 if logical is not None:
                     at["dtype"] = logical
                 if K is not None:
@@ -345,11 +468,57 @@ class Dumper:
                 self._records.append((idx, name or "root", suffix, arr, at))
         return hook
 
+    def _backward_hook(self, name):
+        def hook(module, grad_input, grad_output):
+            g = grad_output[0] if grad_output else None
+            if g is None or not torch.is_tensor(g):
+                return None
+            arr, logical = _to_numpy(g)
+            at = {"module": name or "root", "module_type": type(module).__name__,
+                  "execution_index": self._next_exec(),
+                  "torch_dtype": str(g.dtype).replace("torch.", "")}
+            calls = self._fwd_calls.get(name)
+            if calls:  # backward meets a module's calls in reverse order (best effort)
+                at["forward_call_index"] = calls.pop()
+            if logical is not None:
+                at["dtype"] = logical
+            self._agrads.append((name or "root", arr, at))
+            return None
+        return hook
+
+    def watch_gradients(self, names=None):
+        """Arm hooks that note when backward produces each parameter's gradient (all
+        parameters that require grad, or the named ones); call it before loss.backward().
+        dump_gradients() then writes the gradients in that order.  Re-arming forgets the
+        order recorded so far."""
+        for h in self._grad_handles:
+            h.remove()
+        self._grad_handles = []
+        self._grad_order = {}
+        params = dict(self.model.named_parameters())
+        for n in (names if names is not None else list(params)):
+            p = params[n]
+            if not p.requires_grad:
+                continue
+
+            def hook(grad, n=n):
+                if n not in self._grad_order:
+                    self._grad_order[n] = self._next_exec()
+                return None
+            self._grad_handles.append(p.register_hook(hook))
+        return self
+
     def __enter__(self):
         # backend attributes are read now (flags may be changed by policy_context later;
         # they are re-read on the first forward call under policy_context, see below)
         for name, m in self._selected():
             self._handles.append(m.register_forward_hook(self._hook(name)))
+            if self.module_grads:
+                self._handles.append(m.register_full_backward_hook(self._backward_hook(name)))
+        for mname, m in self.model.named_modules():
+            for pn, _ in m.named_parameters(recurse=False):
+                full = mname + "." + pn if mname else pn
+                self._param_owner.setdefault(full, (mname or "root", type(m).__name__))
         self._handles.append(self.model.register_forward_pre_hook(self._snapshot_attrs))
         return self
 
@@ -365,30 +534,55 @@ class Dumper:
 
     # ---- helpers -------------------------------------------------------------------
     def policy_context(self):
+        """The forward's context: TF32 switches and autocast of the policy."""
         return policy_context(self.policy, self.device)
 
+    def backward_context(self):
+        """The backward's context: the policy's TF32 switches, no autocast.  Without it a
+        backward outside policy_context() runs under whatever switches are set then (torch's
+        defaults: cuDNN TF32 on, matmul TF32 off)."""
+        return policy_context(self.policy, self.device, autocast=False)
+
     def save(self, name, tensor, **attrs):
-        """Store any tensor under ``name`` (e.g. "inputs/x", "outputs/loss")."""
+        """Store any tensor under ``name`` (e.g. "inputs/x", "outputs/loss"); its
+        execution_index is the counter's value now unless ``attrs`` gives one."""
         arr, logical = _to_numpy(tensor)
         at = {"torch_dtype": str(tensor.dtype).replace("torch.", "")}
         if logical is not None:
             at["dtype"] = logical
+        if tensor.layout != torch.strided:
+            at["layout"] = str(tensor.layout).replace("torch.", "")
         at.update(attrs)
+        if "execution_index" not in at:
+            at["execution_index"] = self._next_exec()
         self._other.append((name, arr, at))
 
-    def dump_gradients(self, names=None, reduction_lengths=None):
-        """Store .grad of the named parameters (all with a grad if None) under /gradients."""
+    def dump_gradients(self, names=None, reduction_lengths=None, infer_k=True):
+        """Store .grad of the named parameters (all with a grad if None) under /gradients,
+        in the order backward produced them (as recorded by watch_gradients()), then those
+        no armed hook saw in the given (default: parameter) order.  reduction_lengths
+        {param: K} overrides the K inferred from the forward (infer_k=False: none)."""
         reduction_lengths = reduction_lengths or {}
         params = dict(self.model.named_parameters())
         if names is None:
             names = [n for n, p in params.items() if p.grad is not None]
+        names = list(names)
+        seen = sorted((n for n in names if n in self._grad_order), key=self._grad_order.get)
+        names = seen + [n for n in names if n not in self._grad_order]
         for n in names:
             g = params[n].grad
             if g is None:
                 raise ValueError("parameter %s has no gradient" % n)
             at = {"parameter": n}
+            owner = self._param_owner.get(n)
+            if owner:
+                at["module"], at["module_type"] = owner
             if n in reduction_lengths:
                 at["reduction_length"] = int(reduction_lengths[n])
+            elif infer_k and self._grad_k.get(n):
+                at["reduction_length"] = int(self._grad_k[n])
+            if n in self._grad_order:
+                at["execution_index"] = self._grad_order[n]
             self.save("gradients/" + n, g, **at)
 
     def _create(self, parent, name, arr, attrs):
@@ -409,9 +603,9 @@ class Dumper:
         return g
 
     def close(self):
-        for h in self._handles:
+        for h in self._handles + self._grad_handles:
             h.remove()
-        self._handles = []
+        self._handles, self._grad_handles = [], []
         if self._file_attrs is None:
             self._file_attrs = backend_attrs(self.device, self.policy)
         n = max(self._calls, 1)
@@ -434,7 +628,12 @@ class Dumper:
                 parts = [p for p in name.split("/") if p]
                 g = self._group(f, parts[:-1])
                 self._create(g, parts[-1], arr, at)
-        self._records, self._other = [], []
+            if self._agrads:
+                ag = self._group(f, ("activation_grads",))
+                w = self.index_width or max(3, len(str(len(self._agrads) - 1)))
+                for i, (name, arr, at) in enumerate(self._agrads):
+                    self._create(ag, "%0*d_%s" % (w, i, name), arr, at)
+        self._records, self._other, self._agrads = [], [], []
 
 
 # ---- CLI ----------------------------------------------------------------------------
@@ -468,6 +667,8 @@ def main(argv=None):
                     help="backward of mean(output^2) and dump gradients (all, or the named params)")
     ap.add_argument("--no-compress", action="store_true", help="store datasets uncompressed")
     ap.add_argument("--eval", action="store_true", help="model.eval() before the forward")
+    ap.add_argument("--module-grads", action="store_true",
+                    help="with --grad: also dump each module's output gradient (activation_grads/)")
     a = ap.parse_args(argv)
 
     torch.manual_seed(a.seed)
@@ -489,7 +690,8 @@ def main(argv=None):
         ks[p] = int(v)
     modules = a.modules if a.modules in ("leaves", "all") else a.modules.split(",")
     with Dumper(model, a.out, policy=a.policy, device=a.device, modules=modules,
-                reduction_lengths=ks, compression=None if a.no_compress else "gzip") as d:
+                reduction_lengths=ks, compression=None if a.no_compress else "gzip",
+                module_grads=bool(a.grad and a.module_grads)) as d:
         for i, x in enumerate(inputs):
             if torch.is_tensor(x):
                 d.save("inputs/%d" % i, x)
@@ -497,11 +699,13 @@ def main(argv=None):
             out = model(*inputs)
             if a.grad:
                 first = next(t for _, t in _flatten(out))
-                loss = first.float().pow(2).mean()
+                loss = first.to(d.loss_dtype).pow(2).mean()
         if a.grad:
             d.enabled = False
-            loss.backward()
             d.save("outputs/loss", loss)
+            d.watch_gradients()
+            with d.backward_context():
+                loss.backward()
             d.dump_gradients(None if a.grad == "all" else a.grad.split(","))
     print("wrote %s (%d module calls)" % (a.out, d._calls))
     return 0

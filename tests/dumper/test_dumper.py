@@ -223,6 +223,110 @@ def test_policies(fp32_path):
         check("autocast recorded", f.attrs.get("autocast_dtype") == "bfloat16")
 
 
+class Tagger(nn.Module):
+    """Sparse embedding -> Linear -> Tanh -> Linear, and a parameter the loss never uses."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4, sparse=True)
+        self.fc1 = nn.Linear(4, 6)
+        self.act = nn.Tanh()
+        self.fc2 = nn.Linear(6, 3)
+        self.unused = nn.Parameter(torch.ones(2))
+
+    def forward(self, tok):
+        return self.fc2(self.act(self.fc1(self.emb(tok))))
+
+
+def test_execution_order():
+    """One execution counter: inputs, activations, the loss, then the gradients in the order
+    backward produced them (creation order too); activation_grads; sparse grads densified; K of
+    weight gradients; a gradient no armed hook saw comes last."""
+    torch.manual_seed(0)
+    model = Tagger()
+    tok = torch.tensor([[1, 2, 2], [3, 1, 9]])
+    path = os.path.join(WORK, "order.h5")
+    with pcdump.Dumper(model, path, policy="fp32", module_grads=True) as d:
+        d.save("inputs/tok", tok)
+        with d.policy_context():
+            out = model(tok)
+            loss = out.to(d.loss_dtype).pow(2).mean()
+        d.save("outputs/loss", loss)
+        d.watch_gradients()
+        loss.backward()
+        model.unused.grad = torch.full((2,), 3.0)  # a grad no hook saw
+        d.dump_gradients()
+    # expected values, without the dumper
+    model.zero_grad(set_to_none=True)
+    h = model.fc1(model.emb(tok))
+    a = model.act(h)
+    y = model.fc2(a)
+    for t in (h, a, y):
+        t.retain_grad()
+    y.pow(2).mean().backward()
+    with h5py.File(path, "r") as f:
+        ex = {}
+
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                ex[name] = obj.attrs.get("execution_index")
+        f.visititems(visit)
+        check("every dataset has execution_index", all(v is not None for v in ex.values()), str(ex))
+        check("execution_index values distinct", len(set(ex.values())) == len(ex), str(ex))
+        fwd = ["inputs/tok", "activations/000_emb", "activations/001_fc1", "activations/002_act",
+               "activations/003_fc2", "outputs/loss"]
+        check("forward execution order", [ex[n] for n in fwd] == list(range(6)),
+              str([ex[n] for n in fwd]))
+        grads = creation_order(f["gradients"])
+        idx = [ex["gradients/" + n] for n in grads]
+        check("gradients in creation order = execution order", idx == sorted(idx), str(idx))
+        check("gradients after the loss", min(idx) > ex["outputs/loss"], str(idx))
+        pos = {n: i for i, n in enumerate(grads)}
+        check("backward order: fc2 before fc1 before emb",
+              max(pos["fc2.weight"], pos["fc2.bias"]) < min(pos["fc1.weight"], pos["fc1.bias"])
+              and max(pos["fc1.weight"], pos["fc1.bias"]) < pos["emb.weight"], str(grads))
+        check("unwatched gradient last", grads[-1] == "unused", str(grads))
+        ew = f["gradients/emb.weight"]
+        check("sparse grad densified", np.array_equal(ew[()], model.emb.weight.grad.to_dense().numpy()))
+        check("sparse grad layout attribute", ew.attrs.get("layout") == "sparse_coo")
+        check("gradient module attribute", f["gradients/fc1.weight"].attrs.get("module") == "fc1")
+        check("gradient K inferred: rows of fc1's input",
+              f["gradients/fc1.weight"].attrs.get("reduction_length") == 6)
+        check("gradient values", np.array_equal(f["gradients/fc1.weight"][()],
+                                                model.fc1.weight.grad.numpy()))
+        ag = f["activation_grads"]
+        names = creation_order(ag)
+        check("activation_grads in backward order",
+              names[:3] == ["000_fc2", "001_act", "002_fc1"], str(names))
+        for key, t in (("000_fc2", y), ("001_act", a), ("002_fc1", h)):
+            check("activation grad %s" % key, np.allclose(ag[key][()], t.grad.numpy(), rtol=0,
+                                                         atol=0), key)
+        check("activation_grads forward_call_index",
+              ag["002_fc1"].attrs.get("forward_call_index") == 1)
+        gi = [ex["activation_grads/" + n] for n in names]
+        check("activation_grads indices after the loss, increasing",
+              gi == sorted(gi) and gi[0] > ex["outputs/loss"], str(gi))
+
+
+def test_fp64_loss():
+    """Under policy fp64 the CLI computes the loss in float64, so the gradients are float64
+    results of a float64 backward."""
+    with open(os.path.join(WORK, "tiny_factory64.py"), "w") as f:
+        f.write(FACTORY)
+    out = os.path.join(WORK, "cli64.h5")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "pcdump.py"),
+                        "--model", "tiny_factory64:build", "--out", out, "--input-shape", "5,6",
+                        "--grad", "all", "--policy", "fp64"],
+                       cwd=WORK, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not check("CLI fp64 runs", p.returncode == 0, p.stderr[-800:]):
+        return
+    with h5py.File(out, "r") as f:
+        check("fp64 loss is float64", f["outputs/loss"].dtype == np.float64)
+        check("fp64 gradients are float64", f["gradients/0.weight"].dtype == np.float64)
+    check("loss_dtype", pcdump.loss_dtype("fp64") == torch.float64 and
+          pcdump.loss_dtype("bf16-autocast") == torch.float32)
+
+
 FACTORY = '''
 import torch, torch.nn as nn
 def build():
@@ -263,7 +367,9 @@ def main():
     print("torch %s" % torch.__version__)
     fp32 = test_forward_dump()
     test_policies(fp32)
+    test_execution_order()
     test_cli()
+    test_fp64_loss()
     return summary()
 
 
