@@ -43,7 +43,7 @@ enum { PC_TREND_WINDOW_DEFAULT = 8, PC_TREND_WINDOW_MAX = 1 << 20 };
 
 /* The tolerance applied to one tensor. A field is meaningful only when its bit is in `set`;
  * an unset max_mismatch_fraction means 0. The last three are tensor-level criteria on the
- * aggregate figures of docs/metrics.md (pc_tol_check_aggregates). */
+ * aggregate figures of docs/metrics.md, which the judge tests (docs/tolerance-model.md). */
 typedef struct pc_tol {
   unsigned set;
   double atol;                  /* >= 0, finite */
@@ -53,10 +53,13 @@ typedef struct pc_tol {
   double max_rel_rms;           /* >= 0, finite */
   double max_scale;             /* >= 0, finite: the systematic part of the scale allowance */
   double max_scale_sqrt_n;      /* >= 0, finite: the sampling part, divided by sqrt(N) */
+  double scale_z;               /* with PC_TOL_MAX_SCALE: z, a sampling part z rel_rms / sqrt(N) */
   double trend_growth;          /* PC_TOL_TREND: G, the growth allowed over the trend */
+  double trend_growth_backward; /* PC_TOL_TREND: G for gradients (>= trend_growth) */
   unsigned trend_window;        /* PC_TOL_TREND: W, upstream tensors the trend looks at */
   double trend_crest;           /* PC_TOL_TREND: P, largest max_abs / (allowed rel_rms RMS(A)) */
-  double noise_floor;           /* PC_TOL_NOISE: nu u, as a fraction of the neighbours' RMS */
+  double noise_floor_u;         /* PC_TOL_NOISE: nu, in unit roundoffs of each side's precision */
+  double u;                     /* the model's unit roundoff u (float compare dtypes), else 0 */
 } pc_tol;
 
 typedef struct pc_tolset pc_tolset;
@@ -104,14 +107,9 @@ pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype co
  * (the component dtype for complex data); pc_tolset_resolve_ctx with nothing known. */
 pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare);
 
-/** The tensor-level criteria of `tol` that a tensor breaks, as PC_TOL_MAX_REL_RMS and
- * PC_TOL_MAX_SCALE bits (0: none). rel_rms and scale_error are the figures of docs/metrics.md
- * over the tensor's n finite pairs; a NaN figure breaks its criterion, and with n = 0 nothing
- * is broken. */
-unsigned pc_tol_check_aggregates(const pc_tol *tol, double rel_rms, double scale_error, uint64_t n);
-
-/** The bound on |scale_error| over n > 0 finite pairs: max_scale + max_scale_sqrt_n / sqrt(n). */
-double pc_tol_scale_limit(const pc_tol *tol, uint64_t n);
+/** The bound on |scale_error| over n > 0 finite pairs of relative RMS error rel_rms:
+ * max_scale + (max_scale_sqrt_n + scale_z rel_rms) / sqrt(n). */
+double pc_tol_scale_limit(const pc_tol *tol, uint64_t n, double rel_rms);
 
 #ifdef __cplusplus
 }

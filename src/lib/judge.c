@@ -61,7 +61,7 @@ void pc_judge_tensor(pc_tensor *t) {
     pc_aggregates g = pc_stats_aggregates(s);
     if ((tol->set & PC_TOL_MAX_REL_RMS) && !(g.rel_rms <= tol->max_rel_rms))
       pc_add_reason(t, PC_CRIT_REL_RMS, g.rel_rms, tol->max_rel_rms);
-    double limit = pc_tol_scale_limit(tol, s->finite_terms);
+    double limit = pc_tol_scale_limit(tol, s->finite_terms, isfinite(g.rel_rms) ? g.rel_rms : 0);
     if ((tol->set & PC_TOL_MAX_SCALE) && !(fabs(g.scale_error) <= limit))
       pc_add_reason(t, PC_CRIT_SCALE_ERROR, fabs(g.scale_error), limit);
   }
@@ -318,6 +318,14 @@ static double pc_trend_at(const pc_trend *tr, unsigned window) {
   return m;
 }
 
+/* G for this tensor: gradients may grow more (docs/tolerance-model.md, "Backward"); 1 without a
+ * trend. */
+static double pc_growth(const pc_tensor *t) {
+  if (!(t->tol.set & PC_TOL_TREND))
+    return 1;
+  return fmax(pc_is_gradient(t->path) ? t->tol.trend_growth_backward : t->tol.trend_growth, 1);
+}
+
 /* Relaxes the magnitude criteria by what the run explains: a noise-level tensor is judged
  * against its noise floor (they are waived), any other against G times the trend. nan and inf
  * mismatches are never explained. */
@@ -332,7 +340,7 @@ static void pc_relax(pc_tensor *t) {
   }
   if (!(tol->set & PC_TOL_TREND) || c->trend <= 0)
     return;
-  double allowed = tol->trend_growth * c->trend;
+  double allowed = pc_growth(t) * c->trend;
   double rms_a = pc_rms(t->stats.sum_sq_a, t->stats.finite_terms);
   for (size_t i = t->nreasons; i-- > 0;) {
     pc_reason *r = &t->reasons[i];
@@ -348,6 +356,20 @@ static void pc_relax(pc_tensor *t) {
   }
 }
 
+/* Both sides hold only rounding noise of a computation of scale S (the noise scale): A's RMS is
+ * within nu units of A's own precision of S, and B's within nu units of the model's u (B
+ * computes in it). A's side is what makes this safe: A is the reference, no bug in B moves it,
+ * and a tensor with a real value of its own is never that small in fp32 or fp64. */
+static bool pc_noise_level(const pc_tensor *t, double scale) {
+  const pc_tol *tol = &t->tol;
+  if (!(tol->set & PC_TOL_NOISE) || !(scale > 0))
+    return false;
+  double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
+  double rms_a = pc_rms(t->stats.sum_sq_a, t->stats.finite_terms);
+  double rms_b = pc_rms(t->stats.sum_sq_b, t->stats.finite_terms);
+  return rms_a <= tol->noise_floor_u * u_a * scale && rms_b <= tol->noise_floor_u * tol->u * scale;
+}
+
 static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
   pc_tensor *t = &run->tensors[run->order[k]];
   pc_context *c = &t->context;
@@ -357,10 +379,7 @@ static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
   c->judged = true;
   c->trend = (t->tol.set & PC_TOL_TREND) ? pc_trend_at(tr, t->tol.trend_window) : 0;
   c->noise_scale = pc_noise_scale(run, k);
-  double own = fmax(pc_rms(t->stats.sum_sq_a, t->stats.finite_terms),
-                    pc_rms(t->stats.sum_sq_b, t->stats.finite_terms));
-  c->noise_level = (t->tol.set & PC_TOL_NOISE) && c->noise_scale > 0 &&
-                   own <= t->tol.noise_floor * c->noise_scale;
+  c->noise_level = pc_noise_level(t, c->noise_scale);
   pc_relax(t);
   t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
   if (t->verdict == PC_VERDICT_PASS && !c->noise_level && isfinite(g.rel_rms))
@@ -394,7 +413,7 @@ static void pc_link_cascades(pc_run *run) {
     if (run->first_divergence < 0)
       run->first_divergence = (long)i;
     double sev = pc_severity(t);
-    double growth = (t->tol.set & PC_TOL_TREND) ? fmax(t->tol.trend_growth, 1) : 1;
+    double growth = pc_growth(t);
     if (worst >= 0 && sev >= 0 && worst_sev * growth >= sev) {
       const pc_tensor *w = &run->tensors[worst];
       t->caused_by = w->caused_by >= 0 ? w->caused_by : worst;

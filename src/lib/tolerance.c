@@ -62,7 +62,8 @@ static const char *const criterion_keys[] = {
     "atol",        "rtol",          "max_ulp",     "max_mismatch_fraction",
     "precision",   "accumulation",  "atol_rms",    "rtol_u",
     "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u", "max_scale_u_sqrt_n",
-    "trend_growth", "trend_window", "trend_crest", "noise_floor_u"};
+    "trend_growth", "trend_window", "trend_crest", "noise_floor_u",
+    "trend_growth_backward", "scale_z"};
 enum {
   CRIT_ATOL,
   CRIT_RTOL,
@@ -80,6 +81,8 @@ enum {
   CRIT_TREND_WINDOW,
   CRIT_TREND_CREST,
   CRIT_NOISE_FLOOR_U,
+  CRIT_TREND_GROWTH_BACKWARD,
+  CRIT_SCALE_Z,
   CRIT_COUNT
 };
 _Static_assert(COUNT_OF(criterion_keys) == CRIT_COUNT, "one name per criterion");
@@ -913,9 +916,13 @@ static double model_u_acc(const tol_entry *e, pc_dtype compare, const pc_tol_con
  * the judge applies them once every tensor of the run is compared. */
 static void apply_run_model(pc_tol *tol, const tol_entry *e, double u) {
   const double *c = e->value;
+  tol->u = u;
   if (has(e, CRIT_TREND_GROWTH) && c[CRIT_TREND_GROWTH] > 0) {
     tol->set |= PC_TOL_TREND;
     tol->trend_growth = c[CRIT_TREND_GROWTH];
+    tol->trend_growth_backward = has(e, CRIT_TREND_GROWTH_BACKWARD)
+                                     ? fmax(c[CRIT_TREND_GROWTH_BACKWARD], tol->trend_growth)
+                                     : tol->trend_growth;
     tol->trend_window = has(e, CRIT_TREND_WINDOW) && c[CRIT_TREND_WINDOW] >= 1
                             ? (unsigned)fmin(c[CRIT_TREND_WINDOW], PC_TREND_WINDOW_MAX)
                             : PC_TREND_WINDOW_DEFAULT;
@@ -923,7 +930,7 @@ static void apply_run_model(pc_tol *tol, const tol_entry *e, double u) {
   }
   if (has(e, CRIT_NOISE_FLOOR_U) && c[CRIT_NOISE_FLOOR_U] > 0) {
     tol->set |= PC_TOL_NOISE;
-    tol->noise_floor = fmin(c[CRIT_NOISE_FLOOR_U] * u, 1);
+    tol->noise_floor_u = c[CRIT_NOISE_FLOOR_U];
   }
 }
 
@@ -947,6 +954,7 @@ static void apply_model(pc_tol *tol, const tol_entry *e, pc_dtype compare,
     tol->set |= PC_TOL_MAX_SCALE;
     tol->max_scale = (has(e, CRIT_MAX_SCALE_U) ? c[CRIT_MAX_SCALE_U] : 0) * u;
     tol->max_scale_sqrt_n = (has(e, CRIT_MAX_SCALE_U_SQRT_N) ? c[CRIT_MAX_SCALE_U_SQRT_N] : 0) * u;
+    tol->scale_z = has(e, CRIT_SCALE_Z) ? c[CRIT_SCALE_Z] : 0;
   }
   apply_run_model(tol, e, u);
 }
@@ -975,19 +983,6 @@ bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype 
   return pc_dtype_is_float(compare) && has(&e, CRIT_ATOL_RMS) && e.value[CRIT_ATOL_RMS] > 0;
 }
 
-/* Written as !(figure <= limit) so that a NaN figure breaks its criterion. */
-unsigned pc_tol_check_aggregates(const pc_tol *tol, double rel_rms, double scale_error,
-                                 uint64_t n) {
-  unsigned broken = 0;
-  if (n == 0)
-    return 0;
-  if ((tol->set & PC_TOL_MAX_REL_RMS) && !(rel_rms <= tol->max_rel_rms))
-    broken |= PC_TOL_MAX_REL_RMS;
-  if ((tol->set & PC_TOL_MAX_SCALE) && !(fabs(scale_error) <= pc_tol_scale_limit(tol, n)))
-    broken |= PC_TOL_MAX_SCALE;
-  return broken;
-}
-
-double pc_tol_scale_limit(const pc_tol *tol, uint64_t n) {
-  return tol->max_scale + tol->max_scale_sqrt_n / sqrt((double)n);
+double pc_tol_scale_limit(const pc_tol *tol, uint64_t n, double rel_rms) {
+  return tol->max_scale + (tol->max_scale_sqrt_n + tol->scale_z * rel_rms) / sqrt((double)n);
 }

@@ -447,22 +447,17 @@ static void test_model_keys_layer_and_unset(void **state) {
   pc_tolset_free(set);
 }
 
-static void test_check_aggregates(void **state) {
+/* max_scale + (max_scale_sqrt_n + scale_z rel_rms) / sqrt(n): 0.25 + (1 + 0) / 2 = 0.75, and
+ * 0.25 + (1 + 3 x 0.2) / 4 = 0.65. (The judge applies it: tests/unit/test_judge.c.) */
+static void test_scale_limit(void **state) {
   (void)state;
   pc_tol tol = {0};
-  assert_int_equal(pc_tol_check_aggregates(&tol, INFINITY, NAN, 4), 0); /* nothing set */
-  tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE;
-  tol.max_rel_rms = 0.5;
+  tol.set = PC_TOL_MAX_SCALE;
   tol.max_scale = 0.25;
-  tol.max_scale_sqrt_n = 1.0; /* allowance 0.25 + 1 / sqrt(n) */
-  assert_int_equal(pc_tol_check_aggregates(&tol, 0.5, -0.75, 4), 0);
-  assert_int_equal(pc_tol_check_aggregates(&tol, 0.5000001, 0, 4), PC_TOL_MAX_REL_RMS);
-  assert_int_equal(pc_tol_check_aggregates(&tol, 0, -0.7500001, 4), PC_TOL_MAX_SCALE);
-  assert_int_equal(pc_tol_check_aggregates(&tol, 0, 0.5, 16), 0);
-  assert_int_equal(pc_tol_check_aggregates(&tol, 0, 0.5000001, 16), PC_TOL_MAX_SCALE);
-  assert_int_equal(pc_tol_check_aggregates(&tol, NAN, NAN, 16),
-                   PC_TOL_MAX_REL_RMS | PC_TOL_MAX_SCALE);
-  assert_int_equal(pc_tol_check_aggregates(&tol, INFINITY, INFINITY, 0), 0); /* no pairs */
+  tol.max_scale_sqrt_n = 1.0;
+  assert_true(pc_tol_scale_limit(&tol, 4, 0) == 0.75);
+  tol.scale_z = 3;
+  assert_true(fabs(pc_tol_scale_limit(&tol, 16, 0.2) - 0.65) < 1e-15);
 }
 
 /* ---- Errors ----------------------------------------------------------------------------- */
@@ -512,7 +507,8 @@ static void test_unknown_keys(void **state) {
                NAME ":3:22: unknown key 'atoll' in 'float32'"
                     " (expected one of: atol, rtol, max_ulp, max_mismatch_fraction, precision,"
                     " accumulation, atol_rms, rtol_u, rtol_sqrt_k, max_rel_rms_u, max_scale_u,"
-                    " max_scale_u_sqrt_n, trend_growth, trend_window, trend_crest, noise_floor_u)");
+                    " max_scale_u_sqrt_n, trend_growth, trend_window, trend_crest, noise_floor_u,"
+                    " trend_growth_backward, scale_z)");
   expect_error("version: 1\nrules:\n  - match: /a\n    int8: {}\n",
                NAME ":4:5: unknown key 'int8' in a rule (expected one of: float64, float32,"
                     " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all, match)");
@@ -797,7 +793,7 @@ int main(void) {
       cmocka_unit_test(test_model_without_context),
       cmocka_unit_test(test_model_widens_plain_criteria),
       cmocka_unit_test(test_model_keys_layer_and_unset),
-      cmocka_unit_test(test_check_aggregates),
+      cmocka_unit_test(test_scale_limit),
       cmocka_unit_test(test_invalid_yaml),
       cmocka_unit_test(test_unknown_keys),
       cmocka_unit_test(test_wrong_types),
