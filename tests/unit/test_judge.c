@@ -170,11 +170,10 @@ static void test_trend_elements(void **state) {
   free_run(run);
 }
 
-/* A bias gradient of RMS(A) 1e-9 and RMS(B) 1e-9 sqrt(1 + 1.4^2) = 1.72e-9 between gradients
- * of RMS 1e-3 and 5e-4: the noise scale is the lower middle of the two, 5e-4. With nu = 64 and
- * u = 2^-11, A's floor is 64 x 2^-24 x 5e-4 = 1.91e-9 >= 1e-9 and B's 64 x 2^-11 x 5e-4 =
- * 1.6e-5 >= 1.72e-9: noise, and its rel_rms of 1.4 is waived. With nu = 16, A's floor is
- * 4.8e-10 < 1e-9: judged as it is. With a NaN nothing is waived. */
+/* A bias gradient of RMS(A) 1e-9 and RMS(B - A) 1.4e-9 between gradients of RMS 1e-3 and
+ * 5e-4: the noise scale is the lower middle of the two, 5e-4. With nu = 64 and u = 2^-24 the
+ * floor is 64 x 2^-24 x 5e-4 = 1.91e-9 >= 1.4e-9: noise, and its rel_rms of 1.4 is waived. With
+ * nu = 16 the floor is 4.8e-10 < 1e-9: judged as it is. With a NaN nothing is waived. */
 static void test_noise_floor(void **state) {
   (void)state;
   for (int round = 0; round < 3; round++) {
@@ -186,7 +185,7 @@ static void test_noise_floor(void **state) {
       run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_NOISE;
       run->tensors[i].tol.max_rel_rms = 1e-5;
       run->tensors[i].tol.noise_floor_u = round == 1 ? 16 : 64;
-      run->tensors[i].tol.u = 0x1p-11;
+      run->tensors[i].tol.u = 0x1p-24;
     }
     if (round == 2)
       run->tensors[1].stats.nan_mismatches = 1;
