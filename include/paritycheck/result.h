@@ -140,6 +140,8 @@ typedef struct pc_context {
   double noise_scale; /* the median RMS(A) of its neighbours: the scale of the computation
                          whose rounding noise a tensor of (near) zero exact value holds */
   bool noise_level;   /* both sides hold only rounding noise of the neighbours' scale */
+  double reference_limit; /* three-way mode: the distance of B to R that the tensor's
+                             conditioning explains (docs/tolerance-model.md); 0 when none */
 } pc_context;
 
 /* Three-way mode (pc_compare_reference, docs/metrics.md "Three-way mode"): one side's distance

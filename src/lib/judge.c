@@ -436,6 +436,36 @@ static void pc_tally(pc_run *run) {
     run->verdict = PC_RUN_ERROR;
 }
 
+/* Three-way mode (docs/tolerance-model.md, "With a reference"): A's distance to R measures the
+ * tensor's conditioning, kappa = rel_rms(R, A) / u_A; B's precision u then explains a distance
+ * to R of up to G kappa u. A tensor that fails only magnitude criteria, and whose B is within
+ * that of R, passes: its error is what its conditioning makes of B's precision. */
+static void pc_relax_by_reference(pc_tensor *t) {
+  const pc_vs_reference *v = &t->vs_reference;
+  if (t->verdict != PC_VERDICT_DRIFT || !v->present || !pc_dtype_is_float(t->compare) ||
+      pc_find_reason(t, PC_CRIT_NAN_MISMATCH) || pc_find_reason(t, PC_CRIT_INF_MISMATCH))
+    return;
+  double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
+  double u = t->tol.u > 0 ? t->tol.u : pc_dtype_unit_roundoff(t->compare);
+  if (!(u_a > 0) || !isfinite(v->a.rel_rms))
+    return;
+  t->context.reference_limit = pc_growth(t) * (v->a.rel_rms / u_a) * u;
+  if (v->b.rel_rms <= t->context.reference_limit) {
+    t->nreasons = 0;
+    t->verdict = PC_VERDICT_PASS;
+  }
+}
+
+int pc_judge_reference(pc_run *run) {
+  for (size_t i = 0; i < run->ntensors; i++) {
+    pc_relax_by_reference(&run->tensors[i]);
+    run->tensors[i].caused_by = -1;
+  }
+  pc_link_cascades(run);
+  pc_tally(run);
+  return PC_OK;
+}
+
 int pc_judge_run(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++)
     run->tensors[i].caused_by = -1;

@@ -20,4 +20,10 @@ void pc_judge_tensor(pc_tensor *t);
  * judged tensor by tensor only, in run order). */
 int pc_judge_run(pc_run *run);
 
+/** Three-way mode, after pc_judge_run and once every tensor's vs_reference is attached: a tensor
+ * that fails only magnitude criteria passes when its conditioning, measured by A's distance to
+ * the reference, explains B's distance to it (docs/tolerance-model.md); then the cascades and
+ * tallies are made again. Returns PC_OK. */
+int pc_judge_reference(pc_run *run);
+
 #endif

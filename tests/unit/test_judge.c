@@ -259,11 +259,40 @@ static void test_reasons(void **state) {
   assert_string_equal(pc_criterion_name(PC_CRIT_COUNT_), "unknown");
 }
 
+/* Three-way mode: A is 1e-6 from R in float32, so kappa = 1e-6 / 2^-24 = 16.777216; with
+ * u = 2^-11 and G = 4, B's precision explains a distance to R of 4 x 16.777216 x 2^-11 =
+ * 0.0327680: B at 0.03 passes, B at 0.04 still fails; a NaN mismatch is never explained. */
+static void test_reference(void **state) {
+  (void)state;
+  static const double b_rel[] = {0.03, 0.04, 0.03};
+  for (int round = 0; round < 3; round++) {
+    pc_run *run = new_run(1);
+    pc_tensor *t = &run->tensors[0];
+    set_tensor(t, "/a/0", 1, 0.02);
+    t->tol = trend_tol();
+    t->tol.u = 0x1p-11;
+    t->stats.nan_mismatches = round == 2;
+    judge_all(run);
+    assert_int_equal(t->verdict, PC_VERDICT_DRIFT);
+    t->vs_reference.present = true;
+    t->vs_reference.a.rel_rms = 1e-6;
+    t->vs_reference.b.rel_rms = b_rel[round];
+    assert_int_equal(pc_judge_reference(run), 0);
+    assert_int_equal(t->verdict, round == 0 ? PC_VERDICT_PASS : PC_VERDICT_DRIFT);
+    assert_int_equal(run->verdict, round == 0 ? PC_RUN_PASS : PC_RUN_DRIFT);
+    if (round < 2)
+      assert_true(fabs(t->context.reference_limit - 4 * 16.777216 * 0x1p-11) < 1e-15);
+    assert_int_equal(run->first_divergence, round == 0 ? -1 : 0);
+    free_run(run);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_from_paths), cmocka_unit_test(test_order_nested_gradients),
       cmocka_unit_test(test_order_from_attributes), cmocka_unit_test(test_trend),
       cmocka_unit_test(test_trend_elements), cmocka_unit_test(test_noise_floor),
-      cmocka_unit_test(test_cascades), cmocka_unit_test(test_reasons)};
+      cmocka_unit_test(test_cascades), cmocka_unit_test(test_reasons),
+      cmocka_unit_test(test_reference)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

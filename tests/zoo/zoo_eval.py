@@ -74,7 +74,9 @@ MARGIN = 2.0
 SCALE_SE_Z = 3.0
 SCALE_U_FLOOR = 0.25
 NOISE_REL_RMS = 0.25  # an honest tensor this far off is rounding noise on both sides
-NOISE_U_FLOOR = 4.0   # the noise floor is at least 4 u
+# The noise floor is at least what the model gives: a bias gradient's noise is a sum of up to
+# 4096 terms rounded in fp32 (sqrt(4096) u_fp32) or its inputs rounded to the profile's u (4 u).
+NOISE_FLOOR_MIN = (64 * 2.0 ** -24, 4.0)
 NOISE_U_MAX = 64.0    # a tensor further from zero is not rounding noise: the trend must cover it
 
 UNIT = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "tf32": 2.0 ** -11, "float16": 2.0 ** -11,
@@ -221,7 +223,8 @@ def calibrate(binary, work, profile, pairs):
             nu = noise_need(t, u_prof)
             if nu <= NOISE_U_MAX:
                 need["noise_floor_u"] = max(need["noise_floor_u"], (nu, where))
-    noise_u = max(NOISE_U_FLOOR, round_up(MARGIN * need["noise_floor_u"][0]))
+    noise_u = max(NOISE_FLOOR_MIN[0] / u_prof, NOISE_FLOOR_MIN[1],
+                  round_up(MARGIN * need["noise_floor_u"][0]))
     # 2. with that floor, what the trend leaves to the fixed criteria: forward tensors (and
     # gradients without a trend) set the floors, gradients the backward growth.
     tensors = [x for x in measure(binary, work, profile, pairs, noise_u)
