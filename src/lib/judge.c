@@ -14,6 +14,11 @@
  * it or took its output. */
 enum { PC_NOISE_NEIGHBOURS = 2 };
 
+/* A tensor whose RMS is below this fraction of its neighbours' may hold a nearly cancelled
+ * value (pc_noise_level): 2^-10, far below the ratio of any two tensors of real size that sit
+ * next to each other in the fixtures and the zoo, far above fp32 rounding. */
+static const double PC_NOISE_VALUE = 0x1p-10;
+
 static const char *const pc_criterion_names[PC_CRIT_COUNT_] = {
     "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error"};
 
@@ -356,16 +361,18 @@ static void pc_relax(pc_tensor *t) {
   }
 }
 
-/* The tensor is rounding noise of a computation of scale S (the noise scale): its exact value
- * and its error are both within nu u S. Such a tensor (a bias gradient that a following
- * normalisation makes exactly 0) has a rel_rms of order 1 between any two honest runs; it is
- * judged against S, not against its own RMS. */
+/* The tensor is rounding noise of a computation of scale S (the noise scale): its error is
+ * within nu u S, and its exact value is small beside S: within nu u S too, or below
+ * PC_NOISE_VALUE of S. Such a tensor (a bias gradient that a following normalisation makes
+ * exactly 0, a BatchNorm weight gradient that nearly cancels) has a rel_rms of order 1, or far
+ * above its neighbours', between any two honest runs; it is judged against S, not against its
+ * own RMS. A tensor of real size (a softmax of RMS 0.01 next to sums of RMS 1) is not. */
 static bool pc_noise_level(const pc_tensor *t, double scale) {
   const pc_tol *tol = &t->tol;
   if (!(tol->set & PC_TOL_NOISE) || !(scale > 0))
     return false;
   double floor = tol->noise_floor_u * tol->u * scale;
-  return pc_rms(t->stats.sum_sq_a, t->stats.finite_terms) <= floor &&
+  return pc_rms(t->stats.sum_sq_a, t->stats.finite_terms) <= fmax(floor, PC_NOISE_VALUE * scale) &&
          pc_rms(t->stats.sum_sq_diff, t->stats.finite_terms) <= floor;
 }
 

@@ -205,10 +205,18 @@ def is_gradient(path):
     return "grad" in path.rsplit("/", 1)[0].lower()
 
 
+NOISE_VALUE = 2.0 ** -10  # PC_NOISE_VALUE of src/lib/judge.c
+
+
 def noise_need(t, u):
-    """nu that makes t noise-level: max(RMS(A), RMS(B - A)) / (u S)."""
+    """nu that makes t noise-level (src/lib/judge.c, pc_noise_level); inf when its value is too
+    large beside its neighbours for any nu up to NOISE_U_MAX."""
     ctx = t["context"]
-    return max(ctx["rms_a"], t["rms"]) / (u * ctx["noise_scale"])
+    s = ctx["noise_scale"]
+    nu = t["rms"] / (u * s)
+    if ctx["rms_a"] > NOISE_VALUE * s:
+        nu = max(nu, ctx["rms_a"] / (u * s))
+    return nu
 
 
 def calibrate(binary, work, profile, pairs):
