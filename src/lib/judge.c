@@ -129,10 +129,16 @@ static int pc_path_class(const char *path) {
   return PC_CLASS_FORWARD;
 }
 
+/* A name inside a path: no copy, since a run may hold 200,000 tensors. */
+typedef struct pc_name {
+  const char *s;
+  size_t len;
+} pc_name;
+
 /* The module a forward tensor belongs to: the component below its top group, without a
  * leading call index ("/activations/012_layer1.0.conv1/0" -> "layer1.0.conv1"), and a DDP
- * "module." prefix dropped. Written to buf (at most cap bytes). */
-static void pc_forward_module(const char *path, char *buf, size_t cap) {
+ * "module." prefix dropped. */
+static pc_name pc_forward_module(const char *path) {
   size_t n;
   const char *p = pc_first_component(path, &n);
   if (p[n] == '/')
@@ -144,12 +150,8 @@ static void pc_forward_module(const char *path, char *buf, size_t cap) {
     p = q + 1;
   if (strncmp(p, "module.", 7) == 0)
     p += 7;
-  size_t k = 0;
-  while (p[k] && p[k] != '/' && k + 1 < cap) {
-    buf[k] = p[k];
-    k++;
-  }
-  buf[k] = '\0';
+  const char *end = strchr(p, '/');
+  return (pc_name){p, end ? (size_t)(end - p) : strlen(p)};
 }
 
 /* A gradient's parameter as a dotted name below the gradient group ("/grads/l1/conv/weight"
@@ -172,32 +174,40 @@ static void pc_gradient_param(const char *path, char *buf, size_t cap) {
 }
 
 typedef struct pc_module_pos {
-  char name[256];
+  pc_name name;
   size_t pos;
 } pc_module_pos;
 
+static int pc_cmp_name(pc_name a, pc_name b) {
+  int c = memcmp(a.s, b.s, a.len < b.len ? a.len : b.len);
+  return c ? c : (a.len > b.len) - (a.len < b.len);
+}
+
 static int pc_cmp_module(const void *x, const void *y) {
   const pc_module_pos *a = x, *b = y;
-  int c = strcmp(a->name, b->name);
+  int c = pc_cmp_name(a->name, b->name);
   return c ? c : (a->pos < b->pos) - (a->pos > b->pos); /* the last call first */
 }
 
 /* The forward position of a parameter's module: its dotted name shortened from the right until
  * a forward module of that name is found ("lstm.weight_ih_l0" -> "lstm"); -1 when none is. */
 static long long pc_module_position(const pc_module_pos *mods, size_t n, const char *param) {
-  pc_module_pos key;
-  snprintf(key.name, sizeof key.name, "%s", param);
-  for (char *dot = strrchr(key.name, '.'); dot; dot = strrchr(key.name, '.')) {
-    *dot = '\0';
+  pc_name key = {param, strlen(param)};
+  while (key.len) {
+    while (key.len && key.s[key.len - 1] != '.')
+      key.len--;
+    if (!key.len)
+      break;
+    key.len--; /* drop the dot */
     size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first entry whose name is not below key's */
+    while (lo < hi) { /* the first entry whose name is not below key */
       size_t mid = lo + (hi - lo) / 2;
-      if (strcmp(mods[mid].name, key.name) < 0)
+      if (pc_cmp_name(mods[mid].name, key) < 0)
         lo = mid + 1;
       else
         hi = mid;
     }
-    if (lo < n && strcmp(mods[lo].name, key.name) == 0)
+    if (lo < n && pc_cmp_name(mods[lo].name, key) == 0)
       return (long long)mods[lo].pos;
   }
   return -1;
@@ -221,7 +231,7 @@ static int pc_forward_modules(const pc_run *run, pc_module_pos **out, size_t *n)
     return PC_ENOMEM;
   for (size_t i = 0; i < run->ntensors; i++)
     if (pc_path_class(run->tensors[i].path) == PC_CLASS_FORWARD) {
-      pc_forward_module(run->tensors[i].path, (*out)[*n].name, sizeof (*out)[*n].name);
+      (*out)[*n].name = pc_forward_module(run->tensors[i].path);
       (*out)[(*n)++].pos = i;
     }
   qsort(*out, *n, sizeof **out, pc_cmp_module);
