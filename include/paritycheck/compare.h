@@ -43,6 +43,16 @@ typedef struct pc_options {
 int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
                      pc_error *err);
 
+/** Three-way mode: compare the HDF5 file at path_ref (R, e.g. a CPU float64 run) with run's A
+ * and with run's B, each as pc_compare_files(R, side) does with R as the reference, and attach
+ * each side's distance to R to every tensor of run by path (pc_tensor.vs_reference;
+ * docs/metrics.md, "Three-way mode"). A tensor that R lacks, or that R-vs-A or R-vs-B could not
+ * compare, has vs_reference.present false. The verdicts and figures of A vs B are left as they
+ * are. On success run->path_ref is a copy of path_ref. Returns PC_EIO naming the file when R
+ * (or A or B) cannot be opened or walked, PC_EUSAGE for bad arguments, PC_ENOMEM; on error run
+ * is unchanged. */
+int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *opts, pc_error *err);
+
 /** Free a run; NULL is accepted. */
 void pc_run_free(pc_run *run);
 

@@ -1,7 +1,10 @@
 /* paritycheck report writers: a run (pc_run) rendered as text for people, JSON for machines,
  * Markdown for pull requests, JUnit XML for CI systems and a self-contained HTML page. Every
  * writer reads only the run (and the gate, when a baseline is in use), so one comparison feeds
- * them all. Formats: docs/report-json.md and docs/reports.md. */
+ * them all; none judges: verdicts, reasons (pc_tensor.reasons), root causes (caused_by) and the
+ * first divergence are the judge's record, rendered as it is. A run built by hand must fill
+ * that record (caused_by -1 and first_divergence -1 where there is none; order may be NULL, for
+ * execution order = run order). Formats: docs/report-json.md and docs/reports.md. */
 #ifndef PARITYCHECK_REPORT_H
 #define PARITYCHECK_REPORT_H
 
@@ -24,8 +27,9 @@ typedef struct pc_text_options {
   const pc_gate *gate; /* the run judged against a baseline, or NULL */
 } pc_text_options;
 
-/** Write the text report: one line per tensor, then a summary line (and a gate line when
- * opts->gate is set). opts may be NULL (no colour, everything, no gate). */
+/** Write the text report: one line per tensor (a drift's reasons under it), then a summary
+ * line (and a gate line when opts->gate is set); quiet lists the root causes before the tensors
+ * they explain. opts may be NULL (no colour, everything, no gate). */
 int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc_error *err);
 
 /* Row order of the Markdown and HTML tables (docs/reports.md, "Row order"). */

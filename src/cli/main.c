@@ -26,7 +26,8 @@ enum {
   OPT_JOBS,
   OPT_PROFILE,
   OPT_MAX_MEMORY,
-  OPT_STALL
+  OPT_STALL,
+  OPT_REFERENCE
 };
 
 /* Seconds without progress after which the comparison is stopped (isolate.h): far beyond any
@@ -56,6 +57,7 @@ typedef struct outputs {
 
 typedef struct cli {
   const char *path_a, *path_b;
+  const char *reference;  /* --reference R, or NULL */
   const char *profile;    /* --profile NAME, or NULL */
   const char **tol_files; /* the -t files in command-line order (room for argc) */
   size_t n_tol_files;
@@ -88,6 +90,9 @@ static void usage(FILE *out) {
         "                         (\"-\" for any one of these: stdout, instead of the text)\n"
         "      --sort worst|order row order of the Markdown and HTML tables (default worst)\n"
         "      --max-rows N       Markdown rows before the rest are only counted (default 50)\n"
+        "      --reference R      three-way mode: also compare R (e.g. a CPU float64 run)\n"
+        "                         with A and with B, and report per tensor which of A and B\n"
+        "                         is closer to R (docs/metrics.md, \"Three-way mode\")\n"
         "  -v, --verbose          error statistics under every compared tensor\n"
         "      --save-baseline FILE\n"
         "                         write this run's per-tensor figures as a baseline\n"
@@ -154,6 +159,7 @@ static bool parse_size(const char *s, uint64_t *out) {
 static const struct option long_opts[] = {
     {"tolerances", required_argument, NULL, 't'},
     {"profile", required_argument, NULL, OPT_PROFILE},
+    {"reference", required_argument, NULL, OPT_REFERENCE},
     {"json", required_argument, NULL, OPT_JSON},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"junit", required_argument, NULL, OPT_JUNIT},
@@ -223,6 +229,8 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->tol_files[c->n_tol_files++] = optarg;
     } else if (opt == OPT_PROFILE) {
       c->profile = optarg;
+    } else if (opt == OPT_REFERENCE) {
+      c->reference = optarg;
     } else if (opt == OPT_JSON) {
       c->json = optarg;
     } else if (opt == 'q') {
@@ -390,6 +398,21 @@ static int check_outputs(const cli *c) {
   return -1;
 }
 
+/* The --reference file must be readable: checked before A and B are compared, since R is read
+ * only after that comparison; the library still reports a file that is not HDF5. Returns -1 to
+ * go on, else the exit code. */
+static int check_reference(const char *path) {
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  if (!path)
+    return -1;
+  if (!f) {
+    fprintf(stderr, "paritycheck: %s: cannot read the reference file: %s\n", path, strerror(errno));
+    return EXIT_ERROR;
+  }
+  fclose(f);
+  return -1;
+}
+
 /* The --baseline file, read before the data so that a wrong one fails at once rather than
  * after GiBs are compared; *base stays NULL without one. Returns -1 to go on, else the exit
  * code. */
@@ -489,7 +512,8 @@ static int run_child(void *arg) {
 /* Runs the comparison isolated from crashes and endless loops inside HDF5 (isolate.h). */
 static int run_isolated(const cli *c, const pc_tolset *tols) {
   char what[1024];
-  snprintf(what, sizeof what, "%s, %s", c->path_a, c->path_b);
+  snprintf(what, sizeof what, "%s, %s%s%s", c->path_a, c->path_b, c->reference ? ", " : "",
+           c->reference ? c->reference : "");
   run_args r = {c, tols};
   return pc_cli_isolated(run_child, &r, (unsigned)c->stall_s, what);
 }
@@ -510,11 +534,15 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   pc_baseline *base = NULL;
   int code = check_outputs(c);
   if (code < 0)
+    code = check_reference(c->reference);
+  if (code < 0)
     code = load_baseline(c, &base);
   if (code >= 0)
     return code;
   pc_run *run = NULL;
   int rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err);
+  if (rc == PC_OK && c->reference)
+    rc = pc_compare_reference(run, c->reference, &opts, &err);
   if (prog.shown)
     fputs("\r\033[K", stderr); /* the report starts on a clean line */
   code = rc < 0 ? fail(&err) : report(c, base, run);

@@ -368,5 +368,6 @@ void pc_run_free(pc_run *run) {
   free(run->order);
   free(run->path_a);
   free(run->path_b);
+  free(run->path_ref);
   free(run);
 }

@@ -72,10 +72,88 @@ void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]) {
 }
 
 const pc_tensor *pc_report_first_divergence(const pc_run *run) {
-  for (size_t i = 0; i < run->ntensors; i++)
-    if (pc_verdict_is_failure(run->tensors[i].verdict))
-      return &run->tensors[i];
-  return NULL;
+  long i = run->first_divergence;
+  return i >= 0 && (size_t)i < run->ntensors ? &run->tensors[i] : NULL;
+}
+
+/* The judge writes context.exec_index = k for order[k]; a run made elsewhere is searched. */
+size_t pc_report_exec_index(const pc_run *run, size_t i) {
+  if (!run->order)
+    return i;
+  int64_t k = run->tensors[i].context.exec_index;
+  if (k >= 0 && (uint64_t)k < run->ntensors && run->order[k] == i)
+    return (size_t)k;
+  for (size_t j = 0; j < run->ntensors; j++)
+    if (run->order[j] == i)
+      return j;
+  return i;
+}
+
+size_t pc_report_exec_at(const pc_run *run, size_t k) {
+  return run->order ? run->order[k] : k;
+}
+
+/* The link of a failing tensor to another failing tensor, or -1. */
+static long cause_of(const pc_run *run, size_t i) {
+  long c = run->tensors[i].caused_by;
+  if (!pc_verdict_is_failure(run->tensors[i].verdict) || c < 0 || (size_t)c >= run->ntensors ||
+      (size_t)c == i || !pc_verdict_is_failure(run->tensors[c].verdict))
+    return -1;
+  return c;
+}
+
+/* The judge links every member to its root directly; a chain is followed, at most ntensors
+ * steps, so that a cycle ends too. */
+long pc_report_root(const pc_run *run, size_t i) {
+  long root = cause_of(run, i);
+  for (size_t steps = 0; root >= 0 && steps < run->ntensors; steps++) {
+    long up = cause_of(run, (size_t)root);
+    if (up < 0 || (size_t)up == i)
+      break;
+    root = up;
+  }
+  return root;
+}
+
+bool pc_report_is_root(const pc_run *run, size_t i) {
+  return pc_verdict_is_failure(run->tensors[i].verdict) && pc_report_root(run, i) < 0;
+}
+
+int pc_report_cascades(pc_cascades *c, const pc_run *run) {
+  size_t n = run->ntensors;
+  c->first = calloc(n + 1, sizeof *c->first);
+  c->members = malloc((n ? n : 1) * sizeof *c->members);
+  size_t *fill = calloc(n + 1, sizeof *fill);
+  if (!c->first || !c->members || !fill) {
+    free(fill);
+    pc_report_cascades_free(c);
+    return PC_ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++) { /* counts, then where each root's members start */
+    long r = pc_report_root(run, i);
+    if (r >= 0)
+      c->first[r + 1]++;
+  }
+  for (size_t i = 0; i < n; i++)
+    c->first[i + 1] += c->first[i];
+  for (size_t k = 0; k < n; k++) {
+    size_t i = pc_report_exec_at(run, k);
+    long r = pc_report_root(run, i);
+    if (r >= 0)
+      c->members[c->first[r] + fill[r]++] = i;
+  }
+  free(fill);
+  return PC_OK;
+}
+
+size_t pc_report_caused_count(const pc_cascades *c, size_t i) {
+  return c->first ? c->first[i + 1] - c->first[i] : 0;
+}
+
+void pc_report_cascades_free(pc_cascades *c) {
+  free(c->first);
+  free(c->members);
+  c->first = c->members = NULL;
 }
 
 double pc_report_mismatch_fraction(const pc_stats *s) {
@@ -213,23 +291,35 @@ static void append(char *buf, size_t size, size_t *n, const char *fmt, ...) {
     *n += (size_t)k;
 }
 
-/* Both ways to drift: too many mismatches, and any nan or inf mismatch. */
-static void drift_reason(char *buf, size_t size, const pc_tensor *t) {
-  const pc_stats *s = &t->stats;
-  double allowed = t->tol.set & PC_TOL_MAX_MISMATCH_FRACTION ? t->tol.max_mismatch_fraction : 0;
-  size_t n = 0;
-  append(buf, size, &n, "%" PRIu64 " of %" PRIu64 " element%s (%.3g%%) outside tolerance, ",
-         s->mismatches, s->count, plural(s->count), 100 * pc_report_mismatch_fraction(s));
-  if (allowed > 0)
-    append(buf, size, &n, "%.3g%% allowed", 100 * allowed);
+/* "rel_rms 1.2e-05 > limit 8.9e-06": the criterion, the tensor's value and the limit the judge
+ * applied; counts (nan and inf mismatches) as integers, and the mismatch fraction with the
+ * count it comes from. */
+static void append_reason(char *buf, size_t size, size_t *n, const pc_reason *r, const pc_stats *s,
+                          bool full) {
+  int digits = full ? ROUND_TRIP_DIGITS : READING_DIGITS;
+  append(buf, size, n, "%s ", pc_criterion_name(r->criterion));
+  if (r->criterion == PC_CRIT_NAN_MISMATCH || r->criterion == PC_CRIT_INF_MISMATCH)
+    append(buf, size, n, "%.0f", r->value);
   else
-    append(buf, size, &n, "none allowed");
-  if (s->nan_mismatches)
-    append(buf, size, &n, "; %" PRIu64 " nan mismatch%s", s->nan_mismatches,
-           s->nan_mismatches == 1 ? "" : "es");
-  if (s->inf_mismatches)
-    append(buf, size, &n, "; %" PRIu64 " inf mismatch%s", s->inf_mismatches,
-           s->inf_mismatches == 1 ? "" : "es");
+    append(buf, size, n, "%.*g", digits, r->value);
+  append(buf, size, n, " > limit %.*g", digits, r->limit);
+  if (r->criterion == PC_CRIT_MISMATCH_FRACTION)
+    append(buf, size, n, " (%" PRIu64 " of %" PRIu64 " element%s)", s->mismatches, s->count,
+           plural(s->count));
+}
+
+void pc_report_reasons(char *buf, size_t size, const pc_tensor *t, bool full) {
+  size_t n = 0;
+  buf[0] = '\0';
+  if (t->verdict != PC_VERDICT_DRIFT)
+    return;
+  if (!t->nreasons)
+    append(buf, size, &n, "%s", pc_verdict_name(t->verdict));
+  for (size_t k = 0; k < t->nreasons && k < PC_CRIT_COUNT_; k++) {
+    if (k)
+      append(buf, size, &n, "; ");
+    append_reason(buf, size, &n, &t->reasons[k], &t->stats, full);
+  }
 }
 
 void pc_report_reason(char *buf, size_t size, const pc_tensor *t) {
@@ -239,7 +329,7 @@ void pc_report_reason(char *buf, size_t size, const pc_tensor *t) {
   case PC_VERDICT_PASS:
     return;
   case PC_VERDICT_DRIFT:
-    drift_reason(buf, size, t);
+    pc_report_reasons(buf, size, t, false);
     return;
   case PC_VERDICT_MISSING_IN_A:
     snprintf(buf, size, "only in B");
@@ -430,4 +520,39 @@ int pc_report_close(FILE *f, const char *path, const char *what, pc_error *err) 
     return pc_error_set(err, PC_EIO, "%s: cannot write %s: %s",
                         to_stdout ? "standard output" : path, what, strerror(errno));
   return PC_OK;
+}
+
+/* --- three-way mode ---------------------------------------------------------------------- */
+
+static const char *closer_name(int closer) {
+  return closer < 0 ? "a" : closer > 0 ? "b" : "tie";
+}
+
+void pc_report_closer_text(char *buf, size_t size, const pc_tensor *t) {
+  const pc_vs_reference *v = &t->vs_reference;
+  size_t n = 0;
+  buf[0] = '\0';
+  if (!v->present)
+    return;
+  append(buf, size, &n, "%s (rel_rms %.3g vs %.3g", closer_name(v->closer), v->a.rel_rms,
+         v->b.rel_rms);
+  /* equal rel_rms (NaN on both sides included): max_ulp decided */
+  if (v->a.rel_rms == v->b.rel_rms || (isnan(v->a.rel_rms) && isnan(v->b.rel_rms)))
+    append(buf, size, &n, ", max_ulp %" PRIu64 " vs %" PRIu64, v->a.max_ulp, v->b.max_ulp);
+  append(buf, size, &n, ")");
+}
+
+void pc_report_closer_tally(char *buf, size_t size, const pc_run *run) {
+  size_t a = 0, b = 0, tie = 0, n = 0;
+  for (size_t i = 0; i < run->ntensors; i++) {
+    const pc_vs_reference *v = &run->tensors[i].vs_reference;
+    a += v->present && v->closer < 0;
+    b += v->present && v->closer > 0;
+    tie += v->present && v->closer == 0;
+  }
+  buf[0] = '\0';
+  append(buf, size, &n, "a closer on %zu tensor%s, b on %zu, %zu tie%s", a, plural(a), b, tie,
+         plural(tie));
+  if (a + b + tie < run->ntensors)
+    append(buf, size, &n, "; %zu not compared with R", run->ntensors - (a + b + tie));
 }

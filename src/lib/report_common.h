@@ -40,10 +40,38 @@ bool pc_report_has_stats(pc_verdict v);
 /** The row-major multi-index of t's worst element. */
 void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]);
 
-/** The first divergence of a run: its first tensor, in run order (execution order for dumps
- * that track it), whose verdict is a failure; NULL when none fails. Downstream tensors that a
- * bug spoiled come after it, so this is where to look first. */
+/** The first divergence of a run as the judge recorded it (pc_run.first_divergence: the first
+ * root cause in execution order); NULL when it is -1 (nothing fails) or out of range. */
 const pc_tensor *pc_report_first_divergence(const pc_run *run);
+
+/** Position of run tensor i in execution order (pc_run.order); i itself for a run without one. */
+size_t pc_report_exec_index(const pc_run *run, size_t i);
+
+/** The tensor executed k-th: run->order[k], or k for a run without an order. */
+size_t pc_report_exec_at(const pc_run *run, size_t k);
+
+/** The root cause of run tensor i as the judge recorded it (pc_tensor.caused_by, followed to
+ * its root), or -1 when i is not a failing tensor that an upstream failure explains (a root, a
+ * pass, ...). A link that does not name another failing tensor of the run counts as none. */
+long pc_report_root(const pc_run *run, size_t i);
+
+/** A failing tensor that no upstream failure explains (docs/reports.md, "Reasons and root
+ * causes"). */
+bool pc_report_is_root(const pc_run *run, size_t i);
+
+/* The cascades of a run: the tensors each root cause explains, in execution order. */
+typedef struct pc_cascades {
+  size_t *first;   /* members of root i: members[first[i]] .. members[first[i + 1] - 1] */
+  size_t *members; /* indices into run->tensors */
+} pc_cascades;
+
+/** Build c from the run's caused_by links: PC_OK, or PC_ENOMEM (c is then empty). */
+int pc_report_cascades(pc_cascades *c, const pc_run *run);
+
+/** The number of tensors that root i explains (0 for any other tensor). */
+size_t pc_report_caused_count(const pc_cascades *c, size_t i);
+
+void pc_report_cascades_free(pc_cascades *c);
 
 /** mismatches / count; 0 for an empty tensor. */
 double pc_report_mismatch_fraction(const pc_stats *s);
@@ -63,10 +91,16 @@ size_t *pc_report_row_order(const pc_run *run, const pc_gate *gate, pc_sort sort
  * that are zero left out (but for the pass count). */
 void pc_report_put_tally(FILE *out, const pc_run *run);
 
-/** Why a tensor that is not a pass has its verdict, in words: "7 of 60 elements (11.7%) outside
- * tolerance, 1% allowed; 1 nan mismatch", "only in A", "shape [2,3] vs [3,2]", or the message.
- * Empty for a pass. */
+/** Why a tensor that is not a pass has its verdict: for a drift the criteria the judge recorded
+ * (pc_report_reasons at 3 digits), for the other verdicts "only in A", "only in B",
+ * "shape [2,3] vs [3,2]" or the message. Empty for a pass. */
 void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
+
+/** The criteria a drift broke, as the judge recorded them (t->reasons), in its order, joined by
+ * "; ": "rel_rms 1.2e-05 > limit 8.9e-06", "mismatch_fraction 0.001 > limit 0 (1 of 1000
+ * elements)", "nan_mismatch 1 > limit 0"; figures at 3 significant digits, or 17 with `full`.
+ * "drift" for a drift without a recorded reason; empty for every other verdict. */
+void pc_report_reasons(char *buf, size_t size, const pc_tensor *t, bool full);
 
 /** "worst [2,1,2]: a=1.5, b=1.5000001": each value with the fewest significant digits, from 3 up,
  * that tell a and b apart (both at 3 when they are equal), or with `full`, at 17 (integers are
@@ -93,6 +127,14 @@ enum { PC_REPORT_P99 = 2 };
 
 /** True when any compared tensor of the run has quantiles (so tables get a p99 column). */
 bool pc_report_any_quantiles(const pc_run *run);
+
+/** Three-way mode: which side is closer to the reference R, "a (rel_rms 1.1e-07 vs 0.00034)"
+ * ("b ...", "tie ..."), both sides' rel_rms at 3 significant digits, and their max_ulp too when
+ * the rel_rms are equal; empty when t has no figures against R. */
+void pc_report_closer_text(char *buf, size_t size, const pc_tensor *t);
+
+/** Three-way mode: "a closer on 20 tensors, b on 3, 1 tie; 2 not compared with R". */
+void pc_report_closer_tally(char *buf, size_t size, const pc_run *run);
 
 /** PC_EUSAGE (naming `who`) unless run is set and gate, when set, was made for this run. */
 int pc_report_check(const pc_run *run, const pc_gate *gate, const char *who, pc_error *err);

@@ -2,7 +2,8 @@
  * external assets: the summary, the delta table (sortable by clicking a column header; the
  * script is inline), and each compared tensor's ULP histogram as an inline SVG in its row. Every
  * cell carries its sort key in data-v: full-precision numbers for figures, the worst-first rank
- * for the verdict. */
+ * for the verdict. The tensors a root cause explains follow its row, folded by the script
+ * until its button unfolds them. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -32,6 +33,9 @@ static const char STYLE[] =
     ".v-pass{color:#1a7f37}.v-drift,.v-fail{color:#cf222e;font-weight:bold}"
     ".v-error{color:#9a6700;font-weight:bold}\n"
     "svg.hist rect{fill:#0969da}\n"
+    "strong.root{color:#cf222e}\n"
+    "tr.cascade td.path{padding-left:2em}tr.cascade td.path::before{content:\"\\21B3\\a0\"}\n"
+    "button.fold{font:inherit;font-size:.9em;margin-left:.5em;cursor:pointer}\n"
     "p.legend{color:#656d76;font-size:.9em}\n";
 
 /* Sorts the rows of #delta by the data-v keys of the clicked column: numbers as numbers, text
@@ -42,6 +46,19 @@ static const char SCRIPT[] =
     "  var table = document.getElementById('delta');\n"
     "  if (!table) return;\n"
     "  var body = table.tBodies[0], heads = table.tHead.rows[0].cells;\n"
+    "  var folds = body.querySelectorAll('button.fold');\n"
+    "  function fold(btn, open) {\n"
+    "    btn.setAttribute('aria-expanded', open ? 'true' : 'false');\n"
+    "    var rows = body.querySelectorAll('tr[data-root=\"' + btn.getAttribute('data-fold') + "
+    "'\"]');\n"
+    "    Array.prototype.forEach.call(rows, function (r) { r.hidden = !open; });\n"
+    "  }\n"
+    "  Array.prototype.forEach.call(folds, function (b) {\n"
+    "    fold(b, false);\n"
+    "    b.addEventListener('click', function () {\n"
+    "      fold(b, b.getAttribute('aria-expanded') !== 'true');\n"
+    "    });\n"
+    "  });\n"
     "  function key(row, col, num) {\n"
     "    var v = row.cells[col].getAttribute('data-v');\n"
     "    if (v === null) v = row.cells[col].textContent;\n"
@@ -49,6 +66,7 @@ static const char SCRIPT[] =
     "    return num ? Number(v) : v;\n"
     "  }\n"
     "  function sortBy(col, desc) {\n"
+    "    Array.prototype.forEach.call(folds, function (b) { fold(b, true); });\n"
     "    var num = heads[col].getAttribute('data-type') === 'num';\n"
     "    var rows = Array.prototype.slice.call(body.rows);\n"
     "    rows.sort(function (a, b) {\n"
@@ -73,9 +91,10 @@ static const char SCRIPT[] =
 typedef struct page {
   const pc_run *run;
   const pc_gate *gate;
-  bool quantiles;  /* a p99 ULP column */
-  int buckets;     /* histogram width: the most buckets any tensor uses, at least 1 */
-  size_t *rank_of; /* rank_of[i]: position of tensor i in worst-first order */
+  bool quantiles;       /* a p99 ULP column */
+  int buckets;          /* histogram width: the most buckets any tensor uses, at least 1 */
+  size_t *rank_of;      /* rank_of[i]: position of tensor i in worst-first order */
+  pc_cascades cascades; /* the tensors each root cause explains, folded under its row */
 } page;
 
 static void put_text(FILE *out, const char *s) {
@@ -147,6 +166,13 @@ static void put_summary(FILE *out, const page *pg, const pc_report_options *opts
   pc_report_put_tally(out, run);
   fputs("</td></tr>\n", out);
   put_summary_row(out, "first divergence", first ? first->path : "none");
+  if (run->path_ref) {
+    char tally[256];
+    fputs("<tr><th>R (reference)</th><td>", out);
+    put_text(out, run->path_ref);
+    pc_report_closer_tally(tally, sizeof tally, run);
+    fprintf(out, "; %s</td></tr>\n", tally);
+  }
   if (pg->gate)
     put_gate_row(out, pg->gate);
   fputs("</table>\n", out);
@@ -172,7 +198,10 @@ static void put_table_head(FILE *out, const page *pg) {
   if (pg->quantiles)
     put_column(out, "p99 ULP", "num", "desc");
   put_column(out, "SNR dB", "num", "asc");
-  fputs("<th>ULP histogram</th><th>details</th></tr></thead>\n<tbody>\n", out);
+  fputs("<th>ULP histogram</th>", out);
+  if (pg->run->path_ref)
+    put_column(out, "closer to R", "text", "asc");
+  fputs("<th>details</th></tr></thead>\n<tbody>\n", out);
 }
 
 /* Bars of log-scaled height, so that a bucket of 1 stays visible beside one of a million; each
@@ -237,11 +266,44 @@ static const char *row_class(const page *pg, size_t i) {
   return v == PC_VERDICT_ERROR ? "error" : v == PC_VERDICT_SKIPPED ? "skipped" : "ok";
 }
 
+/* Why a tensor fails and, for a drift, where it is worst; a root cause in bold with a button
+ * that folds its cascade, a member with its root cause (docs/reports.md, "HTML"). */
+static void put_details(FILE *out, const page *pg, size_t i) {
+  const pc_tensor *t = &pg->run->tensors[i];
+  char text[PC_REASON_MAX];
+  long root = pc_report_root(pg->run, i);
+  size_t caused = pc_report_caused_count(&pg->cascades, i);
+  fputs("<td class=\"details\">", out);
+  if (pc_report_is_root(pg->run, i))
+    fputs("<strong class=\"root\">root cause</strong> ", out);
+  pc_report_reason(text, sizeof text, t);
+  put_text(out, text);
+  if (root >= 0) {
+    fputs("; caused by ", out);
+    put_text(out, pg->run->tensors[root].path);
+  }
+  if (t->verdict == PC_VERDICT_DRIFT) {
+    pc_report_worst_text(text, sizeof text, t, false);
+    if (text[0])
+      fputs("; ", out);
+    put_text(out, text);
+  }
+  if (caused)
+    fprintf(out,
+            " <button type=\"button\" class=\"fold\" data-fold=\"%zu\" aria-expanded=\"true\">"
+            "%zu tensor%s caused by this</button>",
+            i, caused, caused == 1 ? "" : "s");
+  fputs("</td>", out);
+}
+
 static void put_row(FILE *out, const page *pg, size_t i) {
   const pc_tensor *t = &pg->run->tensors[i];
   char text[PC_REASON_MAX];
-  fprintf(out, "<tr class=\"%s\"><td class=\"n\" data-v=\"%zu\">%zu</td>", row_class(pg, i), i,
-          i + 1);
+  long root = pc_report_root(pg->run, i);
+  fprintf(out, "<tr class=\"%s%s\"", row_class(pg, i), root >= 0 ? " cascade" : "");
+  if (root >= 0)
+    fprintf(out, " data-root=\"%ld\"", root);
+  fprintf(out, "><td class=\"n\" data-v=\"%zu\">%zu</td>", i, i + 1);
   fprintf(out, "<td data-v=\"%zu\" class=\"v-%s\">%s</td>", pg->rank_of[i],
           pc_verdict_name(t->verdict), pc_verdict_name(t->verdict));
   if (pg->gate)
@@ -255,13 +317,14 @@ static void put_row(FILE *out, const page *pg, size_t i) {
   put_text(out, pc_report_dims(dims, t->rank, t->dims));
   fputs("</td>", out);
   put_figures(out, pg, t);
-  if (t->verdict == PC_VERDICT_DRIFT)
-    pc_report_worst_text(text, sizeof text, t, false);
-  else
-    pc_report_reason(text, sizeof text, t);
-  fputs("<td class=\"details\">", out);
-  put_text(out, text);
-  fputs("</td></tr>\n", out);
+  if (pg->run->path_ref) {
+    pc_report_closer_text(text, sizeof text, t);
+    fputs("<td class=\"closer\">", out);
+    put_text(out, text);
+    fputs("</td>", out);
+  }
+  put_details(out, pg, i);
+  fputs("</tr>\n", out);
 }
 
 static void put_page(FILE *out, const page *pg, const pc_report_options *opts,
@@ -269,12 +332,20 @@ static void put_page(FILE *out, const page *pg, const pc_report_options *opts,
   put_head(out, pg->run, pg->gate);
   put_summary(out, pg, opts);
   put_table_head(out, pg);
-  for (size_t k = 0; k < pg->run->ntensors; k++)
-    put_row(out, pg, order[k]);
+  const pc_cascades *c = &pg->cascades;
+  for (size_t k = 0; k < pg->run->ntensors; k++) {
+    size_t i = order[k];
+    if (pc_report_root(pg->run, i) >= 0)
+      continue; /* right after its root */
+    put_row(out, pg, i);
+    for (size_t m = c->first[i]; m < c->first[i + 1]; m++)
+      put_row(out, pg, c->members[m]);
+  }
   fputs("</tbody>\n</table>\n<p class=\"legend\">Click a column header to sort; "
         "<b>verdict</b> sorts worst first, <b>#</b> in run order. ULP histogram: buckets 0, 1, "
         "2-3, 4-7, &hellip; from left to right, bar heights log-scaled; hover a bar for its "
-        "count.</p>\n<script>\n",
+        "count. A <b>root cause</b>'s button shows the tensors it explains (sorting shows them "
+        "all).</p>\n<script>\n",
         out);
   fputs(SCRIPT, out);
   fputs("</script>\n</body>\n</html>\n", out);
@@ -299,9 +370,13 @@ int pc_report_html(const char *path, const pc_run *run, const pc_report_options 
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_html: a path is required");
   size_t *worst = pc_report_row_order(run, gate, PC_SORT_WORST);
   size_t *order = pc_report_row_order(run, gate, opts ? opts->sort : PC_SORT_WORST);
-  page pg = {run, gate, pc_report_any_quantiles(run), widest_histogram(run),
-             calloc(run->ntensors + 1, sizeof(size_t))};
-  if (!worst || !order || !pg.rank_of)
+  page pg = {run,
+             gate,
+             pc_report_any_quantiles(run),
+             widest_histogram(run),
+             calloc(run->ntensors + 1, sizeof(size_t)),
+             {NULL, NULL}};
+  if (!worst || !order || !pg.rank_of || pc_report_cascades(&pg.cascades, run) < 0)
     rc = pc_error_set(err, PC_ENOMEM, "out of memory writing the HTML report");
   FILE *f = NULL;
   if (rc == PC_OK)
@@ -315,5 +390,6 @@ int pc_report_html(const char *path, const pc_run *run, const pc_report_options 
   free(worst);
   free(order);
   free(pg.rank_of);
+  pc_report_cascades_free(&pg.cascades);
   return rc;
 }

@@ -81,14 +81,17 @@ static json_t *tolerance_json(const pc_tol *tol) {
   if (tol->set & PC_TOL_MAX_SCALE) {
     rc |= json_object_set_new(o, "max_scale", pc_json_real(tol->max_scale));
     rc |= json_object_set_new(o, "max_scale_sqrt_n", pc_json_real(tol->max_scale_sqrt_n));
+    if (tol->scale_z > 0)
+      rc |= json_object_set_new(o, "scale_z", pc_json_real(tol->scale_z));
   }
   if (tol->set & PC_TOL_TREND) {
     rc |= json_object_set_new(o, "trend_growth", pc_json_real(tol->trend_growth));
+    rc |= json_object_set_new(o, "trend_growth_backward", pc_json_real(tol->trend_growth_backward));
     rc |= json_object_set_new(o, "trend_window", json_integer(tol->trend_window));
     rc |= json_object_set_new(o, "trend_crest", pc_json_real(tol->trend_crest));
   }
   if (tol->set & PC_TOL_NOISE)
-    rc |= json_object_set_new(o, "noise_floor", pc_json_real(tol->noise_floor));
+    rc |= json_object_set_new(o, "noise_floor_u", pc_json_real(tol->noise_floor_u));
   return pc_json_finish(o, rc);
 }
 
@@ -102,6 +105,8 @@ static json_t *context_json(const pc_tensor *t) {
   rc |= json_object_set_new(o, "noise_level", json_boolean(t->context.noise_level));
   rc |= json_object_set_new(o, "rms_a", pc_json_real(sqrt(s->sum_sq_a / n)));
   rc |= json_object_set_new(o, "rms_b", pc_json_real(sqrt(s->sum_sq_b / n)));
+  if (t->context.reference_limit > 0)
+    rc |= json_object_set_new(o, "reference_limit", pc_json_real(t->context.reference_limit));
   return pc_json_finish(o, rc);
 }
 
@@ -194,6 +199,41 @@ static int put_remarks(json_t *o, const pc_tensor *t) {
   return rc;
 }
 
+/* {"criterion": "rel_rms", "value": 1.2e-05, "limit": 8.9e-06}; value and limit null for a
+ * verdict that is its own reason (missing, shape or dtype mismatch, skipped, error). */
+static json_t *reason_json(const char *criterion, const pc_reason *r) {
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "criterion", json_string(criterion));
+  rc |= json_object_set_new(o, "value", r ? pc_json_real(r->value) : json_null());
+  rc |= json_object_set_new(o, "limit", r ? pc_json_real(r->limit) : json_null());
+  return pc_json_finish(o, rc);
+}
+
+/* A drift's criteria as the judge recorded them; any other verdict but a pass is its own. */
+static json_t *reasons_json(const pc_tensor *t) {
+  json_t *a = json_array();
+  int rc = 0;
+  if (t->verdict != PC_VERDICT_DRIFT)
+    rc |= json_array_append_new(a, reason_json(pc_verdict_name(t->verdict), NULL));
+  for (size_t k = 0; t->verdict == PC_VERDICT_DRIFT && k < t->nreasons && k < PC_CRIT_COUNT_; k++)
+    rc |= json_array_append_new(
+        a, reason_json(pc_criterion_name(t->reasons[k].criterion), &t->reasons[k]));
+  return pc_json_finish(a, rc);
+}
+
+/* The judge's record of tensor i: its place in execution order, its root cause, its reasons
+ * (docs/report-json.md, "A tensor"). */
+static int put_judgement(json_t *o, const pc_run *run, size_t i) {
+  const pc_tensor *t = &run->tensors[i];
+  long root = pc_report_root(run, i);
+  int rc = json_object_set_new(o, "execution_index", pc_json_count(pc_report_exec_index(run, i)));
+  rc |= json_object_set_new(o, "caused_by",
+                            root >= 0 ? pc_json_string(run->tensors[root].path) : json_null());
+  if (t->verdict != PC_VERDICT_PASS)
+    rc |= json_object_set_new(o, "reasons", reasons_json(t));
+  return rc;
+}
+
 /* The gate's judgement of one tensor, and what the baseline held for it. */
 static json_t *tensor_gate_json(const pc_gate_tensor *g) {
   const pc_baseline_entry *e = &g->base;
@@ -229,13 +269,17 @@ static json_t *vs_reference_json(const pc_vs_reference *v) {
   int rc = json_object_set_new(o, "a", ref_side_json(&v->a));
   rc |= json_object_set_new(o, "b", ref_side_json(&v->b));
   rc |= json_object_set_new(o, "closer",
-                            json_string(v->closer < 0 ? "a" : v->closer > 0 ? "b" : "tie"));
+                            json_string(v->closer < 0   ? "a"
+                                        : v->closer > 0 ? "b"
+                                                        : "tie"));
   return pc_json_finish(o, rc);
 }
 
-static json_t *tensor_json(const pc_tensor *t, const pc_gate_tensor *g) {
+static json_t *tensor_json(const pc_run *run, size_t i, const pc_gate_tensor *g) {
+  const pc_tensor *t = &run->tensors[i];
   json_t *o = json_object();
   int rc = put_identity(o, t);
+  rc |= put_judgement(o, run, i);
   if (pc_report_has_stats(t->verdict))
     rc |= put_stats(o, t);
   rc |= put_remarks(o, t);
@@ -261,6 +305,10 @@ static json_t *summary_json(const pc_run *run) {
       failures += run->by_verdict[v];
   }
   rc |= json_object_set_new(o, "failures", pc_json_count(failures));
+  uint64_t roots = 0;
+  for (size_t i = 0; i < run->ntensors; i++)
+    roots += pc_report_is_root(run, i);
+  rc |= json_object_set_new(o, "roots", pc_json_count(roots));
   return pc_json_finish(o, rc);
 }
 
@@ -268,7 +316,7 @@ static json_t *tensors_json(const pc_run *run, const pc_gate *gate) {
   json_t *a = json_array();
   int rc = 0;
   for (size_t i = 0; i < run->ntensors; i++)
-    rc |= json_array_append_new(a, tensor_json(&run->tensors[i], gate ? &gate->tensors[i] : NULL));
+    rc |= json_array_append_new(a, tensor_json(run, i, gate ? &gate->tensors[i] : NULL));
   return pc_json_finish(a, rc);
 }
 
@@ -287,7 +335,7 @@ static json_t *gate_json(const pc_gate *gate) {
 static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   const pc_gate *gate = opts ? opts->gate : NULL;
   json_t *o = json_object();
-  int rc = json_object_set_new(o, "version", json_integer(1));
+  int rc = json_object_set_new(o, "version", json_integer(2));
   rc |= json_object_set_new(o, "a", pc_json_string(run->path_a));
   rc |= json_object_set_new(o, "b", pc_json_string(run->path_b));
   if (run->path_ref)

@@ -1,8 +1,9 @@
 /* JUnit XML report (docs/reports.md, "JUnit"): one testsuite for the run, one testcase per
  * tensor in run order. The classname is the tensor's group path with dots ("enc.1" for
  * /enc/1/attn, "(root)" at the top level), the name its last path component. A failing tensor has
- * a <failure> whose message says why and where it is worst, and whose body holds the figures at
- * full precision; a tensor that could not be read has an <error>, a skipped one <skipped>. With a
+ * a <failure> whose message says why (the judge's reasons, and the root cause that explains it)
+ * and where it is worst, and whose body holds the reasons and figures at full precision; a
+ * tensor that could not be read has an <error>, a skipped one <skipped>. With a
  * baseline only the tensors that fail the gate are failures; the failures it accepted say so in
  * <system-out>. The schema the tests validate against is tests/report/junit.xsd. */
 #include "pc_internal.h"
@@ -77,6 +78,12 @@ static void put_properties(FILE *out, const pc_run *run, const pc_report_options
   put_property(out, "profile", pc_report_profile(opts));
   put_property(out, "verdict", pc_run_verdict_name(run->verdict));
   put_property(out, "first_divergence", first ? first->path : "");
+  if (run->path_ref) {
+    char tally[256];
+    pc_report_closer_tally(tally, sizeof tally, run);
+    put_property(out, "reference", run->path_ref);
+    put_property(out, "closer_to_reference", tally);
+  }
   if (gate) {
     snprintf(factor, sizeof factor, "%.17g", gate->factor);
     put_property(out, "baseline", gate->path);
@@ -96,6 +103,23 @@ static void put_worst(FILE *out, const pc_tensor *t) {
           s->worst_ulp);
 }
 
+/* Three-way mode: each side's distance to R at full precision, and which is closer. */
+static void put_vs_reference(FILE *out, const pc_tensor *t) {
+  const pc_vs_reference *v = &t->vs_reference;
+  const pc_ref_side *side[2] = {&v->a, &v->b};
+  char closer[PC_REASON_MAX];
+  if (!v->present)
+    return;
+  for (int k = 0; k < 2; k++)
+    fprintf(out,
+            "vs R, %s: max_abs %.17g, max_rel %.17g, rel_rms %.17g, max_ulp %" PRIu64
+            ", mean_ulp %.17g\n",
+            k ? "b" : "a", side[k]->max_abs, side[k]->max_rel, side[k]->rel_rms, side[k]->max_ulp,
+            side[k]->mean_ulp);
+  pc_report_closer_text(closer, sizeof closer, t);
+  fprintf(out, "closer to R: %s\n", closer);
+}
+
 /* The figures of a compared tensor at full precision, one per line. */
 static void put_figures(FILE *out, const pc_tensor *t) {
   const pc_stats *s = &t->stats;
@@ -110,10 +134,23 @@ static void put_figures(FILE *out, const pc_tensor *t) {
   pc_report_put_xml(out, buf, false);
   if (s->has_worst)
     put_worst(out, t);
+  put_vs_reference(out, t);
 }
 
-/* The message: the gate's word when there is a gate, the reason, and where it is worst. */
-static void put_message(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) {
+/* "; caused by /root" for a tensor that an upstream failure explains (docs/reports.md, "Reasons
+ * and root causes"), with XML escaping for an attribute or for text. */
+static void put_cause(FILE *out, const pc_run *run, size_t i, bool attribute) {
+  long root = pc_report_root(run, i);
+  if (root < 0)
+    return;
+  pc_report_put_xml(out, "; caused by ", attribute);
+  pc_report_put_xml(out, run->tensors[root].path, attribute);
+}
+
+/* The message: the gate's word when there is a gate, the reasons the judge recorded, the root
+ * cause that explains them, and where it is worst. */
+static void put_message(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
+  const pc_tensor *t = &run->tensors[i];
   char reason[PC_REASON_MAX], worst[PC_REASON_MAX];
   pc_report_reason(reason, sizeof reason, t);
   pc_report_worst_text(worst, sizeof worst, t, false);
@@ -122,6 +159,7 @@ static void put_message(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) 
     pc_report_put_xml(
         out, g->change == PC_CHANGE_NEW ? "new failure: " : "worse than the baseline: ", true);
   pc_report_put_xml(out, reason, true);
+  put_cause(out, run, i, true);
   if (worst[0]) {
     pc_report_put_xml(out, "; ", true);
     pc_report_put_xml(out, worst, true);
@@ -129,28 +167,43 @@ static void put_message(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) 
   fputc('"', out);
 }
 
-static void put_failure(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) {
-  char dtypes[96];
+static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
+  const pc_tensor *t = &run->tensors[i];
+  char dtypes[96], reasons[PC_REASON_MAX];
+  long root = pc_report_root(run, i);
   fputs("      <failure", out);
   put_attr(out, "type", pc_verdict_name(t->verdict));
-  put_message(out, t, g);
+  put_message(out, run, i, g);
   fputs(">", out);
   pc_report_dtypes(dtypes, sizeof dtypes, t);
   fputs("path ", out);
   pc_report_put_xml(out, t->path, false);
-  fprintf(out, "\ndtype %s\n", dtypes);
+  fprintf(out, "\ndtype %s\nexecution index %zu\n", dtypes, pc_report_exec_index(run, i));
+  pc_report_reasons(reasons, sizeof reasons, t, true);
+  if (reasons[0]) {
+    fputs("reasons ", out);
+    pc_report_put_xml(out, reasons, false);
+    fputc('\n', out);
+  }
+  if (root >= 0) {
+    fputs("caused by ", out);
+    pc_report_put_xml(out, run->tensors[root].path, false);
+    fputc('\n', out);
+  }
   if (pc_report_has_stats(t->verdict))
     put_figures(out, t);
   fputs("</failure>\n", out);
 }
 
 /* A failure that the baseline accepted: a pass for CI, with the reason kept for people. */
-static void put_accepted(FILE *out, const pc_tensor *t, const pc_gate_tensor *g) {
+static void put_accepted(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
+  const pc_tensor *t = &run->tensors[i];
   char reason[PC_REASON_MAX];
   pc_report_reason(reason, sizeof reason, t);
   fprintf(out, "      <system-out>accepted by the baseline (%s): %s: ", pc_change_name(g->change),
           pc_verdict_name(t->verdict));
   pc_report_put_xml(out, reason, false);
+  put_cause(out, run, i, false);
   fputs("</system-out>\n", out);
 }
 
@@ -158,9 +211,9 @@ static void put_outcome(FILE *out, const pc_run *run, const pc_gate *gate, size_
   const pc_tensor *t = &run->tensors[i];
   const pc_gate_tensor *g = gate ? &gate->tensors[i] : NULL;
   if (pc_report_fails(run, gate, i)) {
-    put_failure(out, t, g);
+    put_failure(out, run, i, g);
   } else if (pc_verdict_is_failure(t->verdict)) {
-    put_accepted(out, t, g);
+    put_accepted(out, run, i, g);
   } else if (t->verdict == PC_VERDICT_ERROR || t->verdict == PC_VERDICT_SKIPPED) {
     fprintf(out, "      <%s", t->verdict == PC_VERDICT_ERROR ? "error" : "skipped");
     if (t->verdict == PC_VERDICT_ERROR)

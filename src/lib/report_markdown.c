@@ -1,8 +1,8 @@
 /* Markdown report (docs/reports.md, "Markdown"): a short header and a GitHub-flavoured delta
- * table, one row per tensor, worst first or in run order, cut after max_rows rows with a count of
- * the rest. Figures have 3 significant digits, ULP distances are integers. Text that comes from
- * the data (paths, messages, values) sits in code spans, so no character of it can turn into
- * Markdown. */
+ * table, one row per tensor (those a root cause explains folded into its row), worst first or in
+ * run order, cut after max_rows rows with a count of the rest. Figures have 3 significant digits,
+ * ULP distances are integers. Text that comes from the data (paths, messages, values) sits in code
+ * spans, so no character of it can turn into Markdown. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -18,6 +18,7 @@
 static const char MARK_FAIL[] = "\xE2\x9D\x8C";              /* U+274C cross mark */
 static const char MARK_ERROR[] = "\xE2\x9A\xA0\xEF\xB8\x8F"; /* U+26A0 U+FE0F warning sign */
 static const char TIMES[] = "\xC3\x97";                      /* U+00D7 multiplication sign */
+static const char ELLIPSIS[] = "\xE2\x80\xA6";               /* U+2026 horizontal ellipsis */
 
 /* The longest run of backticks in s. */
 static size_t longest_backticks(const char *s) {
@@ -75,7 +76,9 @@ static void put_shape(FILE *out, int rank, const uint64_t *dims) {
 typedef struct table {
   const pc_run *run;
   const pc_gate *gate;
-  bool quantiles; /* a p99 ULP column */
+  bool quantiles;              /* a p99 ULP column */
+  const pc_cascades *cascades; /* the tensors each root cause explains, folded into its row */
+  size_t max_rows;
 } table;
 
 static void put_header_row(FILE *out, const table *tb) {
@@ -85,13 +88,16 @@ static void put_header_row(FILE *out, const table *tb) {
   fputs(" dtype | shape | mismatches | max abs | max rel | max ULP |", out);
   if (tb->quantiles)
     fputs(" p99 ULP |", out);
-  fputs(" SNR dB | details |\n|:-:|:--|:--|", out);
+  fputs(" SNR dB |", out);
+  if (tb->run->path_ref)
+    fputs(" closer to R |", out);
+  fputs(" details |\n|:-:|:--|:--|", out);
   if (tb->gate)
     fputs(":--|", out);
   fputs(":--|:--|--:|--:|--:|--:|", out);
   if (tb->quantiles)
     fputs("--:|", out);
-  fputs("--:|:--|\n", out);
+  fputs(tb->run->path_ref ? "--:|:--|:--|\n" : "--:|:--|\n", out);
 }
 
 static void put_figures(FILE *out, const pc_tensor *t, bool quantiles) {
@@ -110,17 +116,55 @@ static void put_figures(FILE *out, const pc_tensor *t, bool quantiles) {
   fprintf(out, " %.3g |", pc_stats_aggregates(s).snr_db);
 }
 
-/* A drift shows where it is worst; a tensor that was not compared, why. */
-static void put_details(FILE *out, const pc_tensor *t) {
+/* Why a tensor fails (the judge's reasons, or the structural reason), and for a drift where it
+ * is worst: "rel_rms 0.005 > limit 0.00103; worst [3]: a=1, b=1.01". */
+static void details_text(char *buf, size_t size, const pc_tensor *t) {
+  pc_report_reason(buf, size, t);
+  size_t n = strlen(buf);
+  if (t->verdict == PC_VERDICT_DRIFT && n + 2 < size) {
+    pc_report_worst_text(buf + n + 2, size - n - 2, t, false);
+    if (buf[n + 2])
+      memcpy(buf + n, "; ", 2);
+  }
+}
+
+/* The cascade of root i, folded: "<details><summary>2 tensors caused by this</summary>" and a
+ * line per member (at most max_rows, then how many more), each its path, reasons and worst
+ * element: inline HTML that GitHub renders inside a table cell; the data stay in code spans. */
+static void put_fold(FILE *out, const table *tb, size_t i) {
+  const pc_cascades *c = tb->cascades;
+  size_t n = pc_report_caused_count(c, i);
+  if (!n)
+    return;
+  fprintf(out, " <details><summary>%zu tensor%s caused by this</summary>", n, n == 1 ? "" : "s");
+  for (size_t k = 0; k < n && k < tb->max_rows; k++) {
+    size_t m = c->members[c->first[i] + k];
+    char text[PC_REASON_MAX];
+    details_text(text, sizeof text, &tb->run->tensors[m]);
+    bool fails = pc_report_fails(tb->run, tb->gate, m);
+    fprintf(out, "%s%s%s", k ? "<br>" : "", fails ? MARK_FAIL : "", fails ? " " : "");
+    put_code(out, tb->run->tensors[m].path);
+    fputc(' ', out);
+    put_code(out, text);
+  }
+  if (n > tb->max_rows)
+    fprintf(out, "<br>%s %zu more", ELLIPSIS, n - tb->max_rows);
+  fputs("</details>", out);
+}
+
+/* A failing tensor says why, a root cause in bold with its cascade folded under it; a tensor
+ * that was not compared says why. */
+static void put_details(FILE *out, const table *tb, size_t i) {
+  const pc_tensor *t = &tb->run->tensors[i];
   char text[PC_REASON_MAX];
-  if (t->verdict == PC_VERDICT_DRIFT)
-    pc_report_worst_text(text, sizeof text, t, false);
-  else
-    pc_report_reason(text, sizeof text, t);
+  details_text(text, sizeof text, t);
+  if (pc_report_is_root(tb->run, i))
+    fputs(" **root cause**", out);
   if (text[0]) {
     fputc(' ', out);
     put_code(out, text);
   }
+  put_fold(out, tb, i);
   fputs(" |\n", out);
 }
 
@@ -140,7 +184,12 @@ static void put_row(FILE *out, const table *tb, size_t i) {
   put_shape(out, t->rank, t->dims);
   fputs(" |", out);
   put_figures(out, t, tb->quantiles);
-  put_details(out, t);
+  if (tb->run->path_ref) {
+    char closer[PC_REASON_MAX];
+    pc_report_closer_text(closer, sizeof closer, t);
+    fprintf(out, " %s |", closer);
+  }
+  put_details(out, tb, i);
 }
 
 static void put_gate_line(FILE *out, const pc_gate *gate) {
@@ -174,32 +223,52 @@ static void put_header(FILE *out, const pc_run *run, const pc_report_options *op
   else
     fputs("none", out);
   fputc('\n', out);
+  if (run->path_ref) {
+    char tally[256];
+    fputs("- **R** (reference of the three-way mode): ", out);
+    put_code(out, run->path_ref);
+    pc_report_closer_tally(tally, sizeof tally, run);
+    fprintf(out, "; %s\n", tally);
+  }
   if (gate)
     put_gate_line(out, gate);
 }
 
+/* The rows from order[from] on that were cut, with the tensors folded into them. */
 static void put_rest(FILE *out, const table *tb, const size_t *order, size_t from) {
-  size_t rest = tb->run->ntensors - from, failing = 0;
-  for (size_t k = from; k < tb->run->ntensors; k++)
-    failing += pc_report_fails(tb->run, tb->gate, order[k]);
-  fprintf(out, "\n%zu more tensor%s not shown (%zu of them failing).\n", rest, rest == 1 ? "" : "s",
-          failing);
+  const pc_cascades *c = tb->cascades;
+  size_t rest = 0, failing = 0;
+  for (size_t k = from; k < tb->run->ntensors; k++) {
+    size_t i = order[k];
+    if (pc_report_root(tb->run, i) >= 0)
+      continue; /* counted with its root */
+    rest += 1 + pc_report_caused_count(c, i);
+    failing += pc_report_fails(tb->run, tb->gate, i);
+    for (size_t m = c->first[i]; m < c->first[i + 1]; m++)
+      failing += pc_report_fails(tb->run, tb->gate, c->members[m]);
+  }
+  if (rest)
+    fprintf(out, "\n%zu more tensor%s not shown (%zu of them failing).\n", rest,
+            rest == 1 ? "" : "s", failing);
 }
 
+/* One row per tensor but the cascade members, which are folded into their root's row. */
 static void put_markdown(FILE *out, const pc_run *run, const pc_report_options *opts,
-                         const size_t *order) {
-  table tb = {run, opts ? opts->gate : NULL, pc_report_any_quantiles(run)};
-  size_t max_rows = opts && opts->max_rows ? opts->max_rows : PC_REPORT_MAX_ROWS;
-  size_t rows = run->ntensors < max_rows ? run->ntensors : max_rows;
+                         const size_t *order, const pc_cascades *cascades) {
+  table tb = {run, opts ? opts->gate : NULL, pc_report_any_quantiles(run), cascades,
+              opts && opts->max_rows ? opts->max_rows : PC_REPORT_MAX_ROWS};
   put_header(out, run, opts);
-  if (!rows)
+  if (!run->ntensors)
     return;
   fputc('\n', out);
   put_header_row(out, &tb);
-  for (size_t k = 0; k < rows; k++)
-    put_row(out, &tb, order[k]);
-  if (rows < run->ntensors)
-    put_rest(out, &tb, order, rows);
+  size_t k = 0;
+  for (size_t rows = 0; k < run->ntensors && rows < tb.max_rows; k++)
+    if (pc_report_root(run, order[k]) < 0) {
+      put_row(out, &tb, order[k]);
+      rows++;
+    }
+  put_rest(out, &tb, order, k);
 }
 
 int pc_report_markdown(const char *path, const pc_run *run, const pc_report_options *opts,
@@ -209,14 +278,18 @@ int pc_report_markdown(const char *path, const pc_run *run, const pc_report_opti
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_markdown: a path is required");
   size_t *order =
       pc_report_row_order(run, opts ? opts->gate : NULL, opts ? opts->sort : PC_SORT_WORST);
-  if (!order)
+  pc_cascades cascades;
+  if (!order || pc_report_cascades(&cascades, run) < 0) {
+    free(order);
     return pc_error_set(err, PC_ENOMEM, "out of memory writing the Markdown report");
+  }
   FILE *f;
   rc = pc_report_open(&f, path, err);
   if (rc == PC_OK) {
-    put_markdown(f, run, opts, order);
+    put_markdown(f, run, opts, order, &cascades);
     rc = pc_report_close(f, path, "the Markdown report", err);
   }
+  pc_report_cascades_free(&cascades);
   free(order);
   return rc;
 }

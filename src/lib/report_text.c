@@ -10,7 +10,6 @@
 
 #include <errno.h>    /* errno */
 #include <inttypes.h> /* PRIu64 */
-#include <math.h>     /* fabs */
 #include <stdio.h>    /* fprintf, snprintf */
 #include <string.h>   /* strlen, strerror */
 
@@ -62,6 +61,7 @@ typedef struct widths {
 typedef struct view {
   const pc_run *run;
   const pc_text_options *opts;
+  const pc_cascades *cascades;
 } view;
 
 static void copy_case(char *buf, size_t size, const char *name, bool upper) {
@@ -202,37 +202,39 @@ static void put_count(FILE *out, uint64_t n, const char *what, size_t indent, bo
   fprintf(out, "%s: %" PRIu64, what, n);
 }
 
-/* A tensor-level criterion the tensor breaks (docs/metrics.md, "Verdicts"): without this line
- * a drift with 0 mismatches would not say why. */
-static void put_tensor_level(FILE *out, const pc_tensor *t, size_t indent, bool *first) {
-  pc_aggregates g = pc_stats_aggregates(&t->stats);
-  uint64_t n = t->stats.finite_terms;
-  unsigned broken = pc_tol_check_aggregates(&t->tol, g.rel_rms, g.scale_error, n);
-  if (broken & PC_TOL_MAX_REL_RMS) {
+/* Why a drift fails, as the judge recorded it (docs/reports.md, "Reasons and root causes"): the
+ * criteria it broke with their limits, then the root cause that explains it or, for a root, how
+ * many tensors it explains. */
+static void put_reasons(FILE *out, const view *v, size_t i, size_t indent, bool *first) {
+  char text[PC_REASON_MAX];
+  long root = pc_report_root(v->run, i);
+  size_t caused = pc_report_caused_count(v->cascades, i);
+  pc_report_reasons(text, sizeof text, &v->run->tensors[i], false);
+  put_item(out, indent, first);
+  fputs(text, out);
+  if (root >= 0) {
     put_item(out, indent, first);
-    fprintf(out, "rel_rms %.3g > %.3g", g.rel_rms, t->tol.max_rel_rms);
-  }
-  if (broken & PC_TOL_MAX_SCALE) {
+    fprintf(out, "caused by %s", v->run->tensors[root].path);
+  } else if (caused) {
     put_item(out, indent, first);
-    fprintf(out, "|scale_error| %.3g > %.3g", fabs(g.scale_error), pc_tol_scale_limit(&t->tol, n));
+    fprintf(out, "root cause of %zu tensor%s", caused, caused == 1 ? "" : "s");
   }
 }
 
-/* Under a drift (and in verbose mode under a pass): where it is worst and why. Under a pass: a
+/* Under a drift (and in verbose mode under a pass): why and where it is worst. Under a pass: a
  * dtype attribute the stored values contradict, which is a problem of the data whatever the
  * tolerance. */
-static void put_details(FILE *out, const pc_tensor *t, size_t indent, bool verbose) {
+static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
+  const pc_tensor *t = &v->run->tensors[i];
   const pc_stats *s = &t->stats;
-  bool drift = t->verdict == PC_VERDICT_DRIFT;
+  bool drift = t->verdict == PC_VERDICT_DRIFT, verbose = v->opts->verbose;
   bool first = true;
+  if (drift)
+    put_reasons(out, v, i, indent, &first);
   if ((drift || verbose) && s->has_worst)
     put_worst(out, t, indent, &first);
-  put_count(out, s->nan_mismatches, "nan mismatches", indent, &first);
-  put_count(out, s->inf_mismatches, "inf mismatches", indent, &first);
   put_count(out, s->not_representable_a, "not representable in A's dtype", indent, &first);
   put_count(out, s->not_representable_b, "not representable in B's dtype", indent, &first);
-  if (drift)
-    put_tensor_level(out, t, indent, &first);
   if ((drift || verbose) && t->note) {
     put_item(out, indent, &first);
     fputs(t->note, out);
@@ -275,6 +277,14 @@ static void put_statistics(FILE *out, const pc_stats *s, size_t indent) {
   fputs(used ? "\n" : " empty\n", out);
 }
 
+/* Three-way mode: which side is closer to the reference R. */
+static void put_closer(FILE *out, const pc_tensor *t, size_t indent) {
+  char text[PC_REASON_MAX];
+  pc_report_closer_text(text, sizeof text, t);
+  if (text[0])
+    fprintf(out, "%*scloser to R: %s\n", (int)indent, "", text);
+}
+
 static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
   const pc_tensor *t = &v->run->tensors[i];
   cells c;
@@ -302,7 +312,8 @@ static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
   if (!pc_report_has_stats(t->verdict))
     return;
   size_t indent = w->verdict + strlen(GAP);
-  put_details(out, t, indent, v->opts->verbose);
+  put_details(out, v, i, indent);
+  put_closer(out, t, indent);
   if (v->opts->verbose)
     put_statistics(out, &t->stats, indent);
 }
@@ -430,18 +441,30 @@ int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc
   int rc = pc_report_check(run, opts->gate, "pc_report_text", err);
   if (rc < 0 || !out)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_text: a stream is required");
-  view v = {run, opts};
+  pc_cascades cascades;
+  if (pc_report_cascades(&cascades, run) < 0)
+    return pc_error_set(err, PC_ENOMEM, "out of memory writing the text report");
+  view v = {run, opts, &cascades};
   size_t shown = 0;
   widths w = measure(&v, &shown);
   if (shown)
     put_header(out, &w, opts->gate != NULL);
-  for (size_t i = 0; i < run->ntensors; i++)
-    if (is_shown(run->tensors[i].verdict, opts->quiet))
-      put_tensor(out, &v, i, &w);
+  /* run order; quiet: the root causes (and errors) first, then the tensors they explain */
+  for (int pass = 0; pass < (opts->quiet ? 2 : 1); pass++)
+    for (size_t i = 0; i < run->ntensors; i++)
+      if (is_shown(run->tensors[i].verdict, opts->quiet) &&
+          (!opts->quiet || (pc_report_root(run, i) >= 0) == (pass == 1)))
+        put_tensor(out, &v, i, &w);
+  pc_report_cascades_free(&cascades);
   if (run->verdict == PC_RUN_PASS)
     put_pass_summary(out, run, opts->color);
   else
     put_fail_summary(out, run, opts->color);
+  if (run->path_ref) {
+    char tally[256];
+    pc_report_closer_tally(tally, sizeof tally, run);
+    fprintf(out, "REFERENCE %s: %s\n", run->path_ref, tally);
+  }
   if (opts->gate)
     put_gate_summary(out, run, opts->gate, opts->color);
   if (fflush(out) != 0 || ferror(out))

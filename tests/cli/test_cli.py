@@ -172,7 +172,7 @@ def check_report(pair, report, label=None):
     exp = EXPECTED['pairs'][pair]
     if not check('%s: JSON report written' % label, isinstance(report, dict)):
         return
-    check('%s: JSON version' % label, report.get('version') == 1, repr(report.get('version')))
+    check('%s: JSON version' % label, report.get('version') == 2, repr(report.get('version')))
     check('%s: JSON run verdict' % label, report.get('verdict') == exp['verdict'],
           'want %r, got %r' % (exp['verdict'], report.get('verdict')))
     tensors = report.get('tensors') or []

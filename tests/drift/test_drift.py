@@ -8,7 +8,8 @@ On the committed real fixtures (fixtures/real, made on a GPU by scripts/gen_real
 1. every shipped profile passes every honest pair of its backend (exit 0, no first divergence);
 2. bugs injected into one tensor of B (scripts/inject_bugs.py, copies in WORK_DIR) are flagged
    with the first divergence at that tensor, for every (bug, profile) that scripts/score.py's
-   EXPECTED claims the profile resolves; the other cases are printed, not asserted;
+   EXPECTED claims the profile resolves; the other cases are printed, not asserted; on every
+   bug run the JSON's reasons, root causes and first divergence are consistent;
 3. on every run of 1 and 2, each tensor's verdict, atol and rtol agree with the independent
    numpy implementation of the model in scripts/score.py;
 4. the shipped profiles hold exactly what the calibration rule makes of the fixtures;
@@ -100,6 +101,34 @@ def agree_with_model(name, report, A, B, profile):
     return first
 
 
+def record_consistent(name, report):
+    """The judge's record as the JSON renders it (docs/report-json.md, "reasons and caused_by"):
+    every failing tensor gives reasons, a drift's each a value above its limit; caused_by names
+    a failing root cause earlier in execution order; first_divergence is the first failing
+    tensor in execution order, a root cause."""
+    by_path = {t["path"]: t for t in report["tensors"]}
+    failing = [t for t in report["tensors"] if t["verdict"] not in ("pass", "skipped", "error")]
+    bad = []
+    for t in report["tensors"]:
+        if t not in failing:
+            if t["caused_by"] is not None:
+                bad.append("%s: %s but caused by %s" % (t["path"], t["verdict"], t["caused_by"]))
+            continue
+        rs = t.get("reasons") or []
+        if not rs or (t["verdict"] == "drift" and not all(
+                isinstance(r["value"], str) or r["value"] > r["limit"] for r in rs)):
+            bad.append("%s: reasons %r" % (t["path"], rs))
+        root = by_path.get(t["caused_by"]) if t["caused_by"] else None
+        if t["caused_by"] and (root not in failing or root["caused_by"] is not None or
+                               root["execution_index"] >= t["execution_index"]):
+            bad.append("%s: caused by %s" % (t["path"], t["caused_by"]))
+    first = min(failing, key=lambda t: t["execution_index"])["path"] if failing else None
+    if report["first_divergence"] != first:
+        bad.append("first divergence %s, first failure %s" % (report["first_divergence"], first))
+    check(name + ": reasons, root causes and first divergence consistent", not bad,
+          "; ".join(bad[:3]))
+
+
 # ---- 1, 3: honest pairs ---------------------------------------------------------------------
 
 def test_honest_pairs(dumps):
@@ -134,6 +163,8 @@ def test_bug_matrix(dumps):
                       "exit %d, first divergence %s; stderr: %s" % (
                           p.returncode, first, p.stderr.strip()[-300:]))
             outcomes.setdefault((bug, profile, claim), []).append(first == "/" + target)
+            if rep:
+                record_consistent(name, rep)
             _, values = inject_bugs.buggy_values(src, family, bug, target)
             B = dumps[family, backend].replaced(target, values)
             if rep:

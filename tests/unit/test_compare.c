@@ -4,6 +4,8 @@
 
 #include <hdf5.h>
 
+#include <math.h> /* sqrt */
+
 #include <stdbool.h> /* bool */
 #include <stdio.h>   /* snprintf */
 #include <stdlib.h>  /* mkdtemp */
@@ -249,11 +251,52 @@ static int teardown(void **state) {
   return rmdir(dir);
 }
 
+/* Three-way mode with R = A: A's side is exact, B's side is B's distance to A; tensors that R-vs-B
+ * could not compare have no figures; A vs B is untouched. */
+static void test_reference(void **state) {
+  (void)state;
+  pc_tolset *tols = pc_tolset_new();
+  pc_error err;
+  assert_int_equal(pc_tolset_load_string(tols, "test.yaml", exact, strlen(exact), &err), PC_OK);
+  pc_options o = PC_OPTIONS_INIT;
+  o.tols = tols;
+  pc_run *run = NULL;
+  assert_int_equal(pc_compare_files(&run, path_a, path_b, &o, &err), PC_OK);
+  pc_verdict before = tensor(run, "/drift")->verdict;
+  char missing[160];
+  snprintf(missing, sizeof missing, "%s/missing.h5", dir);
+  assert_int_equal(pc_compare_reference(run, missing, &o, &err), PC_EIO);
+  assert_non_null(strstr(err.message, missing));
+  assert_null(run->path_ref);
+  assert_int_equal(pc_compare_reference(run, NULL, &o, &err), PC_EUSAGE);
+  assert_int_equal(pc_compare_reference(run, path_a, &o, &err), PC_OK);
+  assert_string_equal(run->path_ref, path_a);
+  const pc_vs_reference *d = &tensor(run, "/drift")->vs_reference;
+  assert_true(d->present);
+  assert_true(d->a.max_abs == 0 && d->a.rel_rms == 0 && d->a.max_ulp == 0 && d->a.mean_ulp == 0);
+  assert_true(d->b.max_abs == 1 && d->b.max_rel == 1.0 / 3);
+  assert_true(d->b.rel_rms == sqrt(1.0 / 14));
+  assert_int_equal(d->b.max_ulp, 1 << 22); /* 3 to 4 in float32 */
+  assert_true(d->b.mean_ulp == (double)(1 << 22) / 3);
+  assert_int_equal(d->closer, -1);
+  assert_true(tensor(run, "/same")->vs_reference.present);
+  assert_int_equal(tensor(run, "/same")->vs_reference.closer, 0);
+  assert_false(tensor(run, "/only_a")->vs_reference.present); /* B lacks it */
+  assert_false(tensor(run, "/only_b")->vs_reference.present); /* R lacks it */
+  assert_false(tensor(run, "/shape")->vs_reference.present);
+  assert_false(tensor(run, "/text")->vs_reference.present);
+  assert_int_equal(tensor(run, "/drift")->verdict, before);
+  assert_int_equal(run->verdict, PC_RUN_DRIFT);
+  pc_run_free(run);
+  pc_tolset_free(tols);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_verdicts),           cmocka_unit_test(test_order),
       cmocka_unit_test(test_tolerances_applied), cmocka_unit_test(test_unreadable_is_an_error),
       cmocka_unit_test(test_file_shrinks),       cmocka_unit_test(test_skip_quantiles),
+      cmocka_unit_test(test_reference),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

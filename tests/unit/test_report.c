@@ -99,9 +99,16 @@ static void make_drift(pc_tensor *t) {
                         .worst_abs = NAN,
                         .worst_rel = NAN,
                         .worst_ulp = 0};
+  /* the judge's record: both non-finite mismatches, then 7 / 60 against the 1% allowed */
+  t->nreasons = 3;
+  t->reasons[0] = (pc_reason){PC_CRIT_NAN_MISMATCH, 1, 0};
+  t->reasons[1] = (pc_reason){PC_CRIT_INF_MISMATCH, 2, 0};
+  t->reasons[2] = (pc_reason){PC_CRIT_MISMATCH_FRACTION, 7.0 / 60, 0.01};
 }
 
-/* complex64 drift: worst at flat 5 of [8]; |(0.1-2.25i) - (0.1-2i)| = 0.25, rel 0.25/|a|. */
+/* complex64 drift: worst at flat 5 of [8]; |(0.1-2.25i) - (0.1-2i)| = 0.25, rel 0.25/|a|. The
+ * judge found 1 of 8 elements against none allowed, and (set in setup) that /enc/1/attn, the
+ * drift before it with nan mismatches, explains it: a cascade of one. */
 static void make_complex(pc_tensor *t) {
   t->path = "/enc/2/cplx";
   t->verdict = PC_VERDICT_DRIFT;
@@ -121,6 +128,8 @@ static void make_complex(pc_tensor *t) {
                         .worst_abs = 0.25,
                         .worst_rel = 0.125,
                         .worst_ulp = 262144};
+  t->nreasons = 1;
+  t->reasons[0] = (pc_reason){PC_CRIT_MISMATCH_FRACTION, 0.125, 0};
 }
 
 static void make_uncompared(void) {
@@ -165,11 +174,17 @@ static int setup(void **state) {
   make_drift(&tensors[T_DRIFT]);
   make_complex(&tensors[T_COMPLEX]);
   make_uncompared();
+  for (int i = 0; i < T_COUNT; i++)
+    tensors[i].caused_by = -1;
+  tensors[T_COMPLEX].caused_by = T_DRIFT;
+  /* no order: execution order is run order, so the first failure, /enc/1/attn, is the first
+   * divergence */
   run = (pc_run){.path_a = "ref.h5",
                  .path_b = "cand.h5",
                  .tensors = tensors,
                  .ntensors = T_COUNT,
-                 .verdict = PC_RUN_ERROR};
+                 .verdict = PC_RUN_ERROR,
+                 .first_divergence = T_DRIFT};
   for (int i = 0; i < T_COUNT; i++)
     run.by_verdict[tensors[i].verdict]++;
   return 0;
@@ -268,7 +283,7 @@ static void test_json_top_level(void **state) {
   assert_string_equal(string_at(root, "profile"), "default"); /* no options: the default */
   /* The first failing tensor in run order: /enc/0/out passes, /enc/1/attn drifts. */
   assert_string_equal(string_at(root, "first_divergence"), "/enc/1/attn");
-  assert_int_equal(int_at(root, "version"), 1);
+  assert_int_equal(int_at(root, "version"), 2);
   assert_string_equal(string_at(root, "a"), "ref.h5");
   assert_string_equal(string_at(root, "b"), "cand.h5");
   assert_string_equal(string_at(root, "verdict"), "error");
@@ -283,12 +298,13 @@ static void test_json_pass_tensor(void **state) {
   json_t *root = render_json(&run);
   const json_t *t = tensor_at(root, T_PASS);
   static const char *const keys[] = {
-      "path",        "verdict",  "dtype_a",    "dtype_b",        "compare_dtype",
-      "shape",       "count",    "mismatches", "nan_mismatches", "inf_mismatches",
-      "max_abs",     "max_rel",  "max_ulp",    "mean_ulp",       "mean_abs",
-      "mean_rel",    "rms",      "rel_rms",    "cosine",         "snr_db",
-      "scale_error", "ulp_hist", "quantiles",  "worst",          "tolerance"};
-  assert_keys(t, keys, 25);
+      "path",           "verdict",         "dtype_a",     "dtype_b",  "compare_dtype",
+      "shape",          "execution_index", "caused_by",   "count",    "mismatches",
+      "nan_mismatches", "inf_mismatches",  "max_abs",     "max_rel",  "max_ulp",
+      "mean_ulp",       "mean_abs",        "mean_rel",    "rms",      "rel_rms",
+      "cosine",         "snr_db",          "scale_error", "ulp_hist", "quantiles",
+      "worst",          "tolerance"};
+  assert_keys(t, keys, 27); /* a pass has no reasons */
   assert_string_equal(string_at(t, "verdict"), "pass");
   assert_string_equal(string_at(t, "dtype_a"), "float32");
   assert_string_equal(string_at(t, "compare_dtype"), "float32");
@@ -321,14 +337,36 @@ static void test_json_drift_tensor(void **state) {
   (void)state;
   json_t *root = render_json(&run);
   const json_t *t = tensor_at(root, T_DRIFT);
-  static const char *const keys[] = {
-      "path",        "verdict",  "dtype_a",    "dtype_b",        "compare_dtype",
-      "shape",       "count",    "mismatches", "nan_mismatches", "inf_mismatches",
-      "max_abs",     "max_rel",  "max_ulp",    "mean_ulp",       "mean_abs",
-      "mean_rel",    "rms",      "rel_rms",    "cosine",         "snr_db",
-      "scale_error", "ulp_hist", "worst",      "tolerance",      "not_representable_b",
-      "note"};
-  assert_keys(t, keys, 26); /* no quantiles: the run did not make them */
+  static const char *const keys[] = {"path",
+                                     "verdict",
+                                     "dtype_a",
+                                     "dtype_b",
+                                     "compare_dtype",
+                                     "shape",
+                                     "execution_index",
+                                     "caused_by",
+                                     "reasons",
+                                     "count",
+                                     "mismatches",
+                                     "nan_mismatches",
+                                     "inf_mismatches",
+                                     "max_abs",
+                                     "max_rel",
+                                     "max_ulp",
+                                     "mean_ulp",
+                                     "mean_abs",
+                                     "mean_rel",
+                                     "rms",
+                                     "rel_rms",
+                                     "cosine",
+                                     "snr_db",
+                                     "scale_error",
+                                     "ulp_hist",
+                                     "worst",
+                                     "tolerance",
+                                     "not_representable_b",
+                                     "note"};
+  assert_keys(t, keys, 29); /* no quantiles: the run did not make them */
   assert_string_equal(string_at(t, "dtype_a"), "float32");
   assert_string_equal(string_at(t, "dtype_b"), "bfloat16");
   assert_string_equal(string_at(t, "compare_dtype"), "bfloat16");
@@ -400,10 +438,11 @@ static void test_json_complex_names(void **state) {
 static void test_json_uncompared(void **state) {
   (void)state;
   json_t *root = render_json(&run);
-  static const char *const keys[] = {"path",          "verdict", "dtype_a", "dtype_b",
-                                     "compare_dtype", "shape",   "message"};
+  static const char *const keys[] = {"path",          "verdict", "dtype_a",         "dtype_b",
+                                     "compare_dtype", "shape",   "execution_index", "caused_by",
+                                     "reasons",       "message"};
   const json_t *t = tensor_at(root, T_ONLY_B);
-  assert_keys(t, keys, 7);
+  assert_keys(t, keys, 10);
   assert_string_equal(string_at(t, "verdict"), "missing_in_a");
   assert_true(json_is_null(json_object_get(t, "dtype_a")));
   assert_string_equal(string_at(t, "dtype_b"), "float16");
@@ -411,23 +450,25 @@ static void test_json_uncompared(void **state) {
   assert_dims(json_object_get(t, "shape"), (const json_int_t[]){4}, 1);
   assert_string_equal(string_at(t, "message"), "only in B");
   t = tensor_at(root, T_ONLY_A); /* a scalar: rank 0 */
-  assert_keys(t, keys, 7);
+  assert_keys(t, keys, 10);
   assert_string_equal(string_at(t, "verdict"), "missing_in_b");
   assert_dims(json_object_get(t, "shape"), NULL, 0);
   t = tensor_at(root, T_ERROR);
-  assert_keys(t, keys, 7);
+  assert_keys(t, keys, 10);
   assert_string_equal(string_at(t, "verdict"), "error");
   assert_string_equal(string_at(t, "message"), "filter 32001 not available");
   static const char *const shape[] = {"path",          "verdict", "dtype_a", "dtype_b",
-                                      "compare_dtype", "shape",   "shape_b", "message"};
+                                      "compare_dtype", "shape",   "shape_b", "execution_index",
+                                      "caused_by",     "reasons", "message"};
   t = tensor_at(root, T_SHAPE);
-  assert_keys(t, shape, 8);
+  assert_keys(t, shape, 11);
   assert_dims(json_object_get(t, "shape"), (const json_int_t[]){2, 3}, 2);
   assert_dims(json_object_get(t, "shape_b"), (const json_int_t[]){3, 2}, 2);
-  static const char *const skip[] = {"path",    "verdict",       "dtype_a",
-                                     "dtype_b", "compare_dtype", "message"};
+  static const char *const skip[] = {"path",      "verdict",       "dtype_a",
+                                     "dtype_b",   "compare_dtype", "execution_index",
+                                     "caused_by", "reasons",       "message"};
   t = tensor_at(root, T_SKIP); /* rank -1: no shape */
-  assert_keys(t, skip, 6);
+  assert_keys(t, skip, 9);
   assert_string_equal(string_at(t, "message"), "both sides are strings");
   json_decref(root);
 }
@@ -437,22 +478,76 @@ static void test_json_summary(void **state) {
   json_t *root = render_json(&run);
   const json_t *s = json_object_get(root, "summary");
   static const char *const keys[] = {
-      "tensors",        "pass",           "drift",   "missing_in_a", "missing_in_b",
-      "shape_mismatch", "dtype_mismatch", "skipped", "error",        "failures"};
-  assert_keys(s, keys, 10);
+      "tensors",        "pass",    "drift", "missing_in_a", "missing_in_b", "shape_mismatch",
+      "dtype_mismatch", "skipped", "error", "failures",     "roots"};
+  assert_keys(s, keys, 11);
   static const json_int_t counts[] = {8, 1, 2, 1, 1, 1, 0, 1, 1};
   for (size_t i = 0; i < 9; i++)
     assert_int_equal(int_at(s, keys[i]), counts[i]);
   assert_int_equal(int_at(s, "failures"), 5); /* 2 drift + missing_in_a/b + shape_mismatch */
+  assert_int_equal(int_at(s, "roots"), 4);    /* all but /enc/2/cplx, which attn explains */
   json_decref(root);
 
-  pc_run pass = {.path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1};
+  pc_run pass = {
+      .path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1, .first_divergence = -1};
   pass.by_verdict[PC_VERDICT_PASS] = 1;
   root = render_json(&pass);
   s = json_object_get(root, "summary");
   assert_int_equal(int_at(s, "failures"), 0);
   assert_true(json_is_null(json_object_get(root, "first_divergence")));
   json_decref(root);
+}
+
+/* The judge's record is rendered, not recomputed: the reasons with the values and limits set by
+ * hand (a limit need not be the tolerance's: the judge may have raised it), the root cause's
+ * path, a verdict that is its own reason, and the execution index from the run's order. */
+static void test_json_judgement(void **state) {
+  (void)state;
+  json_t *root = render_json(&run);
+  const json_t *d = tensor_at(root, T_DRIFT);
+  assert_true(json_is_null(json_object_get(d, "caused_by")));
+  const json_t *r = json_object_get(d, "reasons");
+  assert_int_equal(json_array_size(r), 3);
+  static const char *const rkeys[] = {"criterion", "value", "limit"};
+  static const char *const names[] = {"nan_mismatch", "inf_mismatch", "mismatch_fraction"};
+  static const double values[] = {1, 2, 7.0 / 60}, limits[] = {0, 0, 0.01};
+  for (size_t k = 0; k < 3; k++) {
+    const json_t *e = json_array_get(r, k);
+    assert_keys(e, rkeys, 3);
+    assert_string_equal(string_at(e, "criterion"), names[k]);
+    assert_int_equal(bits(real_at(e, "value")), bits(values[k]));
+    assert_int_equal(bits(real_at(e, "limit")), bits(limits[k]));
+  }
+  assert_string_equal(string_at(tensor_at(root, T_COMPLEX), "caused_by"), "/enc/1/attn");
+  for (int i = T_ONLY_B; i < T_COUNT; i++) { /* missing, shape, skipped, error */
+    const json_t *t = tensor_at(root, i);
+    assert_int_equal(json_array_size(json_object_get(t, "reasons")), 1);
+    const json_t *e = json_array_get(json_object_get(t, "reasons"), 0);
+    assert_string_equal(string_at(e, "criterion"), pc_verdict_name(tensors[i].verdict));
+    assert_true(json_is_null(json_object_get(e, "value")));
+    assert_true(json_is_null(json_object_get(e, "limit")));
+    assert_true(json_is_null(json_object_get(t, "caused_by")));
+  }
+  assert_null(json_object_get(tensor_at(root, T_PASS), "reasons"));
+  for (size_t i = 0; i < T_COUNT; i++) /* no order: execution order is run order */
+    assert_int_equal(int_at(tensor_at(root, i), "execution_index"), (json_int_t)i);
+  json_decref(root);
+  /* the reverse order, a first divergence elsewhere, and a link to a pass, which is none */
+  size_t order[T_COUNT];
+  for (size_t k = 0; k < T_COUNT; k++) {
+    order[k] = T_COUNT - 1 - k;
+    tensors[order[k]].context.exec_index = (int64_t)k;
+  }
+  run.order = order;
+  run.first_divergence = T_SHAPE;
+  tensors[T_COMPLEX].caused_by = T_PASS;
+  root = render_json(&run);
+  for (size_t i = 0; i < T_COUNT; i++)
+    assert_int_equal(int_at(tensor_at(root, i), "execution_index"), (json_int_t)(T_COUNT - 1 - i));
+  assert_string_equal(string_at(root, "first_divergence"), "/dec/reshaped");
+  assert_true(json_is_null(json_object_get(tensor_at(root, T_COMPLEX), "caused_by")));
+  json_decref(root);
+  run.order = NULL;
 }
 
 /* Doubles that need all 17 digits, or sit at the ends of the range, come back bit for bit. */
@@ -500,7 +595,7 @@ static void test_json_layout(void **state) {
   assert_int_equal(pc_report_json(path, &run, NULL, NULL), PC_OK);
   const char *text = slurp(path);
   unlink(path);
-  assert_true(strncmp(text, "{\n  \"version\": 1,\n  \"a\": \"ref.h5\",\n", 34) == 0);
+  assert_true(strncmp(text, "{\n  \"version\": 2,\n  \"a\": \"ref.h5\",\n", 34) == 0);
   assert_int_equal(text[strlen(text) - 1], '\n');
   assert_int_equal(text[strlen(text) - 2], '}');
 }
@@ -659,10 +754,12 @@ static void test_text_lines(void **state) {
       /* no sums: sum (b-a)^2 = 0 gives snr +inf */
       "DRIFT           /enc/1/attn    float32/bfloat16  [3,4,5]  7/60        inf      nan      "
       "18446744073709551615  inf\n",
-      "                worst [2,1,2]: a=1 b=nan (abs nan, rel nan, ulp 0); nan mismatches: 1; "
-      "inf mismatches: 2; not representable in B's dtype: 3; "
-      "compared in bfloat16 ULPs\n",
-      "                worst [5]: a=(0.10000000000000001, -2) b=(0.10000000000000001, -2.25) "
+      /* the judge's reasons with their limits (7 / 60 = 0.117), the cascade it roots */
+      "                nan_mismatch 1 > limit 0; inf_mismatch 2 > limit 0; mismatch_fraction "
+      "0.117 > limit 0.01 (7 of 60 elements); root cause of 1 tensor; worst [2,1,2]: a=1 b=nan "
+      "(abs nan, rel nan, ulp 0); not representable in B's dtype: 3; compared in bfloat16 ULPs\n",
+      "                mismatch_fraction 0.125 > limit 0 (1 of 8 elements); caused by "
+      "/enc/1/attn; worst [5]: a=(0.10000000000000001, -2) b=(0.10000000000000001, -2.25) "
       "(abs 0.25, rel 0.125, ulp 262144)\n",
       "MISSING_IN_A    /dec/only_b    -/float16         [4]      only in B\n",
       "MISSING_IN_B    /dec/only_a    bfloat16/-        []       only in A\n",
@@ -704,9 +801,17 @@ static void test_text_quiet(void **state) {
     if (i != T_PASS && i != T_SKIP)
       assert_non_null(strstr(text, tensors[i].path));
   assert_non_null(strstr(text, "\nERROR: 1 of 8 tensors"));
+  /* the root causes (and the error) first, in run order, then the tensor attn explains */
+  const char *at[T_COUNT] = {0};
+  for (int i = 0; i < T_COUNT; i++)
+    at[i] = strstr(text, tensors[i].path);
+  assert_true(at[T_DRIFT] < at[T_ONLY_B] && at[T_ONLY_B] < at[T_ONLY_A] &&
+              at[T_ONLY_A] < at[T_SHAPE] && at[T_SHAPE] < at[T_ERROR] &&
+              at[T_ERROR] < at[T_COMPLEX]);
   free(text);
 
-  pc_run pass = {.path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1};
+  pc_run pass = {
+      .path_a = "a", .path_b = "b", .tensors = tensors, .ntensors = 1, .first_divergence = -1};
   pass.by_verdict[PC_VERDICT_PASS] = 1;
   text = render_text(&pass, false, true);
   assert_string_equal(text, "PASS: 1 tensor within tolerance\n"); /* no header either */
@@ -716,12 +821,13 @@ static void test_text_quiet(void **state) {
 static void test_text_summaries(void **state) {
   (void)state;
   pc_tensor some[3] = {tensors[T_PASS], tensors[T_SKIP], tensors[T_ONLY_A]};
-  pc_run r = {.path_a = "a", .path_b = "b", .tensors = some, .ntensors = 2};
+  pc_run r = {.path_a = "a", .path_b = "b", .tensors = some, .ntensors = 2, .first_divergence = -1};
   r.by_verdict[PC_VERDICT_PASS] = r.by_verdict[PC_VERDICT_SKIPPED] = 1;
   char *text = render_text(&r, false, false);
   assert_non_null(strstr(text, "\nPASS: 1 tensor within tolerance (1 skipped)\n"));
   free(text);
   r.ntensors = 3;
+  r.first_divergence = 2;
   r.by_verdict[PC_VERDICT_MISSING_IN_B] = 1;
   r.verdict = PC_RUN_DRIFT;
   text = render_text(&r, false, false);
@@ -730,9 +836,11 @@ static void test_text_summaries(void **state) {
   free(text);
 }
 
-/* A drift with no mismatching element says which tensor-level criterion it breaks. B = 1.1 A
- * over 4 values with sum a^2 = 4: rel_rms = sqrt(0.04 / 4) = 0.1 and scale_error = 0.4 / 4 =
- * 0.1, against limits 0.05 and 0.02 + 0.04 / sqrt(4) = 0.04. */
+/* A drift with no mismatching element says which tensor-level criterion it breaks, with the
+ * value and the limit the judge recorded: B = 1.1 A over 4 values with sum a^2 = 4 has
+ * rel_rms = sqrt(0.04 / 4) = 0.1 and scale_error = 0.4 / 4 = 0.1; the limits are the judge's,
+ * 0.08 (a tolerance of 0.05 that a trend raised) and 0.02 + 0.04 / sqrt(4) = 0.04. No element
+ * count is a reason here, so none is given as one. */
 static void test_text_tensor_level_reason(void **state) {
   (void)state;
   pc_tensor t = tensors[T_PASS];
@@ -748,17 +856,23 @@ static void test_text_tensor_level_reason(void **state) {
   t.tol.max_rel_rms = 0.05;
   t.tol.max_scale = 0.02;
   t.tol.max_scale_sqrt_n = 0.04;
-  pc_run r = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
+  t.nreasons = 2;
+  t.reasons[0] = (pc_reason){PC_CRIT_REL_RMS, 0.1, 0.08};
+  t.reasons[1] = (pc_reason){PC_CRIT_SCALE_ERROR, 0.1, 0.04};
+  pc_run r = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1, .first_divergence = 0};
   r.by_verdict[PC_VERDICT_DRIFT] = 1;
   r.verdict = PC_RUN_DRIFT;
   char *text = render_text(&r, false, false);
-  assert_non_null(strstr(text, "rel_rms 0.1 > 0.05"));
-  assert_non_null(strstr(text, "|scale_error| 0.1 > 0.04"));
+  assert_non_null(strstr(text, "\n         rel_rms 0.1 > limit 0.08; scale_error 0.1 > limit "
+                               "0.04; worst [1,1]:")); /* indent: "verdict" and the gap */
+  assert_null(strstr(text, "outside tolerance"));
+  assert_null(strstr(text, "mismatch_fraction"));
+  assert_null(strstr(text, "root cause")); /* a root of no cascade */
   free(text);
-  t.tol.max_rel_rms = 0.2; /* within both limits now: neither line */
-  t.tol.max_scale = 0.2;
+  /* the writer renders what the judge recorded; it does not judge again */
+  t.nreasons = 1;
   text = render_text(&r, false, false);
-  assert_null(strstr(text, "rel_rms 0.1"));
+  assert_non_null(strstr(text, "rel_rms 0.1 > limit 0.08; worst"));
   assert_null(strstr(text, "scale_error"));
   free(text);
 }
@@ -899,8 +1013,16 @@ static void test_junit_cases(void **state) {
       "<testsuites name=\"paritycheck\" tests=\"8\" failures=\"5\" errors=\"1\" skipped=\"1\">",
       "<testcase name=\"out\" classname=\"enc.0\"/>",
       "<testcase name=\"attn\" classname=\"enc.1\">\n      <failure type=\"drift\" "
-      "message=\"7 of 60 elements (11.7%) outside tolerance, 1% allowed; 1 nan mismatch; "
-      "2 inf mismatches; worst [2,1,2]: a=1, b=nan\">",
+      "message=\"nan_mismatch 1 &gt; limit 0; inf_mismatch 2 &gt; limit 0; mismatch_fraction "
+      "0.117 &gt; limit 0.01 (7 of 60 elements); worst [2,1,2]: a=1, b=nan\">path /enc/1/attn\n"
+      "dtype float32/bfloat16\nexecution index 1\nreasons nan_mismatch 1 &gt; limit 0; "
+      "inf_mismatch 2 &gt; limit 0; mismatch_fraction 0.11666666666666667 &gt; limit "
+      "0.01 (7 of 60 elements)\nmismatches 7 of 60",
+      /* the cascade member names its root cause in the message and the body */
+      "<failure type=\"drift\" message=\"mismatch_fraction 0.125 &gt; limit 0 (1 of 8 "
+      "elements); caused by /enc/1/attn; worst [5]: a=(0.1, -2), b=(0.1, -2.25)\">path "
+      "/enc/2/cplx\ndtype complex64\nexecution index 2\nreasons mismatch_fraction 0.125 &gt; "
+      "limit 0 (1 of 8 elements)\ncaused by /enc/1/attn\n",
       "<testcase name=\"only_b\" classname=\"dec\">\n      <failure type=\"missing_in_a\" "
       "message=\"only in B\">",
       "<testcase name=\"names\" classname=\"meta\">\n      <skipped message=\"both sides are "
@@ -912,10 +1034,10 @@ static void test_junit_cases(void **state) {
   pc_report_options opts = {.gate = &gate};
   text = render_file(pc_report_junit, &run, &opts);
   static const char *const gated[] = {
-      "failures=\"2\"", "message=\"worse than the baseline: 7 of 60",
+      "failures=\"2\"", "message=\"worse than the baseline: nan_mismatch 1 &gt; limit 0;",
       "message=\"new failure: only in B",
-      ("<system-out>accepted by the baseline (unchanged): drift: 1 of 8 elements (12.5%) outside "
-       "tolerance, none allowed</system-out>")};
+      ("<system-out>accepted by the baseline (unchanged): drift: mismatch_fraction 0.125 &gt; "
+       "limit 0 (1 of 8 elements); caused by /enc/1/attn</system-out>")};
   assert_lines(text, gated, sizeof gated / sizeof gated[0]);
 }
 
@@ -948,6 +1070,19 @@ static void test_html_rows(void **state) {
   assert_non_null(strstr(text, "<title>2-3 ULP: 2</title>"));
   /* NaN sorts as the worst value */
   assert_non_null(strstr(text, "data-v=\"Infinity\">nan</td>"));
+  /* the root cause in bold with the button that folds its cascade; the member right after it,
+   * marked as such, naming its root */
+  assert_non_null(strstr(text, "<td class=\"details\"><strong class=\"root\">root cause</strong> "
+                               "nan_mismatch 1 &gt; limit 0; inf_mismatch 2 &gt; limit 0; "
+                               "mismatch_fraction 0.117 &gt; limit 0.01 (7 of 60 elements); "
+                               "worst [2,1,2]: a=1, b=nan <button type=\"button\" class=\"fold\" "
+                               "data-fold=\"1\" aria-expanded=\"true\">1 tensor caused by "
+                               "this</button></td></tr>\n<tr class=\"fail cascade\" "
+                               "data-root=\"1\"><td class=\"n\" data-v=\"2\">3</td>"));
+  assert_non_null(strstr(text, "<td class=\"details\">mismatch_fraction 0.125 &gt; limit 0 (1 of "
+                               "8 elements); caused by /enc/1/attn; worst [5]:"));
+  assert_non_null(strstr(text, "<td class=\"details\"><strong class=\"root\">root cause</strong> "
+                               "only in B</td>"));
 }
 
 static void test_report_errors(void **state) {
@@ -981,6 +1116,7 @@ int main(void) {
       cmocka_unit_test_setup(test_json_complex_names, setup),
       cmocka_unit_test_setup(test_json_uncompared, setup),
       cmocka_unit_test_setup(test_json_summary, setup),
+      cmocka_unit_test_setup(test_json_judgement, setup),
       cmocka_unit_test_setup(test_json_round_trip, setup),
       cmocka_unit_test_setup(test_json_negative_inf_and_bytes, setup),
       cmocka_unit_test_setup(test_json_layout, setup),

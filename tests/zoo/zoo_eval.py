@@ -120,7 +120,19 @@ def honest_pairs(dirs, profile, fams):
 
 # ---- running paritycheck -----------------------------------------------------------------------
 
+_MEMO = {}
+
+
 def run_binary(binary, a, b, yaml_path):
+    """(exit code, JSON report); the same files under the same tolerance text are run once."""
+    with open(yaml_path) as f:
+        key = (binary, a, b, f.read(), os.path.getmtime(b))
+    if key not in _MEMO:
+        _MEMO[key] = _run_binary(binary, a, b, yaml_path)
+    return _MEMO[key]
+
+
+def _run_binary(binary, a, b, yaml_path):
     cmd = [binary, "--json", "-", "-t", yaml_path, a, b]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
     if p.returncode not in (0, 1):
@@ -166,6 +178,13 @@ def float_values(ds):
 
 
 def element_need(a_path, b_path, name, u, K, acc_u):
+    key = (a_path, b_path, name, u, K, acc_u)
+    if key not in _MEMO:
+        _MEMO[key] = _element_need(a_path, b_path, name, u, K, acc_u)
+    return _MEMO[key]
+
+
+def _element_need(a_path, b_path, name, u, K, acc_u):
     """max |b - a| / (u RMS(A)) over the finite elements that the relative terms do not cover
     (rtol_u u |a| and sqrt(K) u_acc |a|); 0 when they cover all."""
     with h5py.File(a_path, "r") as fa, h5py.File(b_path, "r") as fb:
@@ -372,7 +391,7 @@ def bug_runs(binary, work, yaml_path, dirs, profile, family):
             shutil.copyfile(b, dst)
             with h5py.File(dst, "r+") as f:
                 f[name][...] = logical_store(buggy.reshape(shape), f[name])
-            code, r = run_binary(binary, a, dst, yaml_path)
+            code, r = _run_binary(binary, a, dst, yaml_path)  # a new B every time
             first = r.get("first_divergence")
             first = first.get("path") if isinstance(first, dict) else first
             required = effect >= REQUIRED_RATIO * honest

@@ -1,0 +1,108 @@
+/* Three-way mode (compare.h, pc_compare_reference): R, a reference such as a CPU float64 run, is
+ * compared with A and with B by pc_compare_files itself, R as the reference side, so each side's
+ * distance to R is made of exactly the figures of docs/metrics.md. The figures are attached to
+ * the tensors of the A-vs-B run by path; nothing of A vs B changes. */
+#include "judge.h"
+#include "pc_internal.h"
+
+#include <paritycheck/compare.h>
+
+#include <math.h>   /* isnan */
+#include <stdlib.h> /* bsearch, calloc, free, qsort */
+#include <string.h> /* strcmp */
+
+/* A run's tensors sorted by path, for lookups. */
+typedef struct pc_by_path {
+  const pc_tensor **sorted;
+  size_t n;
+} pc_by_path;
+
+static int pc_cmp_tensor_path(const void *x, const void *y) {
+  const pc_tensor *a = *(const pc_tensor *const *)x, *b = *(const pc_tensor *const *)y;
+  return strcmp(a->path, b->path);
+}
+
+static int pc_index_run(pc_by_path *ix, const pc_run *run) {
+  ix->n = run->ntensors;
+  ix->sorted = calloc(ix->n ? ix->n : 1, sizeof *ix->sorted);
+  if (!ix->sorted)
+    return PC_ENOMEM;
+  for (size_t i = 0; i < ix->n; i++)
+    ix->sorted[i] = &run->tensors[i];
+  qsort(ix->sorted, ix->n, sizeof *ix->sorted, pc_cmp_tensor_path);
+  return PC_OK;
+}
+
+/* The tensor of that path that was compared (pass or drift), else NULL. */
+static const pc_tensor *pc_find_compared(const pc_by_path *ix, const char *path) {
+  pc_tensor key = {.path = (char *)path};
+  const pc_tensor *k = &key;
+  const pc_tensor **hit = bsearch(&k, ix->sorted, ix->n, sizeof *ix->sorted, pc_cmp_tensor_path);
+  if (!hit || ((*hit)->verdict != PC_VERDICT_PASS && (*hit)->verdict != PC_VERDICT_DRIFT))
+    return NULL;
+  return *hit;
+}
+
+static pc_ref_side pc_side(const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  pc_ref_side r = {.max_abs = s->max_abs,
+                   .max_rel = s->max_rel,
+                   .rel_rms = pc_stats_aggregates(s).rel_rms,
+                   .max_ulp = s->max_ulp,
+                   .mean_ulp = pc_stats_mean_ulp(s)};
+  return r;
+}
+
+/* -1, 0, +1 as x is smaller than, equal to or larger than y; NaN is larger than any number and
+ * equal to itself. */
+static int pc_order(double x, double y) {
+  if (isnan(x) || isnan(y))
+    return isnan(x) - isnan(y);
+  return (x > y) - (x < y);
+}
+
+/* -1 when a is closer to R, +1 when b is, 0 for a tie: rel_rms, then max_ulp. */
+static int pc_closer(const pc_ref_side *a, const pc_ref_side *b) {
+  int c = pc_order(a->rel_rms, b->rel_rms);
+  return c ? c : (a->max_ulp > b->max_ulp) - (a->max_ulp < b->max_ulp);
+}
+
+static pc_vs_reference pc_attach(const pc_by_path *ra, const pc_by_path *rb, const char *path) {
+  pc_vs_reference v = {.present = false, .closer = 0};
+  const pc_tensor *ta = pc_find_compared(ra, path), *tb = pc_find_compared(rb, path);
+  if (!ta || !tb)
+    return v;
+  v.present = true;
+  v.a = pc_side(ta);
+  v.b = pc_side(tb);
+  v.closer = pc_closer(&v.a, &v.b);
+  return v;
+}
+
+int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *opts, pc_error *err) {
+  if (!run || !path_ref || !opts || opts->version != PC_OPTIONS_VERSION || !opts->tols)
+    return pc_error_set(err, PC_EUSAGE, "pc_compare_reference: bad arguments");
+  pc_options o = *opts;
+  o.skip_quantiles = true; /* no figure of vs_reference needs them */
+  pc_run *ra = NULL, *rb = NULL;
+  pc_by_path ia = {NULL, 0}, ib = {NULL, 0};
+  char *path = NULL;
+  int rc = pc_compare_files(&ra, path_ref, run->path_a, &o, err);
+  if (rc == PC_OK)
+    rc = pc_compare_files(&rb, path_ref, run->path_b, &o, err);
+  if (rc == PC_OK &&
+      (pc_index_run(&ia, ra) < 0 || pc_index_run(&ib, rb) < 0 || !(path = pc_strdup(path_ref))))
+    rc = pc_error_set(err, PC_ENOMEM, "out of memory");
+  if (rc == PC_OK) {
+    for (size_t i = 0; i < run->ntensors; i++)
+      run->tensors[i].vs_reference = pc_attach(&ia, &ib, run->tensors[i].path);
+    free(run->path_ref);
+    run->path_ref = path;
+    rc = pc_judge_reference(run);
+  }
+  free(ia.sorted);
+  free(ib.sorted);
+  pc_run_free(ra);
+  pc_run_free(rb);
+  return rc;
+}
