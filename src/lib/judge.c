@@ -405,20 +405,24 @@ static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
 /* --- cascades ------------------------------------------------------------------------------ */
 
 /* How far a failing tensor is off, for the cascade test: its rel_rms, infinite with nan/inf
- * mismatches; a structural failure (missing, shape, dtype) neither explains nor is explained. */
+ * mismatches; -1 (neither explains nor is explained) for a structural failure (missing, shape,
+ * dtype) and for integers, whose differences do not propagate as rounding does. */
 static double pc_severity(const pc_tensor *t) {
-  if (t->verdict != PC_VERDICT_DRIFT)
+  if (t->verdict != PC_VERDICT_DRIFT || !pc_dtype_is_float(t->compare))
     return -1;
   if (t->stats.nan_mismatches || t->stats.inf_mismatches)
     return INFINITY;
   return t->stats.finite_terms ? pc_stats_aggregates(&t->stats).rel_rms : -1;
 }
 
-/* In execution order: a failing tensor is explained when an earlier failing one is at least
- * 1/G as far off (G the growth its trend allows, 1 without); it is then caused by that one's
- * root, the worst earlier failure's. The first failing tensor is always a root. */
+/* In execution order: a failing tensor is explained by an earlier failing one of its kind, a
+ * NaN or inf by an earlier NaN or inf, a finite error by an earlier finite one at least 1/G as
+ * far off (G the growth its trend allows, 1 without); it is then caused by the root of the
+ * worst such. The first failing tensor is always a root. A NaN upstream does not explain a
+ * finite error downstream: NaN propagates as NaN, so a finite failure after it is a bug of its
+ * own. */
 static void pc_link_cascades(pc_run *run) {
-  long worst = -1;
+  long worst[2] = {-1, -1}; /* [0] the worst finite failure so far, [1] the first NaN or inf */
   double worst_sev = -1;
   run->first_divergence = -1;
   for (size_t k = 0; k < run->ntensors; k++) {
@@ -429,14 +433,17 @@ static void pc_link_cascades(pc_run *run) {
     if (run->first_divergence < 0)
       run->first_divergence = (long)i;
     double sev = pc_severity(t);
-    double growth = pc_growth(t);
-    if (worst >= 0 && sev >= 0 && worst_sev * growth >= sev) {
-      const pc_tensor *w = &run->tensors[worst];
-      t->caused_by = w->caused_by >= 0 ? w->caused_by : worst;
+    bool special = isinf(sev);
+    long by = special ? worst[1] : worst[0];
+    if (by >= 0 && sev >= 0 && (special || worst_sev * pc_growth(t) >= sev)) {
+      const pc_tensor *w = &run->tensors[by];
+      t->caused_by = w->caused_by >= 0 ? w->caused_by : by;
     }
-    if (sev > worst_sev) {
+    if (special && worst[1] < 0)
+      worst[1] = (long)i;
+    else if (!special && sev > worst_sev) {
       worst_sev = sev;
-      worst = (long)i;
+      worst[0] = (long)i;
     }
   }
 }

@@ -203,30 +203,35 @@ static void test_noise_floor(void **state) {
 }
 
 /* Without a trend (G = 1): t0 fails with rel_rms 0.5 (root); t1, 0.3 <= 0.5, is caused by t0;
- * t2 has a NaN (severity infinite, not explained): a root; t3, 2.0, is explained by t2 and caused
- * by it; t4 passes and links to nothing; a missing tensor is a root of its own. */
+ * t2 has a NaN (no earlier NaN: a root); t3, 2.0, is not explained (a NaN does not explain a
+ * finite error, and 0.5 < 2.0): a root; t4, 0.4 <= 2.0, is caused by t3, the worst finite
+ * failure; t5 has a NaN: caused by t2; t6 passes and links to nothing; a missing tensor and an
+ * integer tensor are roots of their own. */
 static void test_cascades(void **state) {
   (void)state;
-  static const double rel[] = {0.5, 0.3, 0.1, 2.0, 0};
-  static const char *const paths[] = {"/a/0", "/a/1", "/a/2", "/a/3", "/a/4", "/a/5"};
-  pc_run *run = new_run(6);
-  for (size_t i = 0; i < 5; i++) {
+  static const double rel[] = {0.5, 0.3, 0.1, 2.0, 0.4, 0.1, 0, 0.9};
+  static const char *const paths[] = {"/a/0", "/a/1", "/a/2", "/a/3", "/a/4",
+                                      "/a/5", "/a/6", "/a/7", "/a/8"};
+  pc_run *run = new_run(9);
+  for (size_t i = 0; i < 8; i++) {
     set_tensor(&run->tensors[i], paths[i], 1, rel[i]);
     run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS;
     run->tensors[i].tol.max_rel_rms = 1e-3;
   }
   run->tensors[2].stats.nan_mismatches = 1;
-  set_tensor(&run->tensors[5], paths[5], 1, 0);
-  run->tensors[5].verdict = PC_VERDICT_MISSING_IN_B;
-  run->tensors[5].compare = PC_DTYPE_NONE;
-  for (size_t i = 0; i < 5; i++)
+  run->tensors[5].stats.nan_mismatches = 1;
+  run->tensors[7].compare = PC_DTYPE_INT32;
+  set_tensor(&run->tensors[8], paths[8], 1, 0);
+  run->tensors[8].verdict = PC_VERDICT_MISSING_IN_B;
+  run->tensors[8].compare = PC_DTYPE_NONE;
+  for (size_t i = 0; i < 8; i++)
     pc_judge_tensor(&run->tensors[i]);
   assert_int_equal(pc_judge_run(run), 0);
-  static const long caused[] = {-1, 0, -1, 2, -1, -1};
-  for (size_t i = 0; i < 6; i++)
+  static const long caused[] = {-1, 0, -1, -1, 3, 2, -1, -1, -1};
+  for (size_t i = 0; i < 9; i++)
     assert_int_equal(run->tensors[i].caused_by, caused[i]);
   assert_int_equal(run->first_divergence, 0);
-  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], 4);
+  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], 7);
   assert_int_equal(run->by_verdict[PC_VERDICT_MISSING_IN_B], 1);
   assert_string_equal(pc_criterion_name(run->tensors[2].reasons[0].criterion), "nan_mismatch");
   free_run(run);
