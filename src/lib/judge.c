@@ -342,8 +342,10 @@ static double pc_growth(const pc_tensor *t) {
 }
 
 /* Relaxes the magnitude criteria by what the run explains: a noise-level tensor is judged
- * against its noise floor (they are waived), any other against G times the trend. nan and inf
- * mismatches are never explained. */
+ * against its noise floor (they are waived), any other's rel_rms and elements against G times
+ * the trend. Not its scale error: its random part already follows the tensor's own rel_rms
+ * (scale_z), and a systematic scale is what a wrong constant does, not what rounding upstream
+ * does. nan and inf mismatches are never explained. */
 static void pc_relax(pc_tensor *t) {
   const pc_tol *tol = &t->tol;
   pc_context *c = &t->context;
@@ -363,7 +365,7 @@ static void pc_relax(pc_tensor *t) {
       if (tol->trend_crest > 0 && t->stats.max_abs <= tol->trend_crest * allowed * rms_a &&
           !((tol->set & PC_TOL_MAX_REL_RMS) && allowed <= tol->max_rel_rms))
         pc_drop_reason(t, i);
-    } else if (r->criterion == PC_CRIT_REL_RMS || r->criterion == PC_CRIT_SCALE_ERROR) {
+    } else if (r->criterion == PC_CRIT_REL_RMS) {
       r->limit = fmax(r->limit, allowed);
       if (r->value <= r->limit)
         pc_drop_reason(t, i);
