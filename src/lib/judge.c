@@ -342,10 +342,13 @@ static double pc_growth(const pc_tensor *t) {
 }
 
 /* Relaxes the magnitude criteria by what the run explains: a noise-level tensor is judged
- * against its noise floor (they are waived), any other's rel_rms and elements against G times
- * the trend. Not its scale error: its random part already follows the tensor's own rel_rms
- * (scale_z), and a systematic scale is what a wrong constant does, not what rounding upstream
- * does. nan and inf mismatches are never explained. */
+ * against its noise floor (they are waived), any other's rel_rms against G times the trend (the
+ * backward G for gradients), and its element mismatches are forgiven when that allowance is above
+ * the profile's rel_rms limit and the error is spread like noise: its largest element at most P
+ * (trend_crest) times its RMS, where a zeroed channel or a stray write stands out; its scale error against the forward G times the
+ * trend: a scale inherited from upstream does not grow the way a backward chain's noise does,
+ * and the backward G would hide a 1% scale in every gradient. nan and inf mismatches are never
+ * explained. */
 static void pc_relax(pc_tensor *t) {
   const pc_tol *tol = &t->tol;
   pc_context *c = &t->context;
@@ -358,15 +361,16 @@ static void pc_relax(pc_tensor *t) {
   if (!(tol->set & PC_TOL_TREND) || c->trend <= 0)
     return;
   double allowed = pc_growth(t) * c->trend;
-  double rms_a = pc_rms(t->stats.sum_sq_a, t->stats.finite_terms);
+  double scale_allowed = tol->trend_growth * c->trend;
+  double rms_err = pc_rms(t->stats.sum_sq_diff, t->stats.finite_terms);
   for (size_t i = t->nreasons; i-- > 0;) {
     pc_reason *r = &t->reasons[i];
     if (r->criterion == PC_CRIT_MISMATCH_FRACTION) {
-      if (tol->trend_crest > 0 && t->stats.max_abs <= tol->trend_crest * allowed * rms_a &&
+      if (tol->trend_crest > 0 && t->stats.max_abs <= tol->trend_crest * rms_err &&
           !((tol->set & PC_TOL_MAX_REL_RMS) && allowed <= tol->max_rel_rms))
         pc_drop_reason(t, i);
-    } else if (r->criterion == PC_CRIT_REL_RMS) {
-      r->limit = fmax(r->limit, allowed);
+    } else if (r->criterion == PC_CRIT_REL_RMS || r->criterion == PC_CRIT_SCALE_ERROR) {
+      r->limit = fmax(r->limit, r->criterion == PC_CRIT_REL_RMS ? allowed : scale_allowed);
       if (r->value <= r->limit)
         pc_drop_reason(t, i);
     }

@@ -67,7 +67,9 @@ PROFILES = {
 # The model's fixed terms (docs/tolerance-model.md, "The run's trend"): not fitted.
 TREND_GROWTH = 4.0    # G: honest error may grow 4x over the largest of the last W tensors
 TREND_WINDOW = 8      # W
-TREND_CREST = 30.0    # P: the largest honest max|b - a| / RMS(b - a) is far below 30
+TREND_CREST = 45.0    # P: twice the largest crest factor max|b - a| / RMS(b - a), 22.4, of an
+#                       honest error the trend must forgive in the zoo (mobilenet's dw.weight
+#                       gradients under TF32); a zeroed channel or a stray write stands out more
 RTOL_U, RTOL_SQRT_K = 2.0, 1.0
 # The rule's constants (docs/tolerance-model.md, "Calibration").
 MARGIN = 3.0
@@ -153,8 +155,7 @@ def profile_yaml(precision, c, comment=""):
     lines += ["version: 1", "", "defaults:", "  all:",
               "    atol: null", "    rtol: null", "    max_mismatch_fraction: 0",
               "    precision: %s" % precision, "    accumulation: float32"]
-    lines += ["    %s: %s" % (k, repr(c[k]) if not isinstance(c[k], int) else c[k])
-              for k in keys if k in c]
+    lines += ["    %s: %s" % (k, "%.6g" % c[k]) for k in keys if k in c]
     return "\n".join(lines) + "\n"
 
 
@@ -280,6 +281,8 @@ def calibrate(binary, work, profile, pairs):
 
     for where, t, a, b in tensors:
         u = max(u_prof, UNIT.get(t["compare_dtype"], 0))
+        if abs(t["scale_error"]) <= TREND_GROWTH * t["context"]["trend"]:
+            continue  # the trend covers it (with the forward G, also for gradients)
         left = (abs(t["scale_error"]) -
                 SCALE_SE_Z * t["rel_rms"] / math.sqrt(max(t["count"], 1))) / u
         need["max_scale_u"] = max(need["max_scale_u"], (left, where))
@@ -287,7 +290,7 @@ def calibrate(binary, work, profile, pairs):
         ctx = t["context"]
         u = max(u_prof, UNIT.get(t["compare_dtype"], 0))
         al = allowed(t)
-        if al > c_rr * u and t["max_abs"] <= TREND_CREST * al * ctx["rms_a"]:
+        if al > c_rr * u and t["max_abs"] <= TREND_CREST * t["rms"]:
             continue  # the trend covers its elements
         if t["max_abs"] <= need["atol_rms"][0] * u * ctx["rms_a"]:
             continue  # cannot raise the need
@@ -342,18 +345,19 @@ BUGS = {
     "bf16_round": lambda b, rng: _round_bf16(b),
 }
 TARGETS_PER_FAMILY = 8
+LAST_REPORTS = {}  # "family bug at target" -> the JSON report of every bug run, for tests
 
 
-def pick_targets(rep):
-    """Up to TARGETS_PER_FAMILY float tensors of at least 16 elements, spread evenly over the
+def pick_targets(rep, n=TARGETS_PER_FAMILY):
+    """Up to n float tensors of at least 16 elements, spread evenly over the
     execution order, gradients included."""
     ts = [t for t in rep["tensors"] if "context" in t and t["count"] >= 16 and
           t.get("shape") and t["shape"][-1] > 1]
     ts.sort(key=lambda t: t.get("execution_index", 0))
-    if len(ts) <= TARGETS_PER_FAMILY:
+    if len(ts) <= n:
         return [t["path"] for t in ts]
-    step = len(ts) / TARGETS_PER_FAMILY
-    return [ts[int(i * step)]["path"] for i in range(TARGETS_PER_FAMILY)]
+    step = len(ts) / n
+    return [ts[int(i * step)]["path"] for i in range(n)]
 
 
 def logical_store(values, ds):
@@ -371,7 +375,7 @@ def rel_rms(x, y):
     return math.sqrt(d / s) if s > 0 else (0.0 if d == 0 else math.inf)
 
 
-def bug_runs(binary, work, yaml_path, dirs, profile, family):
+def bug_runs(binary, work, yaml_path, dirs, profile, family, targets=TARGETS_PER_FAMILY):
     """[(bug, target, required, caught, first)] for one family."""
     a = dump_path(dirs, family, BUG_REFERENCE)
     b = dump_path(dirs, family, PROFILES[profile]["bug_backend"])
@@ -381,7 +385,7 @@ def bug_runs(binary, work, yaml_path, dirs, profile, family):
     out = []
     rng = np.random.default_rng(0)
     dst = os.path.join(work, "bug.h5")
-    for target in pick_targets(rep):
+    for target in pick_targets(rep, targets):
         name = target.lstrip("/")
         with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
             av, _ = float_values(fa[name])
@@ -397,6 +401,7 @@ def bug_runs(binary, work, yaml_path, dirs, profile, family):
             with h5py.File(dst, "r+") as f:
                 f[name][...] = logical_store(buggy.reshape(shape), f[name])
             code, r = _run_binary(binary, a, dst, yaml_path)  # a new B every time
+            LAST_REPORTS["%s %s at %s" % (family, bug, target)] = r
             first = r.get("first_divergence")
             first = first.get("path") if isinstance(first, dict) else first
             required = effect >= REQUIRED_RATIO * honest
@@ -485,7 +490,33 @@ def main(argv=None):
             print(profile, json.dumps(c), json.dumps(need))
             if a.cmd == "write":
                 write_profile(profile, c, need, fams)
+                if profile == "cpu-vs-cuda-fp32":
+                    write_mps(c)
     return 0
+
+
+MPS_HEADER = """# Tolerance profile: CPU fp32 (A) against Apple's MPS backend in fp32 (B).
+# Select it with `paritycheck --profile mps`. The model and its keys: docs/tolerance-model.md.
+#
+# UNCALIBRATED: written from the model, not measured. No MPS dump has been made yet (the
+# project has no Apple hardware); until one has, treat a failure as a question, not a verdict.
+# To calibrate: dump honest CPU and MPS runs with scripts/pcdump.py, add them as a backend to
+# PROFILES in tests/zoo/zoo_eval.py and run its `write` command.
+#
+# How it was written (tests/zoo/zoo_eval.py write): MPS computes fp32 tensors in fp32, so it
+# keeps cpu-vs-cuda-fp32's structure (the floors, the sqrt(K) term, the tensor-level criteria,
+# the run's trend and noise floor). Metal shaders are usually compiled with fast math, which
+# loosens transcendental functions (exp, tanh, erf); as a guess at that extra drift every floor
+# of cpu-vs-cuda-fp32 is widened 4x. The factor is not measured; the trend is kept.
+"""
+MPS_WIDENED = ("atol_rms", "rtol_u", "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u",
+               "noise_floor_u")
+
+
+def write_mps(fp32):
+    c = {k: (4 * v if k in MPS_WIDENED else v) for k, v in fp32.items()}
+    with open(os.path.join(ROOT, "tolerances", "mps.yaml"), "w") as f:
+        f.write(profile_yaml("float32", c, MPS_HEADER))
 
 
 def write_profile(profile, c, need, fams):
