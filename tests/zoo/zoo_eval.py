@@ -469,20 +469,66 @@ def print_row(profile, fam, r):
         print("    honest fail %s" % x)
 
 
+def markdown_table(table):
+    """The leave-one-family-out table of docs/tolerance-model.md from lofo's JSON."""
+    profs = list(table)
+    fams = sorted({f for p in profs for f in table[p]})
+    out = ["| family | " + " | ".join(profs) + " |", "|:--" + "|:-:" * len(profs) + "|"]
+    totals = {p: [0] * 6 for p in profs}
+    for f in fams:
+        cells = []
+        for p in profs:
+            r = table[p].get(f)
+            if not r:
+                cells.append("")
+                continue
+            hp, h, pp, pn, caught, req, _, _ = summary(r)
+            for i, v in enumerate((hp, h, pp, pn, caught, req)):
+                totals[p][i] += v
+            mark = "" if hp == h and pp == pn else " ❌"
+            cells.append("%d/%d, %d/%d; %d/%d%s" % (hp, h, pp, pn, caught, req, mark))
+        out.append("| %s | %s |" % (f, " | ".join(cells)))
+    out.append("| **all** | %s |" % " | ".join(
+        "**%d/%d, %d/%d; %d/%d**" % tuple(totals[p]) for p in profs))
+    return "\n".join(out)
+
+
+def torch_defaults(binary, dirs, profs, fams):
+    """Honest pairs that pass under torch.testing's per-dtype defaults (paritycheck's built-in
+    profile), per profile's backend pairs."""
+    for profile in profs:
+        pairs = honest_pairs(dirs, profile, fams)
+        ok = 0
+        for f, ra, rb, a, b in pairs:
+            p = subprocess.run([binary, "-q", a, b], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=False)
+            ok += p.returncode == 0
+        print("%-17s torch defaults pass %d of %d honest pairs" % (profile, ok, len(pairs)))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cmd", choices=["calibrate", "lofo", "write"])
-    ap.add_argument("--zoo", action="append", required=True, help="directory of dumps")
+    ap.add_argument("cmd", choices=["calibrate", "lofo", "write", "torch", "table"])
+    ap.add_argument("--zoo", action="append", help="directory of dumps")
     ap.add_argument("--plain", action="append", help="the same dumps without metadata")
     ap.add_argument("--profile", action="append", choices=list(PROFILES))
     ap.add_argument("--family", action="append", help="restrict to these families")
     ap.add_argument("--paritycheck", default=os.path.join(ROOT, "build", "paritycheck"))
-    ap.add_argument("--out", help="lofo: write the whole table as JSON")
+    ap.add_argument("--out", help="lofo: write the whole table as JSON; table: read it")
     a = ap.parse_args(argv)
+    if a.cmd == "table":
+        with open(a.out) as f:
+            print(markdown_table(json.load(f)))
+        return 0
+    if not a.zoo:
+        ap.error("--zoo is required")
     profs = a.profile or list(PROFILES)
     fams = a.family or families(a.zoo)
     if a.cmd == "lofo":
         lofo(a.paritycheck, a.zoo, a.plain, profs, fams, a.out)
+        return 0
+    if a.cmd == "torch":
+        torch_defaults(a.paritycheck, a.zoo, profs, fams)
         return 0
     with tempfile.TemporaryDirectory() as work:
         for profile in profs:
