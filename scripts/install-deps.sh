@@ -6,7 +6,7 @@ pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       libhdf5-dev hdf5-tools libgsl-dev libcmocka-dev libyaml-dev libjansson-dev
       python3-h5py python3-numpy
       libxml2-utils chromium python3-pil # report tests: xmllint, headless Chromium, PNG decoding
-      python3-torch python3-yaml  # the dumper test (torch on the CPU); scripts/score.py's YAML
+      python3-torch python3-yaml  # the dumper test (torch on the CPU); tests/tolerance_model.py's YAML
       valgrind)                   # scripts/valgrind.sh: memcheck over the tests
 missing=()
 for p in "${pkgs[@]}"; do
