@@ -108,10 +108,29 @@ static const char *pc_first_component(const char *path, size_t *len) {
   return p;
 }
 
-/* A gradient: some group above the dataset names itself a gradient ("gradients", "grads"). */
+/* True when s[0, n) holds the word "grad", "grads", "gradient" or "gradients" (any case)
+ * between separators ('/', '.', '_', '-' or the ends): "gradients", "param_grads",
+ * "w.grad", but not "upgrade". */
+static bool pc_has_grad_word(const char *s, size_t n) {
+  static const char *const words[] = {"gradients", "gradient", "grads", "grad"};
+  for (size_t i = 0; i < n; i++) {
+    if (i > 0 && !strchr("/._-", s[i - 1]))
+      continue;
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+      size_t k = 0, len = strlen(words[w]);
+      while (k < len && i + k < n && tolower((unsigned char)s[i + k]) == words[w][k])
+        k++;
+      if (k == len && (i + k == n || strchr("/._-", s[i + k])))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* A gradient: its path names itself one ("/gradients/fc.weight", "/grads/fc/weight",
+ * "/fc.weight.grad"). */
 static bool pc_is_gradient(const char *path) {
-  const char *last = strrchr(path, '/');
-  return last && pc_contains_ci(path, (size_t)(last - path), "grad");
+  return pc_has_grad_word(path, strlen(path));
 }
 
 static int pc_path_class(const char *path) {
@@ -161,7 +180,7 @@ static void pc_gradient_param(const char *path, char *buf, size_t cap) {
   const char *after = p, *component = p;
   for (const char *s = p; *s; s++)
     if (*s == '/') {
-      if (pc_contains_ci(component, (size_t)(s - component), "grad"))
+      if (pc_has_grad_word(component, (size_t)(s - component)))
         after = s + 1; /* below the deepest group naming gradients */
       component = s + 1;
     }

@@ -102,6 +102,23 @@ static void test_order_nested_gradients(void **state) {
   free_run(run);
 }
 
+/* Gradients named by a word of their path, not by a substring: "/up/upgrade" and "/gradual" are
+ * forward tensors in file order; "/fc.weight.grad" and "/param_grads/fc/bias" are gradients
+ * of module "fc" (forward position 0), last stored first. */
+static void test_gradient_words(void **state) {
+  (void)state;
+  static const char *const paths[] = {"/act/000_fc", "/fc.weight.grad", "/up/upgrade",
+                                      "/param_grads/fc/bias", "/gradual"};
+  static const size_t expected[] = {0, 2, 4, 3, 1};
+  pc_run *run = new_run(5);
+  for (size_t i = 0; i < 5; i++)
+    set_tensor(&run->tensors[i], paths[i], 1, 0);
+  judge_all(run);
+  for (size_t k = 0; k < 5; k++)
+    assert_int_equal(run->order[k], expected[k]);
+  free_run(run);
+}
+
 /* `execution_index` attributes decide the order whatever the paths say. */
 static void test_order_from_attributes(void **state) {
   (void)state;
@@ -295,7 +312,7 @@ static void test_reference(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_from_paths), cmocka_unit_test(test_order_nested_gradients),
-      cmocka_unit_test(test_order_from_attributes), cmocka_unit_test(test_trend),
+      cmocka_unit_test(test_order_from_attributes), cmocka_unit_test(test_gradient_words), cmocka_unit_test(test_trend),
       cmocka_unit_test(test_trend_elements), cmocka_unit_test(test_noise_floor),
       cmocka_unit_test(test_cascades), cmocka_unit_test(test_reasons),
       cmocka_unit_test(test_reference)};

@@ -23,6 +23,7 @@ divergence at the injected tensor.
 """
 
 import argparse
+import re
 import glob
 import json
 import math
@@ -225,8 +226,10 @@ def measure(binary, work, profile, pairs, noise_floor_u):
 
 
 def is_gradient(path):
-    """The judge's test (src/lib/judge.c): a group above the dataset names gradients."""
-    return "grad" in path.rsplit("/", 1)[0].lower()
+    """The judge's test (src/lib/judge.c, pc_is_gradient): the path holds the word grad,
+    grads, gradient or gradients between separators."""
+    words = re.split(r"[/._-]", path.lower())
+    return any(w in ("grad", "grads", "gradient", "gradients") for w in words)
 
 
 NOISE_VALUE = 2.0 ** -10  # PC_NOISE_VALUE of src/lib/judge.c
