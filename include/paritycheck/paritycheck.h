@@ -3,10 +3,12 @@
 #ifndef PARITYCHECK_H
 #define PARITYCHECK_H
 
+#include <paritycheck/baseline.h>
 #include <paritycheck/compare.h>
 #include <paritycheck/dtype.h>
 #include <paritycheck/error.h>
 #include <paritycheck/report.h>
+#include <paritycheck/result.h>
 #include <paritycheck/tolerance.h>
 
 #define PARITYCHECK_VERSION "0.1.0"

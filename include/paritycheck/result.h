@@ -1,8 +1,8 @@
 /* paritycheck result model: what a comparison found and what the judge decided, per tensor
  * (pc_tensor) and per run (pc_run). The loaders, kernels and the stream fill the figures
- * (pc_stats); one module, the judge (src/lib/judge.c), sets every verdict, the criteria that broke
- * (pc_reason) and the root-cause links (caused_by); the report writers only render them. Every
- * figure is defined in docs/metrics.md, every criterion in docs/tolerance-model.md. */
+ * (pc_stats); one module, the judge (src/lib/judge/judge.c), sets every verdict, the criteria that
+ * broke (pc_reason) and the root-cause links (caused_by); the report writers only render them.
+ * Every figure is defined in docs/metrics.md, every criterion in docs/tolerance-model.md. */
 #ifndef PARITYCHECK_RESULT_H
 #define PARITYCHECK_RESULT_H
 
@@ -112,8 +112,8 @@ double pc_stats_mean_ulp(const pc_stats *s);
 /* The criteria a tensor can break (docs/tolerance-model.md, "Reasons"), in the order the judge
  * tests them and the reports list them. */
 typedef enum pc_criterion {
-  PC_CRIT_NAN_MISMATCH = 0, /* value: NaN mismatches; limit 0 */
-  PC_CRIT_INF_MISMATCH,     /* value: inf mismatches; limit 0 */
+  PC_CRIT_NAN_MISMATCH = 0,  /* value: NaN mismatches; limit 0 */
+  PC_CRIT_INF_MISMATCH,      /* value: inf mismatches; limit 0 */
   PC_CRIT_MISMATCH_FRACTION, /* value: mismatches / count; limit: the fraction allowed */
   PC_CRIT_REL_RMS,           /* value: rel_rms; limit: the largest rel_rms allowed */
   PC_CRIT_SCALE_ERROR,       /* value: |scale_error|; limit: the largest allowed */
@@ -132,7 +132,8 @@ typedef struct pc_reason {
 } pc_reason;
 
 /* What the judge measured of the tensor's place in the run (docs/tolerance-model.md, "The run's
- * trend"); meaningful when `judged` is set, that is for float tensors compared element by element. */
+ * trend"); meaningful when `judged` is set, that is for float tensors compared element by element.
+ */
 typedef struct pc_context {
   bool judged;
   int64_t exec_index; /* position in execution order (pc_run.order), or -1 */

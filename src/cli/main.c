@@ -455,6 +455,19 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   return EXIT_PASS;
 }
 
+/* The exit code of a run's or a gate's verdict. */
+static int exit_code(pc_run_verdict v) {
+  switch (v) {
+  case PC_RUN_PASS:
+    return EXIT_PASS;
+  case PC_RUN_DRIFT:
+    return EXIT_DRIFT;
+  case PC_RUN_ERROR:
+    break;
+  }
+  return EXIT_ERROR;
+}
+
 /* The exit code follows the gate when there is one. */
 static int report(const cli *c, const pc_baseline *base, const pc_run *run) {
   pc_gate *gate = NULL;
@@ -462,7 +475,7 @@ static int report(const cli *c, const pc_baseline *base, const pc_run *run) {
   if (code == EXIT_PASS)
     code = write_reports(c, run, gate);
   if (code == EXIT_PASS)
-    code = (int)(gate ? gate->verdict : run->verdict);
+    code = exit_code(gate ? gate->verdict : run->verdict);
   pc_gate_free(gate);
   return code;
 }

@@ -539,7 +539,7 @@ def _direct_tensors():
     """(name, A, B, chunk shape, attributes): odd sizes, so that blocks are partial; NaN, +-inf,
     -0 and subnormals on both sides, some in the same places and some not. Every chunk is longer
     than 4 blocks of --block-elems 7 and 33 along the dimension the blocks step through, so
-    chunked files are cut in exactly the blocks of contiguous ones (src/lib/loader.c,
+    chunked files are cut in exactly the blocks of contiguous ones (src/lib/load/loader.c,
     pc_reader_plan) and even the double sums must agree to the bit."""
     rng = np.random.default_rng(20)
     special32 = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -1e-40, np.finfo(np.float32).tiny]

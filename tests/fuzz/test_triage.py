@@ -29,7 +29,7 @@ GLIBC_DBG = '#0 0x7f in __memcpy_avx512_unaligned_erms string/../sysdeps/x86_64/
 GLIBC_BARE = '#0 0x7f  (/lib/x86_64-linux-gnu/libc.so.6+0x15e809) (BuildId: 51657)\n'
 INTERCEPTOR = '#1 0x55 in __interceptor_memcpy' + FUZZ
 IN_HDF5 = '#2 0x7f in H5F__accum_read' + HDF5
-IN_LOADER = '#2 0x55 in pc_walk_group /w/src/lib/loader.c:800:10\n'
+IN_LOADER = '#2 0x55 in pc_walk_group /w/src/lib/load/loader.c:800:10\n'
 START = '#3 0x7f in __libc_start_call_main csu/../sysdeps/nptl/libc_start_call_main.h:58:16\n'
 
 CASES = [
@@ -42,11 +42,12 @@ CASES = [
     ('memcpy from the loader, libc without debug symbols',
      SEGV + GLIBC_BARE + INTERCEPTOR + IN_LOADER, 'paritycheck', 'pc_walk_group'),
     # A paritycheck function whose name starts like a libc one is still paritycheck's.
-    ('paritycheck strtod_c', SEGV + '#0 0x55 in strtod_c /w/src/lib/tolerance.c:61:3\n' + IN_HDF5,
+    ('paritycheck strtod_c',
+     SEGV + '#0 0x55 in strtod_c /w/src/lib/judge/tolerance.c:61:3\n' + IN_HDF5,
      'paritycheck', 'strtod_c'),
     ('UBSan in the kernel',
-     '/w/src/lib/kernel.c:10:5: runtime error: signed integer overflow\n'
-     '#0 0x55 in pc_fold /w/src/lib/kernel.c:10:5\n' + START, 'paritycheck', 'pc_fold'),
+     '/w/src/lib/numerics/kernel.c:10:5: runtime error: signed integer overflow\n'
+     '#0 0x55 in pc_fold /w/src/lib/numerics/kernel.c:10:5\n' + START, 'paritycheck', 'pc_fold'),
     ('only runtime frames', SEGV + GLIBC_DBG + INTERCEPTOR + START, 'unknown', ''),
     ('a clean rerun', 'INFO: Running with entropic power schedule\nDone 1 runs\n', 'no-report', ''),
 ]

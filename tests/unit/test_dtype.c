@@ -1,7 +1,8 @@
-/* Unit tests of the numerics module (src/lib/dtype.c) against docs/metrics.md. Every expected
- * value comes from an independent computation: the IEEE-style formula of each format evaluated
- * with ldexp, the position of a bit pattern on the ordered line, C's own float conversion, and
- * (where the compiler has it) _Float16. The 16-bit and 8-bit formats are checked exhaustively. */
+/* Unit tests of the numerics module (src/lib/numerics/dtype.c) against docs/metrics.md. Every
+ * expected value comes from an independent computation: the IEEE-style formula of each format
+ * evaluated with ldexp, the position of a bit pattern on the ordered line, C's own float
+ * conversion, and (where the compiler has it) _Float16. The 16-bit and 8-bit formats are checked
+ * exhaustively. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

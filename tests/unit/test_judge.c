@@ -1,5 +1,5 @@
-/* The judge (src/lib/judge.c) on runs built in memory: execution order from attributes and from
- * paths, the reasons of each criterion, the run's trend, the noise floor, and cascades. Every
+/* The judge (src/lib/judge/judge.c) on runs built in memory: execution order from attributes and
+ * from paths, the reasons of each criterion, the run's trend, the noise floor, and cascades. Every
  * expected value is worked out by hand in the comments. */
 #include "judge.h"
 
@@ -69,9 +69,9 @@ static void judge_all(pc_run *run) {
 static void test_order_from_paths(void **state) {
   (void)state;
   static const char *const paths[] = {
-      "/activations/000_conv1", "/activations/001_bn1",   "/activations/002_fc",
-      "/gradients/bn1.bias",    "/gradients/bn1.weight",  "/gradients/conv1.weight",
-      "/gradients/fc.bias",     "/gradients/fc.weight",   "/inputs/x",
+      "/activations/000_conv1", "/activations/001_bn1",  "/activations/002_fc",
+      "/gradients/bn1.bias",    "/gradients/bn1.weight", "/gradients/conv1.weight",
+      "/gradients/fc.bias",     "/gradients/fc.weight",  "/inputs/x",
       "/outputs/loss",          "/gradients/module.pos"};
   static const size_t expected[] = {8, 0, 1, 2, 9, 7, 6, 4, 3, 5, 10};
   pc_run *run = new_run(11);
@@ -310,11 +310,15 @@ static void test_reference(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_order_from_paths), cmocka_unit_test(test_order_nested_gradients),
-      cmocka_unit_test(test_order_from_attributes), cmocka_unit_test(test_gradient_words), cmocka_unit_test(test_trend),
-      cmocka_unit_test(test_trend_elements), cmocka_unit_test(test_noise_floor),
-      cmocka_unit_test(test_cascades), cmocka_unit_test(test_reasons),
-      cmocka_unit_test(test_reference)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_order_from_paths),
+                                     cmocka_unit_test(test_order_nested_gradients),
+                                     cmocka_unit_test(test_order_from_attributes),
+                                     cmocka_unit_test(test_gradient_words),
+                                     cmocka_unit_test(test_trend),
+                                     cmocka_unit_test(test_trend_elements),
+                                     cmocka_unit_test(test_noise_floor),
+                                     cmocka_unit_test(test_cascades),
+                                     cmocka_unit_test(test_reasons),
+                                     cmocka_unit_test(test_reference)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Unit tests of src/lib/tolerance.c: resolution order, the built-in profile against torch's
+/* Unit tests of src/lib/judge/tolerance.c: resolution order, the built-in profile against torch's
  * published defaults, and every error path with its exact position. Error positions were
  * counted by hand from the YAML text (1-based line:column of the offending node). */
 #include <paritycheck/tolerance.h>

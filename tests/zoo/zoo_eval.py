@@ -226,17 +226,17 @@ def measure(binary, work, profile, pairs, noise_floor_u):
 
 
 def is_gradient(path):
-    """The judge's test (src/lib/judge.c, pc_is_gradient): the path holds the word grad,
+    """The judge's test (src/lib/judge/judge.c, pc_is_gradient): the path holds the word grad,
     grads, gradient or gradients between separators."""
     words = re.split(r"[/._-]", path.lower())
     return any(w in ("grad", "grads", "gradient", "gradients") for w in words)
 
 
-NOISE_VALUE = 2.0 ** -10  # PC_NOISE_VALUE of src/lib/judge.c
+NOISE_VALUE = 2.0 ** -10  # PC_NOISE_VALUE of src/lib/judge/judge.c
 
 
 def noise_need(t, u):
-    """nu that makes t noise-level (src/lib/judge.c, pc_noise_level); inf when its value is too
+    """nu that makes t noise-level (src/lib/judge/judge.c, pc_noise_level); inf when its value is too
     large beside its neighbours for any nu up to NOISE_U_MAX."""
     ctx = t["context"]
     s = ctx["noise_scale"]

@@ -920,24 +920,22 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   f->size = (uint64_t)st.st_size;
   f->fid = -1;
   rc = pc_open_fd(f, &st, err);
-  if (rc < 0) {
-    pc_file_close(f);
-    return rc;
-  }
+  if (rc < 0)
+    goto fail;
   f->fid = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f->fid < 0) {
     rc = pc_error_set(err, PC_EIO, "%s: cannot open: %s", path, pc_h5_error(h5err, sizeof h5err));
-    pc_file_close(f);
-    return rc;
+    goto fail;
   }
   pc_read_eoa(f);
   rc = pc_file_walk(f, err);
-  if (rc < 0) {
-    pc_file_close(f);
-    return rc;
-  }
+  if (rc < 0)
+    goto fail;
   *out = f;
   return PC_OK;
+fail:
+  pc_file_close(f);
+  return rc;
 }
 
 void pc_file_close(pc_file *f) {
