@@ -269,8 +269,8 @@ static pc_order_key pc_key(const pc_run *run, size_t i, const pc_module_pos *mod
     char param[256];
     pc_gradient_param(t->path, param, sizeof param);
     long long pos = pc_module_position(mods, n, param);
-    k.major = pos >= 0 ? -pos : 1;   /* unmatched parameters: at the end of backward */
-    k.minor = -(long long)i;         /* a module's own parameters: last stored first */
+    k.major = pos >= 0 ? -pos : 1; /* unmatched parameters: at the end of backward */
+    k.minor = -(long long)i;       /* a module's own parameters: last stored first */
   }
   return k;
 }
@@ -364,10 +364,10 @@ static double pc_growth(const pc_tensor *t) {
  * against its noise floor (they are waived), any other's rel_rms against G times the trend (the
  * backward G for gradients), and its element mismatches are forgiven when that allowance is above
  * the profile's rel_rms limit and the error is spread like noise: its largest element at most P
- * (trend_crest) times its RMS, where a zeroed channel or a stray write stands out; its scale error against the forward G times the
- * trend: a scale inherited from upstream does not grow the way a backward chain's noise does,
- * and the backward G would hide a 1% scale in every gradient. nan and inf mismatches are never
- * explained. */
+ * (trend_crest) times its RMS, where a zeroed channel or a stray write stands out; its scale error
+ * against the forward G times the trend: a scale inherited from upstream does not grow the way a
+ * backward chain's noise does, and the backward G would hide a 1% scale in every gradient. nan and
+ * inf mismatches are never explained. */
 static void pc_relax(pc_tensor *t) {
   const pc_tol *tol = &t->tol;
   pc_context *c = &t->context;

@@ -58,12 +58,24 @@ enum { KEY_MATCH = KEY_COUNT, RULE_KEY_COUNT = KEY_COUNT + 1 };
 /* Keys of a criteria mapping; the index of each is its bit in tol_entry.set. The first four are
  * pc_tol's own criteria (and their bits are the PC_TOL_* bits); the others are the coefficients
  * of the reduction-aware model (docs/tolerance-model.md), which resolution turns into them. */
-static const char *const criterion_keys[] = {
-    "atol",        "rtol",          "max_ulp",     "max_mismatch_fraction",
-    "precision",   "accumulation",  "atol_rms",    "rtol_u",
-    "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u", "max_scale_u_sqrt_n",
-    "trend_growth", "trend_window", "trend_crest", "noise_floor_u",
-    "trend_growth_backward", "scale_z"};
+static const char *const criterion_keys[] = {"atol",
+                                             "rtol",
+                                             "max_ulp",
+                                             "max_mismatch_fraction",
+                                             "precision",
+                                             "accumulation",
+                                             "atol_rms",
+                                             "rtol_u",
+                                             "rtol_sqrt_k",
+                                             "max_rel_rms_u",
+                                             "max_scale_u",
+                                             "max_scale_u_sqrt_n",
+                                             "trend_growth",
+                                             "trend_window",
+                                             "trend_crest",
+                                             "noise_floor_u",
+                                             "trend_growth_backward",
+                                             "scale_z"};
 enum {
   CRIT_ATOL,
   CRIT_RTOL,

@@ -5,9 +5,9 @@
 #ifndef PC_LOADER_H
 #define PC_LOADER_H
 
-#include <paritycheck/result.h> /* PC_MAX_RANK */
 #include <paritycheck/dtype.h>
 #include <paritycheck/error.h>
+#include <paritycheck/result.h> /* PC_MAX_RANK */
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
