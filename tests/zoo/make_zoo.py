@@ -51,6 +51,7 @@ import torch.nn.functional as F
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import pcdump  # noqa: E402
+from gen_real_fixtures import Scores  # noqa: E402  q k^T / sqrt(d), causal mask; K = head_dim
 
 BACKENDS = [  # (name, device, policy, threads: None = --threads)
     ("cpu_fp64", "cpu", "fp64", None),
@@ -259,21 +260,6 @@ class GRUTagger(nn.Module):
 
 
 # ---- transformers
-class Scores(nn.Module):
-    """q k^T / sqrt(d) with a causal -inf mask; K = head_dim."""
-
-    def __init__(self, head_dim):
-        super().__init__()
-        self.reduction_length = head_dim
-        self.scale = head_dim ** -0.5
-
-    def forward(self, q, k):
-        s = torch.matmul(q, k.transpose(-2, -1)) * self.scale
-        T = s.shape[-1]
-        mask = torch.ones(T, T, dtype=torch.bool, device=s.device).triu(1)
-        return s.masked_fill(mask, float("-inf"))
-
-
 class ApplyAttn(nn.Module):
     """P v; K = sequence length."""
 
