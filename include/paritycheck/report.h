@@ -70,6 +70,27 @@ int pc_report_junit(const char *path, const pc_run *run, const pc_report_options
 int pc_report_html(const char *path, const pc_run *run, const pc_report_options *opts,
                    pc_error *err);
 
+/* Where untrusted text (a dataset name, a file path, a message built from file content) is
+ * going (docs/reports.md, "Untrusted names"). */
+typedef enum pc_escape_context {
+  PC_ESCAPE_TERMINAL = 0, /* the text report, stderr, CI logs */
+  PC_ESCAPE_MARKDOWN,     /* inside a Markdown code span in a table cell: also '|' as "\|" */
+  PC_ESCAPE_XML,          /* XML (and HTML) text and attribute values: also & < > " ' as entities */
+  PC_ESCAPE_HTML          /* HTML text: as XML, inside <bdi>...</bdi> */
+} pc_escape_context;
+
+/** s rendered for ctx so that no control character reaches the output raw: a backslash is
+ * written "\\"; tab, newline and CR "\t", "\n", "\r"; the other C0 controls and DEL "\x1b";
+ * C1 controls, the bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), U+2028,
+ * U+2029, U+FFFE and U+FFFF "\u202e"; a byte that is not part of valid UTF-8 "\xff"; every other
+ * character stands for itself, but for the context's own specials. Like snprintf, writes at most
+ * size bytes with the NUL (never part of a character's rendering) and returns the length of the
+ * whole rendering; buf may be NULL when size is 0. */
+size_t pc_escape(char *buf, size_t size, const char *s, pc_escape_context ctx);
+
+/** pc_escape of the first len bytes of s, written to out. */
+void pc_escape_put(FILE *out, const char *s, size_t len, pc_escape_context ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -121,9 +121,21 @@ static void usage(FILE *out) {
         out);
 }
 
+/* Text that comes from the data or the command line (a dataset name, a path, a message that
+ * quotes a file) on stderr: control and bidi characters and invalid UTF-8 as visible escapes, so
+ * that it cannot drive the terminal or forge a line of a CI log (docs/reports.md, "Untrusted
+ * names"). */
+static void put_untrusted(const char *s) {
+  pc_escape_put(stderr, s, strlen(s), PC_ESCAPE_TERMINAL);
+}
+
 static int usage_error(const char *msg, const char *arg) {
-  fprintf(stderr, "paritycheck: %s%s%s\nTry 'paritycheck --help'.\n", msg, arg ? ": " : "",
-          arg ? arg : "");
+  fprintf(stderr, "paritycheck: %s", msg);
+  if (arg) {
+    fputs(": ", stderr);
+    put_untrusted(arg);
+  }
+  fputs("\nTry 'paritycheck --help'.\n", stderr);
   return EXIT_ERROR;
 }
 
@@ -270,8 +282,11 @@ static int parse_args(int argc, char **argv, cli *c) {
   return -1;
 }
 
+/* An error of the library: its message names files and datasets, and may quote them. */
 static int fail(const pc_error *err) {
-  fprintf(stderr, "paritycheck: %s\n", err->message);
+  fputs("paritycheck: ", stderr);
+  put_untrusted(err->message);
+  fputc('\n', stderr);
   return EXIT_ERROR;
 }
 
@@ -313,9 +328,13 @@ static int unknown_profile(const char *name, const char *dir) {
   if (d)
     closedir(d);
   qsort(sorted, n, sizeof sorted[0], compare_names);
-  fprintf(stderr, "paritycheck: unknown profile '%s' (in %s:", name, dir);
-  for (size_t i = 0; i < n; i++)
-    fprintf(stderr, "%s %s", i ? "," : "", sorted[i]);
+  fprintf(stderr, "paritycheck: unknown profile '%s' (in ", name); /* a name is [A-Za-z0-9._-] */
+  put_untrusted(dir);
+  fputc(':', stderr);
+  for (size_t i = 0; i < n; i++) {
+    fprintf(stderr, "%s ", i ? "," : "");
+    put_untrusted(sorted[i]);
+  }
   fputs(n ? ")\n" : " none)\n", stderr);
   return EXIT_ERROR;
 }
@@ -378,8 +397,10 @@ static int check_output(const char *path) {
   snprintf(dir, sizeof dir, "%.*s", n, slash ? path : ".");
   bool exists = access(path, F_OK) == 0;
   if (exists ? access(path, W_OK) < 0 : access(dir, W_OK | X_OK) < 0) {
-    fprintf(stderr, "paritycheck: %s: cannot write %s: %s\n", path,
-            exists ? "this file" : "a file there", strerror(errno));
+    int e = errno;
+    fputs("paritycheck: ", stderr);
+    put_untrusted(path);
+    fprintf(stderr, ": cannot write %s: %s\n", exists ? "this file" : "a file there", strerror(e));
     return EXIT_ERROR;
   }
   return -1;
@@ -406,7 +427,10 @@ static int check_reference(const char *path) {
   if (!path)
     return -1;
   if (!f) {
-    fprintf(stderr, "paritycheck: %s: cannot read the reference file: %s\n", path, strerror(errno));
+    int e = errno;
+    fputs("paritycheck: ", stderr);
+    put_untrusted(path);
+    fprintf(stderr, ": cannot read the reference file: %s\n", strerror(e));
     return EXIT_ERROR;
   }
   fclose(f);
@@ -524,9 +548,11 @@ static int run_child(void *arg) {
 
 /* Runs the comparison isolated from crashes and endless loops inside HDF5 (isolate.h). */
 static int run_isolated(const cli *c, const pc_tolset *tols) {
-  char what[1024];
-  snprintf(what, sizeof what, "%s, %s%s%s", c->path_a, c->path_b, c->reference ? ", " : "",
-           c->reference ? c->reference : "");
+  char what[1024], a[320], b[320], ref[320];
+  pc_escape(a, sizeof a, c->path_a, PC_ESCAPE_TERMINAL); /* printed when the child fails */
+  pc_escape(b, sizeof b, c->path_b, PC_ESCAPE_TERMINAL);
+  pc_escape(ref, sizeof ref, c->reference ? c->reference : "", PC_ESCAPE_TERMINAL);
+  snprintf(what, sizeof what, "%s, %s%s%s", a, b, c->reference ? ", " : "", ref);
   run_args r = {c, tols};
   return pc_cli_isolated(run_child, &r, (unsigned)c->stall_s, what);
 }
@@ -577,7 +603,9 @@ int main(int argc, char **argv) {
   }
   int code;
   if (pc_tolset_load_builtin(tols, &err) < 0) {
-    fprintf(stderr, "paritycheck: built-in tolerances: %s\n", err.message);
+    fputs("paritycheck: built-in tolerances: ", stderr);
+    put_untrusted(err.message);
+    fputc('\n', stderr);
     code = EXIT_ERROR;
   } else if ((code = parse_args(argc, argv, &c)) < 0 && (code = load_tolerances(&c, tols)) < 0) {
     code = run_isolated(&c, tols);

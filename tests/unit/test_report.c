@@ -1001,7 +1001,7 @@ static void test_markdown_escaping(void **state) {
   pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
   char *text = render_file(pc_report_markdown, &one, NULL);
   assert_non_null(strstr(text, "| | ``` /a\\|b/``c` ``` | skipped |"));
-  assert_non_null(strstr(text, "| `x?y?` |\n"));
+  assert_non_null(strstr(text, "| `x\\ny\\xff` |\n")); /* visible escapes, not raw bytes */
 }
 
 /* ---- JUnit and HTML: structure here, validation and rendering in tests/report ---- */
@@ -1049,7 +1049,7 @@ static void test_junit_root_and_escaping(void **state) {
   pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
   char *text = render_file(pc_report_junit, &one, NULL);
   assert_non_null(strstr(text, "name=\"top&lt;&amp;&gt;&quot;\" classname=\"(root)\""));
-  assert_non_null(strstr(text, "message=\"bad?\xc3\xa9\""));
+  assert_non_null(strstr(text, "message=\"bad\\x01\xc3\xa9\""));
 }
 
 static void test_html_rows(void **state) {
@@ -1080,7 +1080,9 @@ static void test_html_rows(void **state) {
                                "this</button></td></tr>\n<tr class=\"fail cascade\" "
                                "data-root=\"1\"><td class=\"n\" data-v=\"2\">3</td>"));
   assert_non_null(strstr(text, "<td class=\"details\">mismatch_fraction 0.125 &gt; limit 0 (1 of "
-                               "8 elements); caused by /enc/1/attn; worst [5]:"));
+                               "8 elements); caused by <bdi>/enc/1/attn</bdi>; worst [5]:"));
+  /* names from the data are isolated, <bdi>, in the body; not in the title, which holds text */
+  assert_non_null(strstr(text, "<td class=\"path\"><bdi>/enc/0/out</bdi></td>"));
   assert_non_null(strstr(text, "<td class=\"details\"><strong class=\"root\">root cause</strong> "
                                "only in B</td>"));
 }
@@ -1095,6 +1097,121 @@ static void test_report_errors(void **state) {
   assert_int_equal(pc_report_html("/dev/full", &run, NULL, &err), PC_EIO);
   assert_int_equal(pc_report_markdown(NULL, &run, NULL, &err), PC_EUSAGE);
   assert_int_equal(pc_report_html("x", NULL, NULL, &err), PC_EUSAGE);
+}
+
+/* ---- Untrusted names (docs/reports.md, "Untrusted names"): inputs and renderings by hand ---- */
+
+static void assert_escaped(const char *in, pc_escape_context ctx, const char *want) {
+  char got[256];
+  size_t n = pc_escape(got, sizeof got, in, ctx);
+  if (strcmp(got, want) != 0)
+    fail_msg("pc_escape(\"%s\") gave \"%s\", want \"%s\"", in, got, want);
+  assert_int_equal(n, strlen(want));
+}
+
+static void test_escape_terminal(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *want;
+  } cases[] = {
+      {"plain/name_0.weight", "plain/name_0.weight"},
+      {"esc\x1b[31mRED\x1b[0m", "esc\\x1b[31mRED\\x1b[0m"},
+      {"x\nPASS: 24 tensors within tolerance", "x\\nPASS: 24 tensors within tolerance"},
+      {"a\tb\rc\x01\x1f", "a\\tb\\rc\\x01\\x1f"},
+      {"del\x7f", "del\\x7f"},
+      {"back\\slash", "back\\\\slash"},
+      {"\\x1b", "\\\\x1b"}, /* the text of an escape is not an escape */
+      /* C1 controls: U+0080, U+0085 (NEL), U+009B (CSI), U+009F; U+00A0 is printable */
+      {"\xc2\x80\xc2\x85\xc2\x9b\xc2\x9f\xc2\xa0", "\\u0080\\u0085\\u009b\\u009f\xc2\xa0"},
+      /* bidi controls: ALM, LRM, RLM, LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI */
+      {"\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f", "\\u061c\\u200e\\u200f"},
+      {"\xe2\x80\xaa\xe2\x80\xab\xe2\x80\xac\xe2\x80\xad\xe2\x80\xae",
+       "\\u202a\\u202b\\u202c\\u202d\\u202e"},
+      {"\xe2\x81\xa6\xe2\x81\xa7\xe2\x81\xa8\xe2\x81\xa9", "\\u2066\\u2067\\u2068\\u2069"},
+      /* line and paragraph separators, the noncharacters XML cannot hold */
+      {"\xe2\x80\xa8\xe2\x80\xa9\xef\xbf\xbe\xef\xbf\xbf", "\\u2028\\u2029\\ufffe\\uffff"},
+      /* neighbours that stay: U+200D (ZWJ), U+202F, U+2065, U+FFFD, an emoji, CJK, Latin */
+      {"\xe2\x80\x8d\xe2\x80\xaf\xe2\x81\xa5\xef\xbf\xbd\xf0\x9f\x98\x80\xe6\x97\xa5 caf\xc3\xa9",
+       "\xe2\x80\x8d\xe2\x80\xaf\xe2\x81\xa5\xef\xbf\xbd\xf0\x9f\x98\x80\xe6\x97\xa5 caf\xc3\xa9"},
+      /* not UTF-8: stray bytes, a cut sequence, an overlong '/', a surrogate, past U+10FFFF */
+      {"bad\xff\xfe", "bad\\xff\\xfe"},
+      {"e\xc3", "e\\xc3"},
+      {"\xe2\x80x", "\\xe2\\x80x"},
+      {"\xc0\xaf", "\\xc0\\xaf"},
+      {"\xed\xa0\x80", "\\xed\\xa0\\x80"},
+      {"\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80"},
+      {"|&<>\"'`*_", "|&<>\"'`*_"}, /* no specials on a terminal */
+      {"", ""},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    assert_escaped(cases[k].in, PC_ESCAPE_TERMINAL, cases[k].want);
+}
+
+static void test_escape_contexts(void **state) {
+  (void)state;
+  assert_escaped("a|b\\c\n\xe2\x80\xae<&", PC_ESCAPE_MARKDOWN, "a\\|b\\\\c\\n\\u202e<&");
+  assert_escaped("<a&b>\"'\t\n\x1b\xe2\x80\xae\xff", PC_ESCAPE_XML,
+                 "&lt;a&amp;b&gt;&quot;&apos;\\t\\n\\x1b\\u202e\\xff");
+  assert_escaped("x<\xe2\x80\xae|", PC_ESCAPE_HTML, "<bdi>x&lt;\\u202e|</bdi>");
+  assert_escaped("", PC_ESCAPE_HTML, "<bdi></bdi>");
+}
+
+/* Like snprintf: the whole length back, and a cut only between two characters' renderings. */
+static void test_escape_truncation(void **state) {
+  (void)state;
+  char buf[16];
+  assert_int_equal(pc_escape(NULL, 0, "a\x1b", PC_ESCAPE_TERMINAL), 5);
+  memset(buf, 'z', sizeof buf);
+  assert_int_equal(pc_escape(buf, 4, "a\x1b", PC_ESCAPE_TERMINAL), 5);
+  assert_string_equal(buf, "a"); /* "\x1" would fit, but is no escape */
+  assert_int_equal(pc_escape(buf, 6, "a\x1b", PC_ESCAPE_TERMINAL), 5);
+  assert_string_equal(buf, "a\\x1b");
+  assert_int_equal(pc_escape(buf, 3, "\xc3\xa9\xc3\xa9", PC_ESCAPE_TERMINAL), 4);
+  assert_string_equal(buf, "\xc3\xa9"); /* never half a character */
+  assert_int_equal(pc_escape(buf, 13, "xy", PC_ESCAPE_HTML), 13);
+  assert_string_equal(buf, "<bdi>x</bdi>"); /* the closing tag kept */
+  assert_int_equal(pc_escape(buf, 5, "xy", PC_ESCAPE_HTML), 13);
+  assert_string_equal(buf, "");
+  /* pc_escape_put takes a length, so a NUL byte is data too */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  pc_escape_put(f, "a\0b\xe2\x80", 5, PC_ESCAPE_TERMINAL);
+  fclose(f);
+  assert_string_equal(text, "a\\x00b\\xe2\\x80");
+  free(text);
+}
+
+/* A hostile name in the text report: no raw control character, no line of its own; a long one
+ * keeps a tail that starts at an escape, never inside one. */
+static void test_text_untrusted_names(void **state) {
+  (void)state;
+  pc_tensor t[2] = {tensors[T_DRIFT], tensors[T_ERROR]};
+  t[0].path = "/x\nPASS: 24 tensors within tolerance\x1b[2J\xe2\x80\xae";
+  t[0].caused_by = -1;
+  t[1].path = "/e\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b\x1b";
+  t[1].message = "cannot read /e\x1b]0;title\x07: \xff";
+  t[1].caused_by = -1;
+  pc_run two = {.path_a = "a",
+                .path_b = "b",
+                .tensors = t,
+                .ntensors = 2,
+                .verdict = PC_RUN_ERROR,
+                .first_divergence = 0};
+  two.by_verdict[PC_VERDICT_DRIFT] = two.by_verdict[PC_VERDICT_ERROR] = 1;
+  char *text = render_text(&two, false, false);
+  assert_null(strchr(text, '\x1b'));
+  assert_null(strstr(text, "\xe2\x80\xae"));
+  assert_null(strstr(text, "\nPASS"));
+  assert_non_null(strstr(text, "/x\\nPASS: 24 tensors within tolerance\\x1b[2J\\u202e  "));
+  /* "/e" and 20 ESC render as 82 bytes: the last 14 ESC (56) fit 60 with "..." */
+  assert_non_null(strstr(text, "  ...\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b\\x1b"
+                               "\\x1b\\x1b  float32"));
+  assert_non_null(strstr(text, "cannot read /e\\x1b]0;title\\x07: \\xff\n"));
+  assert_non_null(strstr(text, "; first divergence: /x\\nPASS: 24 tensors within tolerance"
+                               "\\x1b[2J\\u202e\n"));
+  free(text);
 }
 
 static void test_text_write_error(void **state) {
@@ -1141,6 +1258,10 @@ int main(void) {
       cmocka_unit_test_setup(test_junit_root_and_escaping, setup),
       cmocka_unit_test_setup(test_html_rows, setup),
       cmocka_unit_test_setup(test_report_errors, setup),
+      cmocka_unit_test(test_escape_terminal),
+      cmocka_unit_test(test_escape_contexts),
+      cmocka_unit_test(test_escape_truncation),
+      cmocka_unit_test_setup(test_text_untrusted_names, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -448,57 +448,12 @@ size_t pc_report_utf8_len(const unsigned char *p) {
   return len;
 }
 
-/* XML 1.0's Char production: tab, newline, CR, U+0020 up, less surrogates (which valid UTF-8
- * never encodes), U+FFFE and U+FFFF. */
-static bool xml_char(const unsigned char *p, size_t n) {
-  if (n == 1)
-    return *p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r';
-  return !(n == 3 && p[0] == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF));
+void pc_report_put_xml(FILE *out, const char *s) {
+  pc_escape_put(out, s, strlen(s), PC_ESCAPE_XML);
 }
 
-static void put_xml_ascii(FILE *out, unsigned char c, bool attribute) {
-  switch (c) {
-  case '&':
-    fputs("&amp;", out);
-    return;
-  case '<':
-    fputs("&lt;", out);
-    return;
-  case '>':
-    fputs("&gt;", out);
-    return;
-  case '"':
-    fputs("&quot;", out);
-    return;
-  case '\'':
-    fputs("&apos;", out);
-    return;
-  default:
-    if (attribute && c < 0x20)
-      fprintf(out, "&#%d;", c); /* attribute normalisation would turn it into a space */
-    else
-      fputc(c, out);
-  }
-}
-
-void pc_report_put_xml(FILE *out, const char *s, bool attribute) {
-  pc_report_put_xml_n(out, s, strlen(s), attribute);
-}
-
-void pc_report_put_xml_n(FILE *out, const char *s, size_t len, bool attribute) {
-  const unsigned char *p = (const unsigned char *)s, *end = p + len;
-  while (p < end) {
-    size_t n = pc_report_utf8_len(p);
-    if (n == 0 || !xml_char(p, n)) {
-      fputc('?', out);
-      p++;
-    } else if (n == 1) {
-      put_xml_ascii(out, *p++, attribute);
-    } else {
-      fwrite(p, 1, n, out);
-      p += n;
-    }
-  }
+void pc_report_put_escaped(FILE *out, const char *s, pc_escape_context ctx) {
+  pc_escape_put(out, s, strlen(s), ctx);
 }
 
 int pc_report_open(FILE **out, const char *path, pc_error *err) {

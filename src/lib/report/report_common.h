@@ -145,13 +145,15 @@ const char *pc_report_profile(const pc_report_options *opts);
 /** Length of the valid UTF-8 sequence at p (1 to 4), or 0 when the bytes there are not one. */
 size_t pc_report_utf8_len(const unsigned char *p);
 
-/** s with XML's five special characters as entities, tab/newline/CR as character references
- * when `attribute`, and control characters, U+FFFE/U+FFFF and invalid UTF-8 (which XML 1.0 cannot
- * hold) as '?'. Good for HTML text and attributes too. */
-void pc_report_put_xml(FILE *out, const char *s, bool attribute);
+/** s as XML (or HTML attribute) text: pc_escape_put in PC_ESCAPE_XML. */
+void pc_report_put_xml(FILE *out, const char *s);
 
-/** pc_report_put_xml of the first n bytes of s (n must not split a UTF-8 sequence). */
-void pc_report_put_xml_n(FILE *out, const char *s, size_t n, bool attribute);
+/** Untrusted s as text for ctx (pc_escape_put of all of s). */
+void pc_report_put_escaped(FILE *out, const char *s, pc_escape_context ctx);
+
+/** Where the longest tail of s whose rendering for ctx is at most width bytes starts (an offset
+ * into s at a character's start; strlen(s) when not even its last character fits). */
+size_t pc_report_escape_tail(const char *s, size_t width, pc_escape_context ctx);
 
 /** Open `path` for writing, or standard output for "-". */
 int pc_report_open(FILE **out, const char *path, pc_error *err);

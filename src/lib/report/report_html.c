@@ -97,8 +97,15 @@ typedef struct page {
   pc_cascades cascades; /* the tensors each root cause explains, folded under its row */
 } page;
 
+/* Text from the data (paths, messages) in the page's body: escaped, and isolated in <bdi> so
+ * that its direction cannot reorder what surrounds it (docs/reports.md, "Untrusted names"). */
 static void put_text(FILE *out, const char *s) {
-  pc_report_put_xml(out, s, false);
+  pc_report_put_escaped(out, s, PC_ESCAPE_HTML);
+}
+
+/* Text the writer made (reasons, figures): escaped, not isolated. */
+static void put_plain(FILE *out, const char *s) {
+  pc_report_put_xml(out, s);
 }
 
 /* A sort key: NaN (a figure that could not be worse) sorts with +inf. */
@@ -127,9 +134,9 @@ static void put_head(FILE *out, const pc_run *run, const pc_gate *gate) {
         "paritycheck: ",
         out);
   fprintf(out, "%s: ", pc_run_verdict_name(pc_report_verdict(run, gate)));
-  put_text(out, run->path_a);
+  pc_report_put_xml(out, run->path_a); /* a title holds text only */
   fputs(" vs ", out);
-  put_text(out, run->path_b);
+  pc_report_put_xml(out, run->path_b);
   fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", STYLE);
 }
 
@@ -277,7 +284,12 @@ static void put_details(FILE *out, const page *pg, size_t i) {
   if (pc_report_is_root(pg->run, i))
     fputs("<strong class=\"root\">root cause</strong> ", out);
   pc_report_reason(text, sizeof text, t);
-  put_text(out, text);
+  /* pc_report_reason quotes the message of a tensor that was not compared for a reason of its
+   * data; the others it words itself */
+  if (t->verdict >= PC_VERDICT_DTYPE_MISMATCH && t->message)
+    put_text(out, text);
+  else
+    put_plain(out, text);
   if (root >= 0) {
     fputs("; caused by ", out);
     put_text(out, pg->run->tensors[root].path);
@@ -286,7 +298,7 @@ static void put_details(FILE *out, const page *pg, size_t i) {
     pc_report_worst_text(text, sizeof text, t, false);
     if (text[0])
       fputs("; ", out);
-    put_text(out, text);
+    put_plain(out, text);
   }
   if (caused)
     fprintf(out,
@@ -314,13 +326,13 @@ static void put_row(FILE *out, const page *pg, size_t i) {
   pc_report_dtypes(text, sizeof text, t);
   fprintf(out, "</td><td>%s</td><td>", text);
   char dims[PC_DIMS_TEXT_MAX];
-  put_text(out, pc_report_dims(dims, t->rank, t->dims));
+  fputs(pc_report_dims(dims, t->rank, t->dims), out);
   fputs("</td>", out);
   put_figures(out, pg, t);
   if (pg->run->path_ref) {
     pc_report_closer_text(text, sizeof text, t);
     fputs("<td class=\"closer\">", out);
-    put_text(out, text);
+    put_plain(out, text);
     fputs("</td>", out);
   }
   put_details(out, pg, i);

@@ -20,7 +20,7 @@ static const char ROOT_CLASS[] = "(root)";
 
 static void put_attr(FILE *out, const char *name, const char *value) {
   fprintf(out, " %s=\"", name);
-  pc_report_put_xml(out, value, true);
+  pc_report_put_xml(out, value);
   fputc('"', out);
 }
 
@@ -35,7 +35,7 @@ static void put_classname(FILE *out, const char *path) {
   fputs(" classname=\"", out);
   while (p < last) {
     const char *slash = strchr(p, '/');
-    pc_report_put_xml_n(out, p, (size_t)(slash - p), true);
+    pc_escape_put(out, p, (size_t)(slash - p), PC_ESCAPE_XML);
     if (slash < last)
       fputc('.', out);
     p = slash + 1;
@@ -98,7 +98,7 @@ static void put_worst(FILE *out, const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   char buf[PC_REASON_MAX];
   pc_report_worst_text(buf, sizeof buf, t, true);
-  pc_report_put_xml(out, buf, false);
+  pc_report_put_xml(out, buf);
   fprintf(out, " (abs %.17g, rel %.17g, ulp %" PRIu64 ")\n", s->worst_abs, s->worst_rel,
           s->worst_ulp);
 }
@@ -131,20 +131,20 @@ static void put_figures(FILE *out, const pc_tensor *t) {
            "rms %.17g, rel_rms %.17g, cosine %.17g, snr_db %.17g\n",
            s->mismatches, s->count, s->nan_mismatches, s->inf_mismatches, s->max_abs, s->max_rel,
            s->max_ulp, pc_stats_mean_ulp(s), g.rms, g.rel_rms, g.cosine, g.snr_db);
-  pc_report_put_xml(out, buf, false);
+  fputs(buf, out); /* figures only: its newlines are the body's lines */
   if (s->has_worst)
     put_worst(out, t);
   put_vs_reference(out, t);
 }
 
 /* "; caused by /root" for a tensor that an upstream failure explains (docs/reports.md, "Reasons
- * and root causes"), with XML escaping for an attribute or for text. */
-static void put_cause(FILE *out, const pc_run *run, size_t i, bool attribute) {
+ * and root causes"), XML-escaped (for an attribute or for text). */
+static void put_cause(FILE *out, const pc_run *run, size_t i) {
   long root = pc_report_root(run, i);
   if (root < 0)
     return;
-  pc_report_put_xml(out, "; caused by ", attribute);
-  pc_report_put_xml(out, run->tensors[root].path, attribute);
+  pc_report_put_xml(out, "; caused by ");
+  pc_report_put_xml(out, run->tensors[root].path);
 }
 
 /* The message: the gate's word when there is a gate, the reasons the judge recorded, the root
@@ -156,13 +156,13 @@ static void put_message(FILE *out, const pc_run *run, size_t i, const pc_gate_te
   pc_report_worst_text(worst, sizeof worst, t, false);
   fputs(" message=\"", out);
   if (g)
-    pc_report_put_xml(
-        out, g->change == PC_CHANGE_NEW ? "new failure: " : "worse than the baseline: ", true);
-  pc_report_put_xml(out, reason, true);
-  put_cause(out, run, i, true);
+    pc_report_put_xml(out,
+                      g->change == PC_CHANGE_NEW ? "new failure: " : "worse than the baseline: ");
+  pc_report_put_xml(out, reason);
+  put_cause(out, run, i);
   if (worst[0]) {
-    pc_report_put_xml(out, "; ", true);
-    pc_report_put_xml(out, worst, true);
+    pc_report_put_xml(out, "; ");
+    pc_report_put_xml(out, worst);
   }
   fputc('"', out);
 }
@@ -177,17 +177,17 @@ static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_te
   fputs(">", out);
   pc_report_dtypes(dtypes, sizeof dtypes, t);
   fputs("path ", out);
-  pc_report_put_xml(out, t->path, false);
+  pc_report_put_xml(out, t->path);
   fprintf(out, "\ndtype %s\nexecution index %zu\n", dtypes, pc_report_exec_index(run, i));
   pc_report_reasons(reasons, sizeof reasons, t, true);
   if (reasons[0]) {
     fputs("reasons ", out);
-    pc_report_put_xml(out, reasons, false);
+    pc_report_put_xml(out, reasons);
     fputc('\n', out);
   }
   if (root >= 0) {
     fputs("caused by ", out);
-    pc_report_put_xml(out, run->tensors[root].path, false);
+    pc_report_put_xml(out, run->tensors[root].path);
     fputc('\n', out);
   }
   if (pc_report_has_stats(t->verdict))
@@ -202,8 +202,8 @@ static void put_accepted(FILE *out, const pc_run *run, size_t i, const pc_gate_t
   pc_report_reason(reason, sizeof reason, t);
   fprintf(out, "      <system-out>accepted by the baseline (%s): %s: ", pc_change_name(g->change),
           pc_verdict_name(t->verdict));
-  pc_report_put_xml(out, reason, false);
-  put_cause(out, run, i, false);
+  pc_report_put_xml(out, reason);
+  put_cause(out, run, i);
   fputs("</system-out>\n", out);
 }
 
@@ -247,9 +247,9 @@ static void put_junit(FILE *out, const pc_run *run, const pc_report_options *opt
   fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"paritycheck\"", out);
   put_counts(out, run, gate);
   fputs(">\n  <testsuite name=\"", out);
-  pc_report_put_xml(out, run->path_a, true);
+  pc_report_put_xml(out, run->path_a);
   fputs(" vs ", out);
-  pc_report_put_xml(out, run->path_b, true);
+  pc_report_put_xml(out, run->path_b);
   fputc('"', out);
   put_counts(out, run, gate);
   fputs(">\n", out);

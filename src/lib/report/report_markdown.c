@@ -36,8 +36,9 @@ static void put_fence(FILE *out, size_t n) {
 }
 
 /* s as a code span inside a table cell: a fence longer than any backtick run in s, a space
- * inside the fence where s starts or ends with a backtick, '|' escaped (GFM splits cells before
- * it parses code spans), control characters and invalid UTF-8 as '?'. */
+ * inside the fence where s starts or ends with a backtick, and s escaped for Markdown (control
+ * and bidi characters and invalid UTF-8 as visible escapes, '|' as "\|", since GFM splits cells
+ * before it parses code spans; docs/reports.md, "Untrusted names"). */
 static void put_code(FILE *out, const char *s) {
   size_t fence = longest_backticks(s) + 1;
   size_t len = strlen(s);
@@ -45,19 +46,7 @@ static void put_code(FILE *out, const char *s) {
   put_fence(out, fence);
   if (pad)
     fputc(' ', out);
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    size_t n = pc_report_utf8_len(p);
-    if (n == 0 || *p < 0x20 || *p == 0x7F) {
-      fputc('?', out);
-      p++;
-    } else {
-      if (*p == '|')
-        fputc('\\', out);
-      fwrite(p, 1, n, out);
-      p += n;
-    }
-  }
+  pc_escape_put(out, s, len, PC_ESCAPE_MARKDOWN);
   if (pad)
     fputc(' ', out);
   put_fence(out, fence);

@@ -91,23 +91,32 @@ static void fill_cells(cells *c, const view *v, size_t i) {
   snprintf(c->snr_db, sizeof c->snr_db, "%.3g", pc_stats_aggregates(s).snr_db);
 }
 
-/* The tail of path that fits PATH_WIDTH_MAX together with the ellipsis, never starting inside a
- * UTF-8 sequence; *cut says whether the ellipsis is needed. */
+/* Text from the data (paths, messages) goes through this: control and bidi characters and
+ * invalid UTF-8 as visible escapes, so that a name can neither drive the terminal nor start a
+ * line of its own (docs/reports.md, "Untrusted names"). */
+static void put_untrusted(FILE *out, const char *s) {
+  pc_report_put_escaped(out, s, PC_ESCAPE_TERMINAL);
+}
+
+static size_t rendered_len(const char *s) {
+  return pc_escape(NULL, 0, s, PC_ESCAPE_TERMINAL);
+}
+
+/* The tail of path whose rendering fits PATH_WIDTH_MAX together with the ellipsis, starting at a
+ * character (never inside a UTF-8 sequence or an escape); *cut says whether the ellipsis is
+ * needed. */
 static const char *path_tail(const char *path, bool *cut) {
-  size_t len = strlen(path);
-  *cut = len > PATH_WIDTH_MAX;
+  *cut = rendered_len(path) > PATH_WIDTH_MAX;
   if (!*cut)
     return path;
-  const char *p = path + len - (PATH_WIDTH_MAX - (sizeof ELLIPSIS - 1));
-  while (((unsigned char)*p & 0xC0) == 0x80)
-    p++;
-  return p;
+  return path +
+         pc_report_escape_tail(path, PATH_WIDTH_MAX - (sizeof ELLIPSIS - 1), PC_ESCAPE_TERMINAL);
 }
 
 static size_t path_width(const char *path) {
   bool cut;
   const char *tail = path_tail(path, &cut);
-  return strlen(tail) + (cut ? sizeof ELLIPSIS - 1 : 0);
+  return rendered_len(tail) + (cut ? sizeof ELLIPSIS - 1 : 0);
 }
 
 static size_t max_size(size_t a, size_t b) {
@@ -156,7 +165,8 @@ static void put_path(FILE *out, const char *path, size_t width) {
   const char *tail = path_tail(path, &cut);
   if (cut)
     fputs(ELLIPSIS, out);
-  put_padded(out, tail, width - (cut ? sizeof ELLIPSIS - 1 : 0));
+  put_untrusted(out, tail);
+  fprintf(out, "%*s%s", (int)(width - path_width(path)), "", GAP);
 }
 
 /* Missing and shape verdicts are stated from the structure (the two shapes say more than a
@@ -214,7 +224,8 @@ static void put_reasons(FILE *out, const view *v, size_t i, size_t indent, bool 
   fputs(text, out);
   if (root >= 0) {
     put_item(out, indent, first);
-    fprintf(out, "caused by %s", v->run->tensors[root].path);
+    fputs("caused by ", out);
+    put_untrusted(out, v->run->tensors[root].path);
   } else if (caused) {
     put_item(out, indent, first);
     fprintf(out, "root cause of %zu tensor%s", caused, caused == 1 ? "" : "s");
@@ -237,7 +248,7 @@ static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
   put_count(out, s->not_representable_b, "not representable in B's dtype", indent, &first);
   if ((drift || verbose) && t->note) {
     put_item(out, indent, &first);
-    fputs(t->note, out);
+    put_untrusted(out, t->note);
   }
   if (!first)
     fputc('\n', out);
@@ -305,7 +316,8 @@ static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
     char reason[PC_REASON_MAX];
     pc_report_reason(reason, sizeof reason, t);
     put_padded(out, c.shape, w->shape);
-    fprintf(out, "%s\n", reason);
+    put_untrusted(out, reason); /* a message names the dataset */
+    fputc('\n', out);
   } else {
     fprintf(out, "%s\n", c.shape);
   }
@@ -397,8 +409,11 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
     put_summary_word(out, "ERROR", PC_VERDICT_ERROR, color);
     fprintf(out, "%zu of %zu tensor%s could not be read", run->by_verdict[PC_VERDICT_ERROR],
             run->ntensors, plural(run->ntensors));
-    if (first_error)
-      fprintf(out, " (first: %s)", first_error->path);
+    if (first_error) {
+      fputs(" (first: ", out);
+      put_untrusted(out, first_error->path);
+      fputc(')', out);
+    }
     if (fails)
       fprintf(out, "; %zu fail%s", fails, fails == 1 ? "s" : "");
   } else {
@@ -409,8 +424,10 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
   put_failure_breakdown(out, run);
   if (skipped)
     fprintf(out, ", %zu skipped", skipped);
-  if (first_fail)
-    fprintf(out, "; first divergence: %s", first_fail->path);
+  if (first_fail) {
+    fputs("; first divergence: ", out);
+    put_untrusted(out, first_fail->path);
+  }
   fputc('\n', out);
 }
 
@@ -420,11 +437,15 @@ static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, 
   static const char *const words[] = {"GATE PASS", "GATE FAIL", "GATE ERROR"};
   static const pc_verdict colors[] = {PC_VERDICT_PASS, PC_VERDICT_DRIFT, PC_VERDICT_ERROR};
   put_summary_word(out, words[gate->verdict], colors[gate->verdict], color);
-  fprintf(out, "%zu tensor%s fail%s the baseline %s at factor %g", gate->failures,
-          plural(gate->failures), gate->failures == 1 ? "s" : "", gate->path, gate->factor);
+  fprintf(out, "%zu tensor%s fail%s the baseline ", gate->failures, plural(gate->failures),
+          gate->failures == 1 ? "s" : "");
+  put_untrusted(out, gate->path);
+  fprintf(out, " at factor %g", gate->factor);
   for (size_t i = 0; i < run->ntensors; i++)
     if (gate->tensors[i].fails) {
-      fprintf(out, " (first: %s)", run->tensors[i].path);
+      fputs(" (first: ", out);
+      put_untrusted(out, run->tensors[i].path);
+      fputc(')', out);
       break;
     }
   for (int c = 0; c < PC_CHANGE_COUNT_; c++)
@@ -463,7 +484,9 @@ int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc
   if (run->path_ref) {
     char tally[256];
     pc_report_closer_tally(tally, sizeof tally, run);
-    fprintf(out, "REFERENCE %s: %s\n", run->path_ref, tally);
+    fputs("REFERENCE ", out);
+    put_untrusted(out, run->path_ref);
+    fprintf(out, ": %s\n", tally);
   }
   if (opts->gate)
     put_gate_summary(out, run, opts->gate, opts->color);

@@ -1,0 +1,160 @@
+/* Untrusted text (dataset names, file paths, messages built from file content) rendered for an
+ * output context (docs/reports.md, "Untrusted names"): the one place that decides which
+ * characters may reach a terminal, a CI log or a report as they are. */
+#include "pc_internal.h"
+#include "report_common.h"
+
+#include <paritycheck/report.h>
+
+#include <stdio.h>  /* FILE, snprintf */
+#include <string.h> /* memcpy, strlen */
+
+/* The longest rendering of one character: "&quot;" or "\u202e" (6 bytes), 4 bytes of UTF-8. */
+enum { UNIT_MAX = 8 };
+
+static const char BDI_OPEN[] = "<bdi>";
+static const char BDI_CLOSE[] = "</bdi>";
+
+/* Characters that are shown as \uXXXX although they are valid UTF-8: C1 controls, the Unicode
+ * bidi controls (ALM, LRM, RLM, LRE..RLO, LRI..PDI), the line and paragraph separators (line
+ * breaks to some readers) and the noncharacters U+FFFE and U+FFFF (which XML cannot hold). */
+static bool is_hidden(unsigned long cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFFFE ||
+         cp == 0xFFFF;
+}
+
+static unsigned long code_point(const unsigned char *p, size_t n) {
+  if (n == 2)
+    return ((unsigned long)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+  if (n == 3)
+    return ((unsigned long)(p[0] & 0x0F) << 12) | ((unsigned long)(p[1] & 0x3F) << 6) |
+           (p[2] & 0x3F);
+  return 0x10000; /* four bytes: no character we escape */
+}
+
+/* An ASCII character's rendering, or NULL when it stands for itself. */
+static const char *ascii_escape(unsigned char c, pc_escape_context ctx) {
+  bool markup = ctx == PC_ESCAPE_XML || ctx == PC_ESCAPE_HTML;
+  switch (c) {
+  case '\\':
+    return "\\\\";
+  case '\t':
+    return "\\t";
+  case '\n':
+    return "\\n";
+  case '\r':
+    return "\\r";
+  case '|':
+    return ctx == PC_ESCAPE_MARKDOWN ? "\\|" : NULL;
+  case '&':
+    return markup ? "&amp;" : NULL;
+  case '<':
+    return markup ? "&lt;" : NULL;
+  case '>':
+    return markup ? "&gt;" : NULL;
+  case '"':
+    return markup ? "&quot;" : NULL;
+  case '\'':
+    return markup ? "&apos;" : NULL;
+  default:
+    return NULL;
+  }
+}
+
+/* Renders the character at p (p < end) into unit (NUL-terminated); returns the bytes of s it
+ * stands for. */
+static size_t render_unit(char unit[UNIT_MAX], const unsigned char *p, const unsigned char *end,
+                          pc_escape_context ctx) {
+  /* pc_report_utf8_len reads up to 4 bytes: check that they are there, and copy them if not */
+  unsigned char head[4] = {0, 0, 0, 0};
+  size_t avail = (size_t)(end - p) < sizeof head ? (size_t)(end - p) : sizeof head;
+  memcpy(head, p, avail);
+  size_t n = pc_report_utf8_len(head);
+  if (n == 0 || n > avail) {
+    snprintf(unit, UNIT_MAX, "\\x%02x", head[0]); /* not UTF-8: the byte */
+    return 1;
+  }
+  if (n == 1) {
+    const char *e = ascii_escape(head[0], ctx);
+    if (e)
+      snprintf(unit, UNIT_MAX, "%s", e);
+    else if (head[0] < 0x20 || head[0] == 0x7F)
+      snprintf(unit, UNIT_MAX, "\\x%02x", head[0]);
+    else
+      snprintf(unit, UNIT_MAX, "%c", head[0]);
+    return 1;
+  }
+  unsigned long cp = code_point(head, n);
+  if (is_hidden(cp)) {
+    snprintf(unit, UNIT_MAX, "\\u%04lx", cp);
+  } else {
+    memcpy(unit, head, n);
+    unit[n] = '\0';
+  }
+  return n;
+}
+
+size_t pc_escape(char *buf, size_t size, const char *s, pc_escape_context ctx) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+  bool html = ctx == PC_ESCAPE_HTML;
+  size_t close = html ? sizeof BDI_CLOSE - 1 : 0;
+  size_t total = 0, used = 0; /* the whole rendering; what buf holds, without the NUL */
+  bool full = size == 0;      /* a unit did not fit: nothing more goes into buf */
+  char unit[UNIT_MAX];
+  if (html) {
+    full = full || sizeof BDI_OPEN - 1 + close >= size;
+    if (!full) {
+      memcpy(buf, BDI_OPEN, sizeof BDI_OPEN - 1);
+      used = sizeof BDI_OPEN - 1;
+    }
+    total = sizeof BDI_OPEN - 1;
+  }
+  while (p < end) {
+    p += render_unit(unit, p, end, ctx);
+    size_t k = strlen(unit);
+    full = full || used + k + close >= size;
+    if (!full) {
+      memcpy(buf + used, unit, k);
+      used += k;
+    }
+    total += k;
+  }
+  if (html && used) { /* the opening tag is there, and room was kept for this */
+    memcpy(buf + used, BDI_CLOSE, close);
+    used += close;
+  }
+  if (size)
+    buf[used] = '\0';
+  return total + close;
+}
+
+void pc_escape_put(FILE *out, const char *s, size_t len, pc_escape_context ctx) {
+  const unsigned char *p = (const unsigned char *)s, *end = p + len;
+  char unit[UNIT_MAX];
+  if (ctx == PC_ESCAPE_HTML)
+    fputs(BDI_OPEN, out);
+  while (p < end) {
+    p += render_unit(unit, p, end, ctx);
+    fputs(unit, out);
+  }
+  if (ctx == PC_ESCAPE_HTML)
+    fputs(BDI_CLOSE, out);
+}
+
+size_t pc_report_escape_tail(const char *s, size_t width, pc_escape_context ctx) {
+  const unsigned char *start = (const unsigned char *)s, *p = start, *end = p + strlen(s);
+  char unit[UNIT_MAX];
+  size_t total = 0;
+  while (p < end) {
+    p += render_unit(unit, p, end, ctx);
+    total += strlen(unit);
+  }
+  /* the first character from which the rest of the rendering fits */
+  size_t before = 0;
+  for (p = start; p < end && total - before > width;) {
+    p += render_unit(unit, p, end, ctx);
+    before += strlen(unit);
+  }
+  return (size_t)(p - start);
+}
