@@ -2,11 +2,12 @@
 #include "isolate.h"
 
 #include <errno.h>  /* errno, EINTR */
+#include <fcntl.h>  /* fcntl, O_NONBLOCK */
 #include <poll.h>   /* poll */
-#include <signal.h> /* kill, SIGKILL */
+#include <signal.h> /* kill, sigaction, sigprocmask, SIGKILL */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* exit */
-#include <string.h> /* strsignal */
+#include <string.h> /* strsignal, memset */
 #ifdef __linux__
 #include <sys/prctl.h> /* prctl, PR_SET_PDEATHSIG */
 #endif
@@ -14,9 +15,47 @@
 #include <time.h>     /* time */
 #include <unistd.h>   /* fork, pipe */
 
-enum { EXIT_ERROR = 2 };
+enum { EXIT_ERROR = 2, EXIT_SIGNAL_BASE = 128 };
 
 static int heartbeat_fd = -1; /* the child's end of the pipe; -1 in the parent */
+
+/* The signals that ask a run to stop: the parent passes them on to the child and exits 128 + N
+ * once the child is gone (docs/robustness.md, "Faults"). */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+enum { N_STOP = sizeof stop_signals / sizeof stop_signals[0] };
+
+static volatile sig_atomic_t got_signal; /* the last stop signal the parent received */
+static volatile sig_atomic_t n_signals;  /* how many it received */
+static int wake_fd = -1;                 /* the write end of the parent's self-pipe */
+
+static void on_stop_signal(int sig) {
+  int saved = errno;
+  got_signal = sig;
+  n_signals++;
+  char b = 1;
+  if (write(wake_fd, &b, 1) < 0) { /* full: poll wakes up anyway */
+  }
+  errno = saved;
+}
+
+static void stop_signal_set(sigset_t *set) {
+  sigemptyset(set);
+  for (int i = 0; i < N_STOP; i++)
+    sigaddset(set, stop_signals[i]);
+}
+
+void pc_cli_hold_stop_signals(bool hold) {
+  sigset_t set;
+  stop_signal_set(&set);
+  sigprocmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+static bool is_stop_signal(int sig) {
+  for (int i = 0; i < N_STOP; i++)
+    if (stop_signals[i] == sig)
+      return true;
+  return false;
+}
 
 void pc_cli_heartbeat(void) {
   static time_t last;
@@ -29,11 +68,17 @@ void pc_cli_heartbeat(void) {
     heartbeat_fd = -1;
 }
 
-/* The child's exit status as our exit code, or 2 with the reason when a signal ended it. */
+/* The child's exit status as our exit code, or 2 with the reason when a signal ended it;
+ * 128 + N when the run was stopped by signal N. */
 static int child_result(int status, const char *what) {
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (got_signal || is_stop_signal(sig)) {
+    int stop = got_signal ? got_signal : sig;
+    fprintf(stderr, "paritycheck: interrupted by signal %d (%s)\n", stop, strsignal(stop));
+    return EXIT_SIGNAL_BASE + stop;
+  }
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
-  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   fprintf(stderr,
           "paritycheck: %s: the comparison crashed (signal %d, %s), most likely inside the HDF5 "
           "library on a corrupt file (docs/robustness.md)\n",
@@ -41,15 +86,22 @@ static int child_result(int status, const char *what) {
   return EXIT_ERROR;
 }
 
-/* Wait for the child, reading heartbeats; stop it when none comes for stall_s seconds. */
-static int supervise(pid_t pid, int fd, unsigned stall_s, const char *what) {
-  struct pollfd p = {fd, POLLIN, 0};
+/* Wait for the child, reading heartbeats; stop it when none comes for stall_s seconds. A stop
+ * signal is passed on to the child, which ends (after the report file it may be writing); a
+ * second one kills it. */
+static int supervise(pid_t pid, int fd, int wake, unsigned stall_s, const char *what) {
+  struct pollfd p[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
   int timeout_ms = stall_s ? (int)(stall_s > 2000000 ? 2000000000 : stall_s * 1000) : -1;
   char buf[64];
+  sig_atomic_t passed_on = 0;
   for (;;) {
-    int n = poll(&p, 1, timeout_ms);
-    if (n < 0 && errno == EINTR)
-      continue;
+    int n = poll(p, wake >= 0 ? 2 : 1, timeout_ms);
+    if (n < 0 && errno != EINTR)
+      break;
+    for (; passed_on < n_signals; passed_on++)
+      kill(pid, passed_on ? SIGKILL : got_signal);
+    if (n < 0)
+      continue; /* EINTR */
     if (n == 0) {
       kill(pid, SIGKILL);
       waitpid(pid, NULL, 0);
@@ -59,28 +111,82 @@ static int supervise(pid_t pid, int fd, unsigned stall_s, const char *what) {
               what, stall_s);
       return EXIT_ERROR;
     }
-    if (n < 0 || read(fd, buf, sizeof buf) <= 0)
+    if (wake >= 0 && p[1].revents)
+      while (read(wake, buf, sizeof buf) > 0) /* non-blocking */
+        ;
+    if (p[0].revents && read(fd, buf, sizeof buf) <= 0)
       break; /* the child closed its end: it is exiting */
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
+    for (; passed_on < n_signals; passed_on++)
+      kill(pid, passed_on ? SIGKILL : got_signal);
   return child_result(status, what);
 }
 
+/* The parent catches the stop signals that are not ignored (a run started with nohup, or in the
+ * background of a shell without job control, keeps ignoring them) and wakes its poll through a
+ * non-blocking self-pipe. */
+static void catch_stop_signals(struct sigaction old[N_STOP], int wake[2]) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  wake[0] = wake[1] = -1;
+  if (pipe(wake) != 0 || fcntl(wake[0], F_SETFL, O_NONBLOCK) != 0 ||
+      fcntl(wake[1], F_SETFL, O_NONBLOCK) != 0 || fcntl(wake[0], F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(wake[1], F_SETFD, FD_CLOEXEC) != 0) {
+    if (wake[0] >= 0) {
+      close(wake[0]);
+      close(wake[1]);
+    }
+    wake[0] = wake[1] = -1;
+  }
+  wake_fd = wake[1];
+  for (int i = 0; i < N_STOP; i++) {
+    sigaction(stop_signals[i], NULL, &old[i]);
+    if (wake_fd >= 0 && old[i].sa_handler != SIG_IGN)
+      sigaction(stop_signals[i], &sa, NULL);
+  }
+}
+
+static void restore_stop_signals(const struct sigaction old[N_STOP]) {
+  for (int i = 0; i < N_STOP; i++)
+    sigaction(stop_signals[i], &old[i], NULL);
+}
+
 int pc_cli_isolated(int (*fn)(void *), void *arg, unsigned stall_s, const char *what) {
-  int fds[2];
+  int fds[2], wake[2];
   if (pipe(fds) != 0)
     return fn(arg);
   fflush(NULL); /* nothing buffered may be written twice */
+  /* Stop signals wait until the child has its own handling back (a child does not inherit the
+   * parent's pending signals), and reach the parent right after the fork. */
+  sigset_t stop, prev;
+  struct sigaction old[N_STOP];
+  stop_signal_set(&stop);
+  sigprocmask(SIG_BLOCK, &stop, &prev);
+  catch_stop_signals(old, wake);
   pid_t parent = getpid(), pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
+    restore_stop_signals(old);
+    sigprocmask(SIG_SETMASK, &prev, NULL);
+    if (wake[0] >= 0) {
+      close(wake[0]);
+      close(wake[1]);
+    }
     return fn(arg);
   }
   if (pid == 0) {
     close(fds[0]);
+    if (wake[0] >= 0) {
+      close(wake[0]);
+      close(wake[1]);
+    }
+    restore_stop_signals(old); /* the default: a stop signal ends the child */
+    sigprocmask(SIG_SETMASK, &prev, NULL);
 #ifdef __linux__
     /* A supervisor killed outright (a CI timeout's SIGKILL) cannot stop us: the kernel does. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -93,7 +199,14 @@ int pc_cli_isolated(int (*fn)(void *), void *arg, unsigned stall_s, const char *
     exit(fn(arg)); /* exit, not _exit: stdout and the report files must be flushed */
   }
   close(fds[1]);
-  int code = supervise(pid, fds[0], stall_s, what);
+  sigprocmask(SIG_SETMASK, &prev, NULL);
+  int code = supervise(pid, fds[0], wake[0], stall_s, what);
   close(fds[0]);
+  restore_stop_signals(old);
+  if (wake[0] >= 0) {
+    close(wake[0]);
+    close(wake[1]);
+  }
+  wake_fd = -1;
   return code;
 }

@@ -8,6 +8,7 @@
 #include <errno.h>  /* errno, ENOENT */
 #include <float.h>  /* DBL_MAX */
 #include <getopt.h> /* getopt_long */
+#include <signal.h> /* signal, SIGPIPE */
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* strtoull, strtod, getenv */
 #include <string.h> /* strcmp, strrchr, strerror */
@@ -116,7 +117,8 @@ static void usage(FILE *out) {
         "  -h, --help             print this help and exit\n"
         "\n"
         "Exit status: 0 every tensor within tolerance; 1 drift, a missing dataset, a shape or\n"
-        "dtype mismatch; 2 an error (bad usage, an unreadable file or dataset).\n"
+        "dtype mismatch; 2 an error (bad usage, an unreadable file or dataset, a report\n"
+        "that cannot be written); 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM).\n"
         "Figures are defined in docs/metrics.md.\n",
         out);
 }
@@ -470,13 +472,25 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
     if (pc_report_text(stdout, run, &to, &err) < 0)
       return fail(&err);
   }
-  if ((c->json && pc_report_json(c->json, run, &ro, &err) < 0) ||
-      (o->markdown && pc_report_markdown(o->markdown, run, &ro, &err) < 0) ||
-      (o->junit && pc_report_junit(o->junit, run, &ro, &err) < 0) ||
-      (o->html && pc_report_html(o->html, run, &ro, &err) < 0) ||
-      (o->save_baseline && pc_baseline_save(o->save_baseline, run, ro.profile, &err) < 0))
-    return fail(&err);
-  return EXIT_PASS;
+  /* A stop signal waits while a report file is written: the file is then in place or was never
+   * made, and no temporary file stays behind (docs/robustness.md, "Faults"). */
+  const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
+  int rc = PC_OK;
+  for (size_t k = 0; rc == PC_OK && k < sizeof files / sizeof files[0]; k++) {
+    if (!files[k])
+      continue;
+    bool hold = !is_stdout(files[k]); /* standard output may block on a reader: not held */
+    if (hold)
+      pc_cli_hold_stop_signals(true);
+    rc = k == 0   ? pc_report_json(files[k], run, &ro, &err)
+         : k == 1 ? pc_report_markdown(files[k], run, &ro, &err)
+         : k == 2 ? pc_report_junit(files[k], run, &ro, &err)
+         : k == 3 ? pc_report_html(files[k], run, &ro, &err)
+                  : pc_baseline_save(files[k], run, ro.profile, &err);
+    if (hold)
+      pc_cli_hold_stop_signals(false);
+  }
+  return rc < 0 ? fail(&err) : EXIT_PASS;
 }
 
 /* The exit code of a run's or a gate's verdict. */
@@ -601,6 +615,9 @@ int main(int argc, char **argv) {
     free(c.tol_files);
     return EXIT_ERROR;
   }
+  /* A reader that goes away (paritycheck ... | head) is a write error on standard output,
+   * exit 2 with a message, not a death by SIGPIPE that would read as a crash (issue 17). */
+  signal(SIGPIPE, SIG_IGN);
   int code;
   if (pc_tolset_load_builtin(tols, &err) < 0) {
     fputs("paritycheck: built-in tolerances: ", stderr);

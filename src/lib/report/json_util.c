@@ -1,13 +1,12 @@
 /* JSON values as paritycheck writes them (json_util.h). */
 #include "json_util.h"
 #include "pc_internal.h"
+#include "report_common.h"
 
-#include <errno.h>   /* errno */
 #include <math.h>    /* isnan, isinf */
 #include <stdbool.h> /* bool */
-#include <stdio.h>   /* FILE, fopen */
+#include <stdio.h>   /* fputc */
 #include <stdlib.h>  /* free */
-#include <string.h>  /* strcmp, strerror */
 
 /* jansson 2.8 and later dump keys in insertion order anyway; the flag asks for it on older ones. */
 enum { PC_JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
@@ -47,15 +46,11 @@ json_t *pc_json_finish(json_t *o, int rc) {
 }
 
 int pc_json_write(const json_t *root, const char *path, const char *what, pc_error *err) {
-  bool to_stdout = strcmp(path, "-") == 0;
-  const char *name = to_stdout ? "standard output" : path;
-  FILE *f = to_stdout ? stdout : fopen(path, "w");
-  if (!f)
-    return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", name, strerror(errno));
-  bool bad = json_dumpf(root, f, PC_JSON_FLAGS) != 0;
-  bad = fputc('\n', f) == EOF || bad;
-  bad = (to_stdout ? fflush(f) : fclose(f)) != 0 || bad;
-  if (bad)
-    return pc_error_set(err, PC_EIO, "%s: cannot write %s: %s", name, what, strerror(errno));
-  return PC_OK;
+  pc_report_file f;
+  int rc = pc_report_open(&f, path, err);
+  if (rc < 0)
+    return rc;
+  f.failed = json_dumpf(root, f.f, PC_JSON_FLAGS) != 0;
+  fputc('\n', f.f); /* an error stays in the stream, for pc_report_close */
+  return pc_report_close(&f, what, err);
 }

@@ -1,15 +1,20 @@
 /* Helpers that every report writer shares (report_common.h). */
+#define _XOPEN_SOURCE 700 /* realpath, fchown */
 #include "report_common.h"
 
 #include "pc_internal.h"
 
 #include <errno.h>    /* errno */
+#include <fcntl.h>    /* open, O_EXCL */
 #include <inttypes.h> /* PRIu64 */
 #include <math.h>     /* isnan, INFINITY */
 #include <stdarg.h>   /* va_list */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, qsort */
 #include <string.h>   /* strcmp, strlen, strerror */
+#include <sys/stat.h> /* stat, lstat, fchmod */
+#include <time.h>     /* clock_gettime */
+#include <unistd.h>   /* fsync, unlink, getpid, fchown */
 
 /* Significant digits of the figures in tables, and the most a double ever needs. */
 enum { READING_DIGITS = 3, ROUND_TRIP_DIGITS = 17 };
@@ -456,24 +461,121 @@ void pc_report_put_escaped(FILE *out, const char *s, pc_escape_context ctx) {
   pc_escape_put(out, s, strlen(s), ctx);
 }
 
-int pc_report_open(FILE **out, const char *path, pc_error *err) {
+/* ---- report files ---- */
+
+/* A temporary name's six characters: different in each process, thread and call (O_EXCL makes
+ * a clash harmless; it is only tried again). */
+static void temp_suffix(char *out) {
+  static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static unsigned long counter;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  uint64_t x = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^
+               (uint64_t)(uintptr_t)&now ^ ((uint64_t)++counter * 0x9E3779B97F4A7C15u);
+  x ^= x >> 31; /* splitmix64's finaliser */
+  x *= 0xBF58476D1CE4E5B9u;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBu;
+  x ^= x >> 31;
+  for (int k = 0; k < 6; k++, x /= sizeof chars - 1)
+    out[k] = chars[x % (sizeof chars - 1)];
+  out[6] = '\0';
+}
+
+/* Creates ".NAME.XXXXXX" beside dest with the mode a new file gets (0666 less the umask, applied
+ * by open itself), or an existing file's mode and owner where it has one (as far as this
+ * process may set them); -1 when none can be made. */
+static int open_temp(char **tmp, const char *dest, const struct stat *old) {
+  const char *slash = strrchr(dest, '/');
+  size_t dir_len = slash ? (size_t)(slash - dest) + 1 : 0, len = strlen(dest);
+  char *name = malloc(len + 9); /* ".", ".XXXXXX", NUL */
+  if (!name)
+    return -1;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    char suffix[7];
+    temp_suffix(suffix);
+    snprintf(name, len + 9, "%.*s.%s.%s", (int)dir_len, dest, dest + dir_len, suffix);
+    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      if (old) {
+        if (fchown(fd, old->st_uid, old->st_gid) != 0) { /* only root may give a file away */
+        }
+        (void)fchmod(fd, old->st_mode & 07777);
+      }
+      *tmp = name;
+      return fd;
+    }
+    if (errno != EEXIST)
+      break;
+  }
+  free(name);
+  return -1;
+}
+
+/* The file that the report replaces: path itself, or the file a symlink points to (renaming
+ * over the link would turn it into a file). NULL when it is written directly. */
+static char *atomic_dest(const char *path, struct stat *st, bool *exists) {
+  struct stat lst;
+  *exists = stat(path, st) == 0;
+  if (*exists && !S_ISREG(st->st_mode))
+    return NULL; /* a device or a FIFO: it cannot be replaced, only written */
+  if (!*exists && (errno != ENOENT || lstat(path, &lst) == 0))
+    return NULL; /* a dangling symlink, a path through a file: fopen says what it makes of it */
+  if (*exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+    return realpath(path, NULL);
+  return pc_strdup(path);
+}
+
+int pc_report_open(pc_report_file *rf, const char *path, pc_error *err) {
+  *rf = (pc_report_file){NULL, path, NULL, NULL, false};
   if (strcmp(path, "-") == 0) {
-    *out = stdout;
+    rf->f = stdout;
     return PC_OK;
   }
-  *out = fopen(path, "w");
-  if (!*out)
+  struct stat st;
+  bool exists;
+  rf->dest = atomic_dest(path, &st, &exists);
+  int fd = rf->dest ? open_temp(&rf->tmp, rf->dest, exists ? &st : NULL) : -1;
+  if (fd >= 0 && !(rf->f = fdopen(fd, "w"))) {
+    close(fd);
+    unlink(rf->tmp);
+  }
+  if (!rf->f) { /* written directly: no temporary file could be made beside it */
+    free(rf->dest);
+    free(rf->tmp);
+    rf->dest = rf->tmp = NULL;
+    rf->f = fopen(path, "w");
+  }
+  if (!rf->f)
     return pc_error_set(err, PC_EIO, "%s: cannot open for writing: %s", path, strerror(errno));
   return PC_OK;
 }
 
-int pc_report_close(FILE *f, const char *path, const char *what, pc_error *err) {
-  bool to_stdout = f == stdout;
-  bool bad = ferror(f) != 0;
-  bad = (to_stdout ? fflush(f) : fclose(f)) != 0 || bad;
-  if (bad)
+int pc_report_close(pc_report_file *rf, const char *what, pc_error *err) {
+  bool to_stdout = rf->f == stdout;
+  /* A stream that failed earlier fails its flush again (what is buffered stays), with the
+   * reason; the errno of the earlier failure otherwise. */
+  int seen = errno;
+  errno = 0;
+  int e = fflush(rf->f) != 0 ? errno : 0;
+  if (!e && (ferror(rf->f) || rf->failed))
+    e = seen ? seen : EIO;
+  /* A file system without fsync for regular files (EINVAL) has nothing to make durable. */
+  if (!e && rf->tmp && fsync(fileno(rf->f)) != 0 && errno != EINVAL)
+    e = errno;
+  if (!to_stdout && fclose(rf->f) != 0 && !e)
+    e = errno;
+  if (!e && rf->tmp && rename(rf->tmp, rf->dest) != 0)
+    e = errno;
+  if (e && rf->tmp)
+    unlink(rf->tmp);
+  free(rf->tmp);
+  free(rf->dest);
+  rf->f = NULL;
+  rf->tmp = rf->dest = NULL;
+  if (e)
     return pc_error_set(err, PC_EIO, "%s: cannot write %s: %s",
-                        to_stdout ? "standard output" : path, what, strerror(errno));
+                        to_stdout ? "standard output" : rf->path, what, strerror(e));
   return PC_OK;
 }
 

@@ -390,14 +390,14 @@ int pc_report_html(const char *path, const pc_run *run, const pc_report_options 
              {NULL, NULL}};
   if (!worst || !order || !pg.rank_of || pc_report_cascades(&pg.cascades, run) < 0)
     rc = pc_error_set(err, PC_ENOMEM, "out of memory writing the HTML report");
-  FILE *f = NULL;
+  pc_report_file f;
   if (rc == PC_OK)
     rc = pc_report_open(&f, path, err);
   if (rc == PC_OK) {
     for (size_t k = 0; k < run->ntensors; k++)
       pg.rank_of[worst[k]] = k;
-    put_page(f, &pg, opts, order);
-    rc = pc_report_close(f, path, "the HTML report", err);
+    put_page(f.f, &pg, opts, order);
+    rc = pc_report_close(&f, "the HTML report", err);
   }
   free(worst);
   free(order);

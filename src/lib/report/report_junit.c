@@ -264,10 +264,10 @@ int pc_report_junit(const char *path, const pc_run *run, const pc_report_options
   int rc = pc_report_check(run, opts ? opts->gate : NULL, "pc_report_junit", err);
   if (rc < 0 || !path)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_junit: a path is required");
-  FILE *f;
+  pc_report_file f;
   rc = pc_report_open(&f, path, err);
   if (rc < 0)
     return rc;
-  put_junit(f, run, opts);
-  return pc_report_close(f, path, "the JUnit report", err);
+  put_junit(f.f, run, opts);
+  return pc_report_close(&f, "the JUnit report", err);
 }

@@ -272,11 +272,11 @@ int pc_report_markdown(const char *path, const pc_run *run, const pc_report_opti
     free(order);
     return pc_error_set(err, PC_ENOMEM, "out of memory writing the Markdown report");
   }
-  FILE *f;
+  pc_report_file f;
   rc = pc_report_open(&f, path, err);
   if (rc == PC_OK) {
-    put_markdown(f, run, opts, order, &cascades);
-    rc = pc_report_close(f, path, "the Markdown report", err);
+    put_markdown(f.f, run, opts, order, &cascades);
+    rc = pc_report_close(&f, "the Markdown report", err);
   }
   pc_report_cascades_free(&cascades);
   free(order);

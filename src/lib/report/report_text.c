@@ -491,6 +491,7 @@ int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc
   if (opts->gate)
     put_gate_summary(out, run, opts->gate, opts->color);
   if (fflush(out) != 0 || ferror(out))
-    return pc_error_set(err, PC_EIO, "cannot write the text report: %s", strerror(errno));
+    return pc_error_set(err, PC_EIO, "%scannot write the text report: %s",
+                        out == stdout ? "standard output: " : "", strerror(errno));
   return PC_OK;
 }
