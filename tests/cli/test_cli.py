@@ -24,7 +24,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
 sys.path.insert(0, os.path.join(HERE, '..'))
-from checks import check, summary  # noqa: E402
+from checks import check, run_tests  # noqa: E402
 import pc_reference as ref  # noqa: E402
 
 BIN = None
@@ -866,19 +866,9 @@ def main(argv):
     FIX = os.path.abspath(argv[1])
     with open(os.path.join(FIX, 'expected.json')) as fh:
         EXPECTED = json.load(fh)
-    only = os.environ.get('PC_TEST_ONLY')  # e.g. PC_TEST_ONLY=test_quiet
     with tempfile.TemporaryDirectory(prefix='pc_cli_') as tmp:
         TMP = tmp
-        for t in TESTS:
-            if only and t.__name__ not in only.split(','):
-                continue
-            try:
-                t()
-            except Exception as e:  # a crash in one test is one failure, the others still run
-                import traceback
-                traceback.print_exc()
-                check('%s raised %s' % (t.__name__, type(e).__name__), False, str(e))
-    return summary()
+        return run_tests(TESTS)
 
 
 if __name__ == '__main__':

@@ -23,7 +23,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..'))
-from checks import check, summary  # noqa: E402
+from checks import check, run_tests  # noqa: E402
 
 BIN = None
 TMP = None
@@ -245,20 +245,10 @@ def main(argv):
         print('usage: test_faults.py PARITYCHECK_BINARY', file=sys.stderr)
         return 2
     BIN = os.path.abspath(argv[0])
-    only = os.environ.get('PC_TEST_ONLY')
     with tempfile.TemporaryDirectory(prefix='pc_faults_') as tmp:
         TMP = tmp
         make_inputs()
-        for t in TESTS:
-            if only and t.__name__ not in only.split(','):
-                continue
-            try:
-                t()
-            except Exception as e:  # a crash in one test is one failure, the others still run
-                import traceback
-                traceback.print_exc()
-                check('%s raised %s' % (t.__name__, type(e).__name__), False, str(e))
-    return summary()
+        return run_tests(TESTS)
 
 
 if __name__ == '__main__':

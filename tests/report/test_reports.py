@@ -32,7 +32,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
 sys.path.insert(0, os.path.join(HERE, '..'))
-from checks import check, summary  # noqa: E402
+from checks import check, run_tests  # noqa: E402
 import pc_reference as ref  # noqa: E402
 
 BIN = None
@@ -1062,20 +1062,10 @@ def main(argv):
         print('usage: test_reports.py PARITYCHECK_BINARY SOURCE_DIR', file=sys.stderr)
         return 2
     BIN, SRC = os.path.abspath(argv[0]), os.path.abspath(argv[1])
-    only = os.environ.get('PC_TEST_ONLY')
     with tempfile.TemporaryDirectory(prefix='pc_reports_') as tmp:
         TMP = tmp
         make_fixtures()
-        for t in TESTS:
-            if only and t.__name__ not in only.split(','):
-                continue
-            try:
-                t()
-            except Exception as e:  # one crash is one failure; the other tests still run
-                import traceback
-                traceback.print_exc()
-                check('%s raised %s' % (t.__name__, type(e).__name__), False, str(e))
-    return summary()
+        return run_tests(TESTS)
 
 
 if __name__ == '__main__':
