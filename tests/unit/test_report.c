@@ -218,15 +218,20 @@ static json_t *render_json(const pc_run *r) {
   return root;
 }
 
+/* The stream's buffer pointer lives on the heap: with it on the stack, gcc -O2 takes every
+ * pointer into the text for a dangling pointer to that local (-Wdangling-pointer). */
 static char *render_text_with(const pc_run *r, const pc_text_options *opts) {
-  char *buf = NULL;
+  char **buf = calloc(1, sizeof *buf);
   size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(buf);
+  FILE *f = open_memstream(buf, &len);
   assert_non_null(f);
   pc_error err = {0};
   assert_int_equal(pc_report_text(f, r, opts, &err), PC_OK);
   fclose(f);
-  return buf;
+  char *text = *buf;
+  free(buf);
+  return text;
 }
 
 static char *render_text(const pc_run *r, bool color, bool quiet) {
