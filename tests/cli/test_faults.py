@@ -33,10 +33,9 @@ REPORTS = [('--json', 'JSON report'), ('--markdown', 'Markdown report'),
            ('--junit', 'JUnit report'), ('--html', 'HTML report'),
            ('--save-baseline', 'baseline')]
 
-# Long enough that a signal after SIGNAL_AFTER_S finds the comparison still reading:
-# 2^23 float32 elements in blocks of 16 on one thread take seconds even in a plain build.
+# Long enough that a signal sent once the comparison's child process exists finds it still
+# reading: 2^23 float32 elements in blocks of 16 on one thread take far longer than the poll.
 LONG_ELEMS = 1 << 23
-SIGNAL_AFTER_S = 1.0
 
 
 def short(p):
@@ -164,6 +163,20 @@ def test_success_leaves_no_temporaries():
         check('symlink: its target holds the report', '<testsuites' in fh.read())
 
 
+def wait_for_child(pid):
+    """Until the supervisor has forked the comparison (src/cli/isolate.c), polled, so that the
+    signal lands during the comparison whatever the build's speed."""
+    children = '/proc/%d/task/%d/children' % (pid, pid)
+    for _ in range(3000):
+        try:
+            with open(children) as fh:
+                if fh.read().strip():
+                    return
+        except OSError:
+            return  # the process is gone: the caller's check reports it
+        time.sleep(0.01)
+
+
 def interrupted(sig, code):
     """A signal to the paritycheck process (the supervisor, src/cli/isolate.c) while the child
     compares: it passes it on, waits, and exits 128 + N; no report is made or replaced."""
@@ -176,7 +189,7 @@ def interrupted(sig, code):
                           'r.md', '--junit', 'r.xml', '--html', 'r.html', '--save-baseline',
                           'b.json', path('long_a.h5'), path('long_b.h5')],
                          cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(SIGNAL_AFTER_S)
+    wait_for_child(p.pid)
     running = p.poll() is None
     check('%s: the comparison was still running when signalled' % name, running,
           'exit %s' % p.returncode)
