@@ -1,7 +1,11 @@
-/* The HDF5 loader: walks a file into a list of datasets and reads one dataset in blocks,
- * decoding the stored bits in our code (docs/metrics.md, "Dtypes"). Internal to the library.
+/* The reader interface: open a tensor dump, list its datasets with what each is (dataset
+ * info: kind, dtypes, shape, storage), and read one dataset in blocks, decoding the stored bits
+ * in our code (docs/metrics.md, "Dtypes"). The format is chosen by the file's magic bytes;
+ * file.c and reader.c are format-free, and each format implements format.h (HDF5: h5_*.c), so
+ * that the comparator above never sees a format. Internal to the library.
  *
- * HDF5 1.10 is not thread-safe: every function here must be called from one thread. */
+ * HDF5 1.10 is not thread-safe: every function here must be called from one thread, except
+ * pc_dataset_decode and pread on pc_file_fd. */
 #ifndef PC_LOADER_H
 #define PC_LOADER_H
 

@@ -1,0 +1,178 @@
+/* The format-free half of a loaded file (loader.h): checks the path, opens the descriptor that
+ * direct readers read, picks the format by its magic bytes, lists and finds datasets. */
+#include "format.h"
+#include "pc_internal.h"
+
+#include <errno.h>  /* errno */
+#include <fcntl.h>  /* open, O_RDONLY, O_CLOEXEC, O_NONBLOCK */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* malloc, qsort, bsearch */
+#include <string.h> /* strcmp, strerror */
+#include <unistd.h> /* close */
+
+/* Tried in this order; the first whose sniff says yes opens the file. */
+static const pc_format *const pc_formats[] = {&pc_format_hdf5};
+
+int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
+  if (f->n == f->cap) {
+    size_t cap = f->cap ? 2 * f->cap : 64;
+    pc_dataset *ds = realloc(f->ds, cap * sizeof *ds);
+    if (!ds)
+      return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+    f->ds = ds;
+    f->cap = cap;
+  }
+  pc_dataset *d = &f->ds[f->n];
+  memset(d, 0, sizeof *d);
+  d->exec_index = -1;
+  d->path = pc_strdup(path);
+  if (!d->path)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  f->n++;
+  *out = d;
+  return PC_OK;
+}
+
+int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why) {
+  d->kind = kind;
+  free(d->reason);
+  d->reason = pc_strdup(why);
+  return d->reason ? PC_OK : PC_ENOMEM;
+}
+
+int pc_dataset_set_error(const pc_file *f, pc_dataset *d, const char *why) {
+  size_t len = strlen(f->path) + strlen(why) + 3;
+  char *text = malloc(len);
+  if (!text)
+    return PC_ENOMEM;
+  snprintf(text, len, "%s: %s", f->path, why);
+  d->kind = PC_KIND_ERROR;
+  free(d->reason);
+  d->reason = text;
+  return PC_OK;
+}
+
+bool pc_same_file(const struct stat *x, const struct stat *y) {
+  return x->st_dev == y->st_dev && x->st_ino == y->st_ino && x->st_size == y->st_size;
+}
+
+static int pc_by_path(const void *x, const void *y) {
+  const pc_dataset *const *a = x, *const *b = y;
+  return strcmp((*a)->path, (*b)->path);
+}
+
+/* A format library would block on a FIFO and give an unhelpful message for a directory: check
+ * first. */
+static int pc_check_regular(const char *path, struct stat *st, pc_error *err) {
+  if (stat(path, st) != 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
+  if (S_ISDIR(st->st_mode))
+    return pc_error_set(err, PC_EIO, "%s: is a directory", path);
+  if (!S_ISREG(st->st_mode))
+    return pc_error_set(err, PC_EIO, "%s: not a regular file", path);
+  if (st->st_size == 0)
+    return pc_error_set(err, PC_EIO, "%s: empty file (not HDF5)", path);
+  return PC_OK;
+}
+
+/* The descriptor that direct readers read: the file stat checked, not one that replaced it since.
+ * O_NONBLOCK: should a FIFO have taken the path meanwhile, open must not wait for a writer. */
+static int pc_open_fd(pc_file *f, const struct stat *checked, pc_error *err) {
+  struct stat st;
+  f->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (f->fd < 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", f->path, strerror(errno));
+  if (fstat(f->fd, &st) != 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", f->path, strerror(errno));
+  if (!S_ISREG(st.st_mode) || !pc_same_file(&st, checked))
+    return pc_error_set(err, PC_EIO, "%s: changed while it was being opened", f->path);
+  return PC_OK;
+}
+
+static int pc_file_sort(pc_file *f, pc_error *err) {
+  f->sorted = malloc((f->n ? f->n : 1) * sizeof *f->sorted);
+  if (!f->sorted)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  for (size_t i = 0; i < f->n; i++)
+    f->sorted[i] = &f->ds[i];
+  qsort(f->sorted, f->n, sizeof *f->sorted, pc_by_path);
+  return PC_OK;
+}
+
+static const pc_format *pc_sniff(const pc_file *f) {
+  for (size_t i = 0; i < sizeof pc_formats / sizeof *pc_formats; i++)
+    if (pc_formats[i]->sniff(f))
+      return pc_formats[i];
+  return NULL;
+}
+
+int pc_file_open(pc_file **out, const char *path, pc_error *err) {
+  struct stat st;
+  *out = NULL;
+  int rc = pc_check_regular(path, &st, err);
+  if (rc < 0)
+    return rc;
+  pc_file *f = calloc(1, sizeof *f);
+  if (!f || !(f->path = pc_strdup(path))) {
+    free(f);
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", path);
+  }
+  f->size = (uint64_t)st.st_size;
+  f->fd = -1;
+  if ((rc = pc_open_fd(f, &st, err)) < 0)
+    goto fail;
+  f->format = pc_sniff(f);
+  if (!f->format) {
+    rc = pc_error_set(err, PC_EIO, "%s: not an HDF5 file", path);
+    goto fail;
+  }
+  if ((rc = f->format->open(f, err)) < 0 || (rc = pc_file_sort(f, err)) < 0)
+    goto fail;
+  *out = f;
+  return PC_OK;
+fail:
+  pc_file_close(f);
+  return rc;
+}
+
+void pc_file_close(pc_file *f) {
+  if (!f)
+    return;
+  for (size_t i = 0; i < f->n; i++) {
+    free(f->ds[i].path);
+    free(f->ds[i].reason);
+    free(f->ds[i].written);
+  }
+  if (f->format)
+    f->format->close(f);
+  if (f->fd >= 0)
+    close(f->fd);
+  free(f->ds);
+  free(f->sorted);
+  free(f->path);
+  free(f);
+}
+
+size_t pc_file_count(const pc_file *f) {
+  return f->n;
+}
+
+const pc_dataset *pc_file_dataset(const pc_file *f, size_t i) {
+  return i < f->n ? &f->ds[i] : NULL;
+}
+
+const char *pc_file_path(const pc_file *f) {
+  return f->path;
+}
+
+int pc_file_fd(const pc_file *f) {
+  return f->fd;
+}
+
+const pc_dataset *pc_file_find(const pc_file *f, const char *path) {
+  pc_dataset key = {0};
+  key.path = (char *)path;
+  const pc_dataset *kp = &key;
+  const pc_dataset *const *hit = bsearch(&kp, f->sorted, f->n, sizeof *f->sorted, pc_by_path);
+  return hit ? *hit : NULL;
+}

@@ -1,0 +1,84 @@
+/* Behind the reader interface (loader.h): the file and reader state that every format shares,
+ * and what a file format implements. file.c and reader.c do the format-free work (checking the
+ * path, choosing the format by its magic bytes, listing and finding datasets, cutting blocks,
+ * decoding); a format walks its file into datasets and reads a block's stored bytes.
+ * Internal to src/lib/load. */
+#ifndef PC_FORMAT_H
+#define PC_FORMAT_H
+
+#include "loader.h"
+
+#include <sys/stat.h> /* struct stat */
+
+struct pc_format;
+
+struct pc_file {
+  char *path;
+  uint64_t size; /* bytes, as stat saw them before the format opened the file */
+  int fd;        /* read-only: the file stat checked; direct readers pread from it */
+  const struct pc_format *format;
+  void *impl; /* the format's state */
+  pc_dataset *ds;
+  size_t n, cap;
+  const pc_dataset **sorted; /* by path, for pc_file_find */
+};
+
+/* One block: the row-major run of elements [first, first + n). Unless `whole` (the dataset in
+ * one read), it is also the box start[i] .. start[i] + count[i] - 1 in every dimension i. */
+typedef struct pc_block {
+  uint64_t first, n;
+  bool whole;
+  uint64_t start[PC_MAX_RANK], count[PC_MAX_RANK];
+} pc_block;
+
+struct pc_reader {
+  pc_file *f;
+  const pc_dataset *ds;
+  void *impl;     /* the format's per-dataset state */
+  int split;      /* the dimension stepped through; -1: the whole dataset in one read */
+  uint64_t inner; /* elements in one index step of dimension `split` */
+  uint64_t step;  /* index steps of dimension `split` per read */
+  uint64_t pos[PC_MAX_RANK];
+  uint64_t done;
+  bool direct; /* the dataset's bytes lie as stored at file offset `offset` */
+  uint64_t offset;
+  unsigned char *raw; /* for pc_reader_next */
+  double *values;
+  int64_t *ints;
+};
+
+typedef struct pc_format {
+  const char *name;
+  /* Whether f (fd open, size known) is of this format, from its magic bytes. */
+  bool (*sniff)(const pc_file *f);
+  /* Walks f into datasets (pc_file_add), keeping the format's state in f->impl. PC_EIO naming
+   * the file when it is corrupt; a dataset that cannot be read is a PC_KIND_ERROR entry. */
+  int (*open)(pc_file *f, pc_error *err);
+  void (*close)(pc_file *f); /* frees f->impl; called after a failed open too */
+  /* Per dataset: r->f and r->ds are set; keeps its state in r->impl. PC_EDATA on failure. */
+  int (*open_dataset)(pc_reader *r, pc_error *err);
+  void (*close_dataset)(pc_reader *r); /* also after a failed open_dataset */
+  /* The chunk extent along dimension k, 0 when the storage is not chunked. */
+  uint64_t (*chunk_extent)(const pc_reader *r, int k);
+  /* True when the dataset's stored bytes lie as stored, contiguous, at *offset of f->fd. */
+  bool (*direct)(const pc_reader *r, uint64_t *offset);
+  /* Reads block b's stored bytes into raw (b->n elements of ds->elem_size bytes). PC_EDATA
+   * naming the file and dataset on failure. */
+  int (*read)(pc_reader *r, const pc_block *b, void *raw, pc_error *err);
+} pc_format;
+
+extern const pc_format pc_format_hdf5;
+
+/** Appends a dataset at `path` (PC_KIND_FLOAT, exec_index -1, the rest zero) to f. */
+int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err);
+
+/** Marks d skipped (not numeric) or of another kind, with a reason; PC_ENOMEM. */
+int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why);
+
+/** Marks d unreadable; the reason names the file, since a report says only "A" or "B". */
+int pc_dataset_set_error(const pc_file *f, pc_dataset *d, const char *why);
+
+/** Same device, inode and size. */
+bool pc_same_file(const struct stat *x, const struct stat *y);
+
+#endif

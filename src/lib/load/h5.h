@@ -1,0 +1,47 @@
+/* The HDF5 format behind the reader interface (format.h), in three files: h5_file.c opens and
+ * closes the file and reads blocks, h5_walk.c walks groups and classifies datasets, and
+ * h5_storage.c checks how a dataset is stored. The only files that call HDF5.
+ *
+ * HDF5 1.10 is not thread-safe: every function here must be called from one thread. */
+#ifndef PC_H5_H
+#define PC_H5_H
+
+#include "format.h"
+
+#include <hdf5.h>
+
+/* Groups already walked, by object address: an open-addressing hash set, so that a file of many
+ * groups is walked in linear time. HADDR_UNDEF marks a free slot. */
+typedef struct pc_addr_set {
+  haddr_t *slot;
+  size_t cap, n; /* cap is 0 or a power of two */
+} pc_addr_set;
+
+/* A pc_file's HDF5 state (f->impl). */
+typedef struct pc_h5 {
+  hid_t fid;
+  bool same_fd;          /* f->fd is the very file HDF5 opened */
+  uint64_t eoa;          /* HDF5's end of allocation (absolute, like H5Dget_offset); UINT64_MAX when
+                            unknown. HDF5 reads no data past it: it returns zeros there */
+  uint64_t userblock;    /* bytes before the superblock */
+  pc_addr_set visited;   /* groups already walked */
+  uint64_t chunk_visits; /* chunk index entries visited so far (h5_storage.c) */
+} pc_h5;
+
+static inline pc_h5 *pc_h5_of(const pc_file *f) {
+  return f->impl;
+}
+
+/** The current HDF5 error, as text for our messages (its deepest entry, which names the real
+ * cause); clears the stack. */
+const char *pc_h5_error(char *buf, size_t size);
+
+/** Walks the file from its root group into f's datasets. */
+int pc_h5_walk(pc_file *f, pc_error *err);
+
+/** Why numeric dataset d (open as dset, of file type `type`) cannot be read, in `why` or a
+ * static string; NULL when it can. Sets d's fill value, sparse ranges and chunk_bytes. */
+const char *pc_h5_storage_problem(pc_file *f, pc_dataset *d, hid_t dset, hid_t type, char *why,
+                                  size_t size);
+
+#endif

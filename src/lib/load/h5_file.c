@@ -1,0 +1,245 @@
+/* The HDF5 format (h5.h): opens and closes the file, and reads a dataset's blocks as hyperslabs,
+ * in the file's own type (no HDF5 conversion: we decode). */
+#include "h5.h"
+#include "pc_internal.h"
+
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* calloc, malloc, free */
+#include <string.h>   /* memcmp */
+#include <sys/stat.h> /* fstat */
+#include <unistd.h>   /* pread */
+
+/* The chunk cache of one open dataset: room for a row of chunks that blocks cross, bounded
+ * so that memory stays small. */
+enum { PC_CHUNK_CACHE_BYTES = 8 << 20, PC_CHUNK_CACHE_SLOTS = 10007 };
+
+/* The superblock signature lies at byte 0 or at 512, 1024, 2048, ... (after a user block). */
+static const unsigned char pc_h5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+static bool pc_debug;
+
+void pc_loader_set_debug(bool on) {
+  pc_debug = on;
+}
+
+/* HDF5 prints its error stack from inside every failing call unless told not to. */
+static void pc_h5_quiet(void) {
+  if (pc_debug)
+    H5Eset_auto2(H5E_DEFAULT, (H5E_auto2_t)H5Eprint2, stderr);
+  else
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+typedef struct pc_h5_err_walk {
+  char *buf;
+  size_t size;
+} pc_h5_err_walk;
+
+/* Keeps the deepest entry of the stack: it names the real cause ("file signature not found"),
+ * where the top one only repeats the API call that failed. */
+static herr_t pc_h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
+  pc_h5_err_walk *w = data;
+  (void)n;
+  if (e->desc && e->desc[0])
+    snprintf(w->buf, w->size, "%s", e->desc);
+  return 0;
+}
+
+const char *pc_h5_error(char *buf, size_t size) {
+  pc_h5_err_walk w = {buf, size};
+  snprintf(buf, size, "HDF5 error");
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, pc_h5_walk_cb, &w);
+  H5Eclear2(H5E_DEFAULT);
+  return buf;
+}
+
+static bool pc_h5_sniff(const pc_file *f) {
+  unsigned char head[sizeof pc_h5_signature];
+  for (uint64_t at = 0; at + sizeof head <= f->size; at = at ? 2 * at : 512)
+    if (pread(f->fd, head, sizeof head, (off_t)at) == (ssize_t)sizeof head &&
+        memcmp(head, pc_h5_signature, sizeof head) == 0)
+      return true;
+  return false;
+}
+
+/* HDF5's end of allocation, and whether HDF5 opened the file of f->fd: it opened the file by
+ * its path again, so the sec2 driver's descriptor must be the same file, else no reader is
+ * direct. */
+static void pc_h5_read_eoa(pc_file *f, pc_h5 *h) {
+  struct stat ours, theirs;
+  int *h5fd = NULL;
+  haddr_t eoa = HADDR_UNDEF;
+  hsize_t userblock = 0;
+  hid_t fcpl = H5Fget_create_plist(h->fid);
+  if (fcpl >= 0) {
+    H5Pget_userblock(fcpl, &userblock);
+    H5Pclose(fcpl);
+  }
+  h->userblock = userblock;
+  h->eoa = H5Fget_eoa(h->fid, &eoa) >= 0 && eoa != HADDR_UNDEF ? (uint64_t)eoa : UINT64_MAX;
+  h->same_fd = H5Fget_vfd_handle(h->fid, H5P_DEFAULT, (void **)&h5fd) >= 0 && h5fd &&
+               fstat(*h5fd, &theirs) == 0 && fstat(f->fd, &ours) == 0 &&
+               pc_same_file(&ours, &theirs);
+  H5Eclear2(H5E_DEFAULT);
+}
+
+static int pc_h5_open(pc_file *f, pc_error *err) {
+  char h5err[256];
+  pc_h5_quiet();
+  pc_h5 *h = calloc(1, sizeof *h);
+  if (!h)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  h->fid = H5Fopen(f->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  f->impl = h;
+  if (h->fid < 0)
+    return pc_error_set(err, PC_EIO, "%s: cannot open: %s", f->path,
+                        pc_h5_error(h5err, sizeof h5err));
+  pc_h5_read_eoa(f, h);
+  return pc_h5_walk(f, err);
+}
+
+static void pc_h5_close(pc_file *f) {
+  pc_h5 *h = f->impl;
+  if (!h)
+    return;
+  if (h->fid >= 0)
+    H5Fclose(h->fid);
+  free(h->visited.slot);
+  free(h);
+  f->impl = NULL;
+}
+
+/* --- block reads ------------------------------------------------------------------------ */
+
+/* A pc_reader's HDF5 state (r->impl). */
+typedef struct pc_h5_dataset {
+  hid_t dset, fspace, memtype;
+} pc_h5_dataset;
+
+/* The chunk cache holds at least one filtered chunk: a smaller cache would decompress a big
+ * chunk again for every block that touches it. chunk_bytes was checked against
+ * pc_options.max_memory before any read. */
+static hid_t pc_h5_open_dset(const pc_file *f, const pc_dataset *ds) {
+  size_t cache = PC_CHUNK_CACHE_BYTES;
+  if (ds->chunk_bytes > cache && ds->chunk_bytes <= SIZE_MAX)
+    cache = (size_t)ds->chunk_bytes;
+  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+  if (dapl >= 0)
+    H5Pset_chunk_cache(dapl, PC_CHUNK_CACHE_SLOTS, cache, 1.0);
+  hid_t dset = H5Dopen2(pc_h5_of(f)->fid, ds->path, dapl >= 0 ? dapl : H5P_DEFAULT);
+  if (dapl >= 0)
+    H5Pclose(dapl);
+  return dset;
+}
+
+static int pc_h5_open_dataset(pc_reader *r, pc_error *err) {
+  char h5err[256];
+  pc_h5_dataset *h = malloc(sizeof *h);
+  if (!h)
+    return pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", r->f->path, r->ds->path);
+  r->impl = h;
+  h->dset = pc_h5_open_dset(r->f, r->ds);
+  h->fspace = h->dset < 0 ? -1 : H5Dget_space(h->dset);
+  h->memtype = h->dset < 0 ? -1 : H5Dget_type(h->dset);
+  if (h->memtype < 0 || h->fspace < 0)
+    return pc_error_set(err, PC_EDATA, "%s: %s: %s", r->f->path, r->ds->path,
+                        pc_h5_error(h5err, sizeof h5err));
+  return PC_OK;
+}
+
+static void pc_h5_close_dataset(pc_reader *r) {
+  pc_h5_dataset *h = r->impl;
+  if (!h)
+    return;
+  if (h->memtype >= 0)
+    H5Tclose(h->memtype);
+  if (h->fspace >= 0)
+    H5Sclose(h->fspace);
+  if (h->dset >= 0)
+    H5Dclose(h->dset);
+  free(h);
+  r->impl = NULL;
+}
+
+static uint64_t pc_h5_chunk_extent(const pc_reader *r, int k) {
+  const pc_h5_dataset *h = r->impl;
+  hsize_t cdims[H5S_MAX_RANK];
+  hid_t dcpl = H5Dget_create_plist(h->dset);
+  uint64_t c = 0;
+  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
+      H5Pget_chunk(dcpl, r->ds->rank, cdims) == r->ds->rank)
+    c = cdims[k];
+  if (dcpl >= 0)
+    H5Pclose(dcpl);
+  return c;
+}
+
+/* Contiguous storage without filters or external files, all of it written, lying inside the
+ * file and the end HDF5 recorded (where HDF5 itself stops reading), in the very file HDF5
+ * opened: then a block's stored bytes are the file's bytes from offset + first element *
+ * elem_size, the very bytes H5Dread copies (the memory type is the file type: no conversion). */
+static bool pc_h5_direct(const pc_reader *r, uint64_t *offset) {
+  const pc_dataset *d = r->ds;
+  const pc_h5 *fh = pc_h5_of(r->f);
+  const pc_h5_dataset *h = r->impl;
+  *offset = 0;
+  if (d->all_fill || d->count == 0 || !fh->same_fd || d->count > UINT64_MAX / d->elem_size)
+    return false;
+  uint64_t bytes = d->count * d->elem_size;
+  hid_t dcpl = H5Dget_create_plist(h->dset);
+  bool ok = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
+            H5Pget_external_count(dcpl) == 0;
+  if (dcpl >= 0)
+    H5Pclose(dcpl);
+  haddr_t at = ok ? H5Dget_offset(h->dset) : HADDR_UNDEF;
+  uint64_t end = fh->eoa < r->f->size ? fh->eoa : r->f->size;
+  ok = ok && at != HADDR_UNDEF && H5Dget_storage_size(h->dset) == bytes && at <= end &&
+       bytes <= end - at;
+  H5Eclear2(H5E_DEFAULT);
+  if (ok)
+    *offset = (uint64_t)at;
+  return ok;
+}
+
+/* Selects block b in the file space. */
+static void pc_h5_select(const pc_h5_dataset *h, const pc_block *b, int rank) {
+  hsize_t start[PC_MAX_RANK], count[PC_MAX_RANK];
+  if (b->whole) {
+    H5Sselect_all(h->fspace);
+    return;
+  }
+  for (int i = 0; i < rank; i++) {
+    start[i] = b->start[i];
+    count[i] = b->count[i];
+  }
+  H5Sselect_hyperslab(h->fspace, H5S_SELECT_SET, start, NULL, count, NULL);
+}
+
+static int pc_h5_read(pc_reader *r, const pc_block *b, void *raw, pc_error *err) {
+  char h5err[256];
+  const pc_h5_dataset *h = r->impl;
+  pc_h5_select(h, b, r->ds->rank);
+  hsize_t mdims[1] = {b->n};
+  hid_t mspace = H5Screate_simple(1, mdims, NULL);
+  herr_t st = mspace < 0 ? -1 : H5Dread(h->dset, h->memtype, mspace, h->fspace, H5P_DEFAULT, raw);
+  /* Take HDF5's message before H5Sclose, which clears the error stack. */
+  if (st < 0)
+    pc_h5_error(h5err, sizeof h5err);
+  if (mspace >= 0)
+    H5Sclose(mspace);
+  if (st < 0)
+    return pc_error_set(err, PC_EDATA, "%s: %s: cannot read: %s", r->f->path, r->ds->path, h5err);
+  return PC_OK;
+}
+
+const pc_format pc_format_hdf5 = {
+    .name = "HDF5",
+    .sniff = pc_h5_sniff,
+    .open = pc_h5_open,
+    .close = pc_h5_close,
+    .open_dataset = pc_h5_open_dataset,
+    .close_dataset = pc_h5_close_dataset,
+    .chunk_extent = pc_h5_chunk_extent,
+    .direct = pc_h5_direct,
+    .read = pc_h5_read,
+};
