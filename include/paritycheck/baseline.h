@@ -4,8 +4,8 @@
 #ifndef PARITYCHECK_BASELINE_H
 #define PARITYCHECK_BASELINE_H
 
-#include <paritycheck/compare.h> /* pc_run, pc_verdict */
-#include <paritycheck/error.h>   /* pc_error */
+#include <paritycheck/error.h>  /* pc_error */
+#include <paritycheck/result.h> /* pc_run, pc_verdict */
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */

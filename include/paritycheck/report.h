@@ -9,8 +9,8 @@
 #define PARITYCHECK_REPORT_H
 
 #include <paritycheck/baseline.h> /* pc_gate */
-#include <paritycheck/compare.h>  /* pc_run */
 #include <paritycheck/error.h>    /* pc_error */
+#include <paritycheck/result.h>   /* pc_run */
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */

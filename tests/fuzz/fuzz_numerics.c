@@ -8,7 +8,7 @@
  *     triangle inequality holds for every triple;
  *   - rounding is idempotent, and a decoded bit pattern is on the grid: round(x) = x.
  * A violation aborts, which libFuzzer reports as a crash with its input. */
-#include <paritycheck/dtype.h>
+#include "numerics.h"
 
 #include <math.h>   /* isnan, isinf */
 #include <stdio.h>  /* fprintf */

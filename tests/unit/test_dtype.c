@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include <paritycheck/dtype.h>
+#include "numerics.h"
 
 #include <float.h>  /* DBL_*, FLT_* */
 #include <math.h>   /* ldexp, nextafter, isnan, signbit */

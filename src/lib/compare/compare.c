@@ -4,6 +4,7 @@
 #include "judge.h"
 #include "kernel.h"
 #include "loader.h"
+#include "numerics.h"
 #include "pc_internal.h"
 #include "stream.h"
 
@@ -148,7 +149,7 @@ static int pc_magnitude_pass(const pc_pair *p, pc_magnitude *m, pc_error *e) {
     pc_fill_magnitude(p->a, at - done, m);
     done = at;
     if ((rc = pc_reader_next(r, &n, e)) == PC_OK && n)
-      pc_kernel_magnitude(m, p->a->kind, pc_reader_values(r), pc_reader_ints(r),
+      pc_kernel_magnitude(m, p->a->kind == PC_KIND_COMPLEX, pc_reader_values(r), pc_reader_ints(r),
                           p->a->stored == PC_DTYPE_UINT64, n);
   }
   pc_reader_close(r);

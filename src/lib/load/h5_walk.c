@@ -1,6 +1,7 @@
 /* Walks an HDF5 file into datasets (h5.h): groups depth first, each dataset classified by its
  * type, shape and attributes. */
 #include "h5.h"
+#include "numerics.h"
 #include "pc_internal.h"
 
 #include <stdio.h>  /* snprintf */

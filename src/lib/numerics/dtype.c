@@ -2,7 +2,7 @@
  * dtype and positions on the ordered integer line. Rounding is integer arithmetic on the double's
  * bits, so results do not depend on the FPU's rounding mode; nothing holds state, so every
  * function is thread-safe. */
-#include <paritycheck/dtype.h>
+#include "numerics.h"
 
 #include <float.h>  /* DBL_MANT_DIG, DBL_MAX_EXP, FLT_MANT_DIG, FLT_MAX_EXP */
 #include <limits.h> /* CHAR_BIT */

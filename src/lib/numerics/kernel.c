@@ -3,7 +3,7 @@
  * ulp sum, so the result is independent of block boundaries. */
 #include "kernel.h"
 #include "kernel_f32.h"
-#include "loader.h" /* PC_KIND_COMPLEX */
+#include "numerics.h"
 
 #ifdef PC_HAVE_AVX2
 #include <cpuid.h> /* __get_cpuid, bit_F16C */
@@ -754,10 +754,10 @@ static void pc_magnitude_add(pc_magnitude *m, double v) {
   m->count++;
 }
 
-void pc_kernel_magnitude(pc_magnitude *m, int kind, const double *vals, const int64_t *ints,
+void pc_kernel_magnitude(pc_magnitude *m, bool is_complex, const double *vals, const int64_t *ints,
                          bool u64, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if (kind == PC_KIND_COMPLEX)
+    if (is_complex)
       pc_magnitude_add(m, hypot(vals[2 * i], vals[2 * i + 1]));
     else
       pc_magnitude_add(m, vals ? vals[i] : pc_int_to_double(ints[i], u64));

@@ -77,9 +77,10 @@ typedef struct pc_magnitude {
   uint64_t count;
 } pc_magnitude;
 
-/** Fold n elements of a dataset of kind `kind` (a pc_kind of loader.h): floats and complex from
- * `vals`, integers from `ints` (`u64`: uint64 bit for bit). */
-void pc_kernel_magnitude(pc_magnitude *m, int kind, const double *vals, const int64_t *ints,
+/** Fold n elements: floats from `vals` (complex: two doubles an element, re and im, measured
+ * by their modulus; is_complex), or, when vals is NULL, integers from `ints` (`u64`: uint64 bit for
+ * bit). */
+void pc_kernel_magnitude(pc_magnitude *m, bool is_complex, const double *vals, const int64_t *ints,
                          bool u64, size_t n);
 
 #endif

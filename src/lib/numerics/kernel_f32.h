@@ -8,6 +8,7 @@
 #define PC_KERNEL_F32_H
 
 #include "kernel.h"
+#include "numerics.h"
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */

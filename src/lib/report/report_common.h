@@ -3,9 +3,9 @@
 #define PC_REPORT_COMMON_H
 
 #include <paritycheck/baseline.h> /* pc_gate */
-#include <paritycheck/compare.h>  /* pc_tensor, pc_verdict */
 #include <paritycheck/error.h>    /* pc_error */
 #include <paritycheck/report.h>   /* pc_sort, pc_report_options */
+#include <paritycheck/result.h>   /* pc_tensor, pc_verdict */
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */

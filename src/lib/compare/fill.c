@@ -110,7 +110,7 @@ void pc_fill_magnitude(const pc_dataset *d, uint64_t n, pc_magnitude *m) {
   if (n == 0)
     return;
   pc_fill_decode(d, v, &i);
-  pc_kernel_magnitude(&one, d->kind, d->kind == PC_KIND_INTEGER ? NULL : v, &i,
+  pc_kernel_magnitude(&one, d->kind == PC_KIND_COMPLEX, d->kind == PC_KIND_INTEGER ? NULL : v, &i,
                       d->stored == PC_DTYPE_UINT64, 1);
   m->max_abs = one.max_abs > m->max_abs ? one.max_abs : m->max_abs;
   m->sum_squares += one.sum_squares * (double)n;
