@@ -2,6 +2,7 @@
  * every format, so that two datasets of the same shape are read side by side block for block
  * whatever their files; the format only reads a block's stored bytes. */
 #include "format.h"
+#include "numerics.h"
 #include "pc_internal.h"
 
 #include <stdlib.h> /* calloc, malloc, free */
