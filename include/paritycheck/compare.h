@@ -20,16 +20,24 @@ extern "C" {
  * Called on the thread that called pc_compare_files. */
 typedef void (*pc_progress_fn)(void *user, uint64_t done, uint64_t total);
 
+/* pc_options.block_elems when 0: large enough to amortise one read, small enough that buffers
+ * stay a few MiB. */
+#define PC_DEFAULT_BLOCK_ELEMS ((size_t)1 << 18)
+
+/* pc_options.max_memory when 0 (docs/robustness.md): far above the chunks that dumpers write,
+ * far below the 4 GiB chunk a hostile file can declare. */
+#define PC_DEFAULT_MAX_MEMORY ((uint64_t)1 << 30)
+
 #define PC_OPTIONS_VERSION 2
 typedef struct pc_options {
   int version;             /* PC_OPTIONS_VERSION */
   const pc_tolset *tols;   /* required */
-  size_t block_elems;      /* elements per read block; 0 = default */
+  size_t block_elems;      /* elements per read block; 0 = PC_DEFAULT_BLOCK_ELEMS */
   unsigned threads;        /* worker threads; 0 = one per online core; 1 = none */
   pc_progress_fn progress; /* may be NULL */
   void *progress_user;
   uint64_t max_memory; /* bytes one dataset may need at once: one whose uncompressed chunk is
-                          larger is an error (docs/robustness.md); 0 = 1 GiB */
+                          larger is an error (docs/robustness.md); 0 = PC_DEFAULT_MAX_MEMORY */
   bool skip_quantiles; /* true: no quantiles (stats.has_quantiles false), for callers that show
                           none: every other figure is the same, and float32 folds faster */
 } pc_options;

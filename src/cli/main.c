@@ -1,5 +1,8 @@
 /* paritycheck: the command-line tool. A thin layer over the public API: parse options, load
- * tolerances, compare, write reports, exit 0 (pass), 1 (drift) or 2 (error). */
+ * tolerances, compare, write reports, exit 0 (pass), 1 (drift) or 2 (error).
+ *
+ * One convention, the library's: every step returns PC_OK to go on, or a negative pc_status
+ * once it has printed why it cannot; only main() and the run turn that into an exit code. */
 #include "isolate.h"
 
 #include <paritycheck/paritycheck.h>
@@ -35,6 +38,17 @@ enum {
  * honest pause, since progress is reported after every block read. */
 enum { DEFAULT_STALL_S = 600 };
 
+/* A byte count as the help shows it: 1G rather than 1073741824. */
+static void put_size(FILE *out, uint64_t bytes) {
+  static const char units[] = "KMGT";
+  int k = 0;
+  while (k < 4 && bytes && bytes % 1024 == 0) {
+    bytes /= 1024;
+    k++;
+  }
+  fprintf(out, "%llu%.*s", (unsigned long long)bytes, k ? 1 : 0, k ? &units[k - 1] : "");
+}
+
 /* Options of the report files, sorting and the baseline gate. */
 enum {
   OPT_MARKDOWN = 512,
@@ -64,6 +78,7 @@ typedef struct cli {
   size_t n_tol_files;
   const char *json;
   bool quiet, no_color, debug;
+  bool done; /* --help or --version answered: exit 0 without a comparison */
   size_t block_elems;
   outputs out;
   size_t jobs;
@@ -89,9 +104,12 @@ static void usage(FILE *out) {
         "      --junit FILE       also write JUnit XML, one testcase per tensor\n"
         "      --html FILE        also write a self-contained HTML page\n"
         "                         (\"-\" for any one of these: stdout, instead of the text)\n"
-        "      --sort worst|order row order of the Markdown and HTML tables (default worst)\n"
-        "      --max-rows N       Markdown rows before the rest are only counted (default 50)\n"
-        "      --reference R      three-way mode: also compare R (e.g. a CPU float64 run)\n"
+        "      --sort worst|order row order of the Markdown and HTML tables (default worst)\n",
+        out);
+  fprintf(out,
+          "      --max-rows N       Markdown rows before the rest are only counted (default %d)\n",
+          (int)PC_REPORT_MAX_ROWS);
+  fputs("      --reference R      three-way mode: also compare R (e.g. a CPU float64 run)\n"
         "                         with A and with B, and report per tensor which of A and B\n"
         "                         is closer to R (docs/metrics.md, \"Three-way mode\")\n"
         "  -v, --verbose          error statistics under every compared tensor\n"
@@ -99,18 +117,27 @@ static void usage(FILE *out) {
         "                         write this run's per-tensor figures as a baseline\n"
         "      --baseline FILE    fail only for tensors that newly fail, or whose drift grew\n"
         "                         beyond the factor, since the baseline FILE\n"
-        "      --baseline-factor X\n"
-        "                         growth factor of --baseline, >= 1 (default 2)\n"
-        "  -q, --quiet            print only failing tensors and the summary\n"
-        "      --no-color         no colours (they are used only when stdout is a terminal)\n"
-        "      --block-elems N    elements per read block (default 262144)\n"
-        "      --max-memory SIZE  a dataset that needs more than SIZE bytes at once (an\n"
+        "      --baseline-factor X\n",
+        out);
+  fprintf(out, "                         growth factor of --baseline, >= 1 (default %g)\n",
+          PC_BASELINE_FACTOR_DEFAULT);
+  fputs("  -q, --quiet            print only failing tensors and the summary\n"
+        "      --no-color         no colours (they are used only when stdout is a terminal)\n",
+        out);
+  fprintf(out, "      --block-elems N    elements per read block (default %zu)\n",
+          (size_t)PC_DEFAULT_BLOCK_ELEMS);
+  fputs("      --max-memory SIZE  a dataset that needs more than SIZE bytes at once (an\n"
         "                         uncompressed chunk) is an error; suffixes K, M, G, T\n"
-        "                         (default 1G; docs/robustness.md)\n"
-        "      --stall-timeout S  stop (exit 2) when the comparison makes no progress for S\n"
-        "                         seconds, as when a corrupt file makes HDF5 loop (default\n"
-        "                         600; 0: no limit); a crash inside HDF5 also exits 2\n"
-        "  -j, --jobs N           worker threads (default: one per core); results do not\n"
+        "                         (default ",
+        out);
+  put_size(out, PC_DEFAULT_MAX_MEMORY);
+  fprintf(out,
+          "; docs/robustness.md)\n"
+          "      --stall-timeout S  stop (exit 2) when the comparison makes no progress for S\n"
+          "                         seconds, as when a corrupt file makes HDF5 loop (default\n"
+          "                         %d; 0: no limit); a crash inside HDF5 also exits 2\n",
+          DEFAULT_STALL_S);
+  fputs("  -j, --jobs N           worker threads (default: one per core); results do not\n"
         "                         depend on N\n"
         "      --debug            show HDF5's own error stack on stderr\n"
         "  -V, --version          print the version and exit\n"
@@ -138,7 +165,7 @@ static int usage_error(const char *msg, const char *arg) {
     put_untrusted(arg);
   }
   fputs("\nTry 'paritycheck --help'.\n", stderr);
-  return EXIT_ERROR;
+  return PC_EUSAGE;
 }
 
 static bool parse_count(const char *s, size_t *out) {
@@ -234,7 +261,7 @@ static bool parse_output_option(int opt, const char *arg, outputs *o) {
 }
 
 /* Tolerance files are only collected here: load_tolerances() loads them after the profile,
- * wherever --profile stands. Returns -1 to go on, else the exit code. */
+ * wherever --profile stands. --help and --version set c->done. */
 static int parse_args(int argc, char **argv, cli *c) {
   int opt;
   opterr = 0;
@@ -262,15 +289,17 @@ static int parse_args(int argc, char **argv, cli *c) {
     } else if (opt == 'j' && (!parse_count(optarg, &c->jobs) || c->jobs > PC_MAX_JOBS)) {
       return usage_error("-j wants a whole number from 1 to 256", optarg);
     } else if (is_output_option(opt) && !parse_output_option(opt, optarg, &c->out)) {
-      return EXIT_ERROR;
+      return PC_EUSAGE;
     } else if (opt == OPT_DEBUG) {
       c->debug = true;
     } else if (opt == 'V') {
       printf("paritycheck %s\n", PARITYCHECK_VERSION);
-      return EXIT_PASS;
+      c->done = true;
+      return PC_OK;
     } else if (opt == 'h') {
       usage(stdout);
-      return EXIT_PASS;
+      c->done = true;
+      return PC_OK;
     } else if (opt == ':') {
       return usage_error("option needs a value", argv[optind - 1]);
     } else if (opt == '?') {
@@ -281,7 +310,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     return usage_error("expected two files, A (reference) and B (candidate)", NULL);
   c->path_a = argv[optind];
   c->path_b = argv[optind + 1];
-  return -1;
+  return PC_OK;
 }
 
 /* An error of the library: its message names files and datasets, and may quote them. */
@@ -289,7 +318,7 @@ static int fail(const pc_error *err) {
   fputs("paritycheck: ", stderr);
   put_untrusted(err->message);
   fputc('\n', stderr);
-  return EXIT_ERROR;
+  return err->code < 0 ? (int)err->code : PC_EIO;
 }
 
 /* The folder of the profiles: $PARITYCHECK_TOLERANCES, else the source tree's tolerances/
@@ -338,10 +367,10 @@ static int unknown_profile(const char *name, const char *dir) {
     put_untrusted(sorted[i]);
   }
   fputs(n ? ")\n" : " none)\n", stderr);
-  return EXIT_ERROR;
+  return PC_EUSAGE;
 }
 
-/* The profile's file, or the exit code of why there is none. */
+/* The profile's file loaded into tols. */
 static int load_profile(const char *name, pc_tolset *tols) {
   pc_error err;
   char path[4096];
@@ -355,18 +384,17 @@ static int load_profile(const char *name, pc_tolset *tols) {
     return unknown_profile(name, dir);
   if (f)
     fclose(f);
-  return pc_tolset_load_file(tols, path, &err) < 0 ? fail(&err) : -1;
+  return pc_tolset_load_file(tols, path, &err) < 0 ? fail(&err) : PC_OK;
 }
 
-/* The profile first, then the -t files in their order: a later layer wins. Returns -1 to go
- * on, else the exit code. */
+/* The profile first, then the -t files in their order: a later layer wins. */
 static int load_tolerances(const cli *c, pc_tolset *tols) {
   pc_error err;
-  int code = c->profile ? load_profile(c->profile, tols) : -1;
-  for (size_t i = 0; code < 0 && i < c->n_tol_files; i++)
+  int rc = c->profile ? load_profile(c->profile, tols) : PC_OK;
+  for (size_t i = 0; rc == PC_OK && i < c->n_tol_files; i++)
     if (pc_tolset_load_file(tols, c->tol_files[i], &err) < 0)
-      code = fail(&err);
-  return code;
+      rc = fail(&err);
+  return rc;
 }
 
 static bool is_stdout(const char *path) {
@@ -387,15 +415,15 @@ static int stdout_users(const cli *c) {
 
 /* An output file must be writable: an existing one itself, else its folder. Checked before the
  * data, so that a typo does not throw away a long comparison; the writers still report a file
- * that cannot be opened or written. Returns -1 to go on, else the exit code. */
+ * that cannot be opened or written. */
 static int check_output(const char *path) {
   if (!path || is_stdout(path))
-    return -1;
+    return PC_OK;
   const char *slash = strrchr(path, '/');
   char dir[4096];
   int n = slash && slash != path ? (int)(slash - path) : 1; /* the folder, "/" or "." */
   if ((size_t)n >= sizeof dir)
-    return -1; /* left to the writer, which names the path */
+    return PC_OK; /* left to the writer, which names the path */
   snprintf(dir, sizeof dir, "%.*s", n, slash ? path : ".");
   bool exists = access(path, F_OK) == 0;
   if (exists ? access(path, W_OK) < 0 : access(dir, W_OK | X_OK) < 0) {
@@ -403,49 +431,46 @@ static int check_output(const char *path) {
     fputs("paritycheck: ", stderr);
     put_untrusted(path);
     fprintf(stderr, ": cannot write %s: %s\n", exists ? "this file" : "a file there", strerror(e));
-    return EXIT_ERROR;
+    return PC_EIO;
   }
-  return -1;
+  return PC_OK;
 }
 
-/* The report options that can be judged before the data are read. Returns -1 to go on, else
- * the exit code. */
+/* The report options that can be judged before the data are read. */
 static int check_outputs(const cli *c) {
   const outputs *o = &c->out;
   const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
   if (stdout_users(c) > 1)
     return usage_error("only one report can go to standard output (\"-\")", NULL);
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-    if (check_output(files[i]) >= 0)
-      return EXIT_ERROR;
-  return -1;
+  int rc = PC_OK;
+  for (size_t i = 0; rc == PC_OK && i < sizeof files / sizeof files[0]; i++)
+    rc = check_output(files[i]);
+  return rc;
 }
 
 /* The --reference file must be readable: checked before A and B are compared, since R is read
- * only after that comparison; the library still reports a file that is not HDF5. Returns -1 to
- * go on, else the exit code. */
+ * only after that comparison; the library still reports a file that is not HDF5. */
 static int check_reference(const char *path) {
   FILE *f = path ? fopen(path, "rb") : NULL;
   if (!path)
-    return -1;
+    return PC_OK;
   if (!f) {
     int e = errno;
     fputs("paritycheck: ", stderr);
     put_untrusted(path);
     fprintf(stderr, ": cannot read the reference file: %s\n", strerror(e));
-    return EXIT_ERROR;
+    return PC_EIO;
   }
   fclose(f);
-  return -1;
+  return PC_OK;
 }
 
 /* The --baseline file, read before the data so that a wrong one fails at once rather than
- * after GiBs are compared; *base stays NULL without one. Returns -1 to go on, else the exit
- * code. */
+ * after GiBs are compared; *base stays NULL without one. */
 static int load_baseline(const cli *c, pc_baseline **base) {
   pc_error err;
   *base = NULL;
-  return c->out.baseline && pc_baseline_load(base, c->out.baseline, &err) < 0 ? fail(&err) : -1;
+  return c->out.baseline && pc_baseline_load(base, c->out.baseline, &err) < 0 ? fail(&err) : PC_OK;
 }
 
 /* The run judged against the baseline; *gate stays NULL without one. */
@@ -455,7 +480,7 @@ static int judge(const cli *c, const pc_baseline *base, const pc_run *run, pc_ga
   *gate = NULL;
   if (base && pc_gate_new(gate, base, c->out.baseline, run, factor, &err) < 0)
     return fail(&err);
-  return EXIT_PASS;
+  return PC_OK;
 }
 
 /* Every report from the one run. */
@@ -490,7 +515,7 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
     if (hold)
       pc_cli_hold_stop_signals(false);
   }
-  return rc < 0 ? fail(&err) : EXIT_PASS;
+  return rc < 0 ? fail(&err) : PC_OK;
 }
 
 /* The exit code of a run's or a gate's verdict. */
@@ -506,14 +531,13 @@ static int exit_code(pc_run_verdict v) {
   return EXIT_ERROR;
 }
 
-/* The exit code follows the gate when there is one. */
+/* Writes every report; the exit code follows the gate when there is one. */
 static int report(const cli *c, const pc_baseline *base, const pc_run *run) {
   pc_gate *gate = NULL;
-  int code = judge(c, base, run, &gate);
-  if (code == EXIT_PASS)
-    code = write_reports(c, run, gate);
-  if (code == EXIT_PASS)
-    code = exit_code(gate ? gate->verdict : run->verdict);
+  int rc = judge(c, base, run, &gate);
+  if (rc == PC_OK)
+    rc = write_reports(c, run, gate);
+  int code = rc < 0 ? EXIT_ERROR : exit_code(gate ? gate->verdict : run->verdict);
   pc_gate_free(gate);
   return code;
 }
@@ -585,20 +609,21 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.progress_user = &prog;
   pc_set_debug(c->debug);
   pc_baseline *base = NULL;
-  int code = check_outputs(c);
-  if (code < 0)
-    code = check_reference(c->reference);
-  if (code < 0)
-    code = load_baseline(c, &base);
-  if (code >= 0)
-    return code;
   pc_run *run = NULL;
-  int rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err);
-  if (rc == PC_OK && c->reference)
+  int rc = check_outputs(c);
+  if (rc == PC_OK)
+    rc = check_reference(c->reference);
+  if (rc == PC_OK)
+    rc = load_baseline(c, &base);
+  if (rc < 0)
+    return EXIT_ERROR;
+  if ((rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err)) == PC_OK && c->reference)
     rc = pc_compare_reference(run, c->reference, &opts, &err);
   if (prog.shown)
     fputs("\r\033[K", stderr); /* the report starts on a clean line */
-  code = rc < 0 ? fail(&err) : report(c, base, run);
+  if (rc < 0)
+    fail(&err);
+  int code = rc < 0 ? EXIT_ERROR : report(c, base, run);
   pc_run_free(run);
   pc_baseline_free(base);
   return code;
@@ -618,14 +643,15 @@ int main(int argc, char **argv) {
   /* A reader that goes away (paritycheck ... | head) is a write error on standard output,
    * exit 2 with a message, not a death by SIGPIPE that would read as a crash (issue 17). */
   signal(SIGPIPE, SIG_IGN);
-  int code;
+  int code = EXIT_ERROR;
   if (pc_tolset_load_builtin(tols, &err) < 0) {
     fputs("paritycheck: built-in tolerances: ", stderr);
     put_untrusted(err.message);
     fputc('\n', stderr);
-    code = EXIT_ERROR;
-  } else if ((code = parse_args(argc, argv, &c)) < 0 && (code = load_tolerances(&c, tols)) < 0) {
-    code = run_isolated(&c, tols);
+  } else if (parse_args(argc, argv, &c) == PC_OK) {
+    code = c.done                               ? EXIT_PASS
+           : load_tolerances(&c, tols) == PC_OK ? run_isolated(&c, tols)
+                                                : EXIT_ERROR;
   }
   pc_tolset_free(tols);
   free(c.tol_files);

@@ -366,6 +366,34 @@ def test_help_version():
           p.stdout)
 
 
+def _header_constant(header, name):
+    """The value of `#define NAME (...)` or `NAME = ...` in a public header, evaluated here, so that
+    the help is checked against the one definition rather than a copy."""
+    path = os.path.join(HERE, '..', '..', 'include', 'paritycheck', header)
+    with open(path) as fh:
+        text = fh.read()
+    m = re.search(r'#define %s (.+)|\b%s = ([^,}\n]+)' % (name, name), text)
+    expr = (m.group(1) or m.group(2)).strip()
+    expr = re.sub(r'\((size_t|uint64_t)\)', '', expr)
+    return eval(expr, {})  # the header's own integer or float expression
+
+
+def test_help_defaults():
+    """The defaults --help states are the library's (defined once, printed from there)."""
+    text = ' '.join(run(['--help']).stdout.split())
+    rows = _header_constant('report.h', 'PC_REPORT_MAX_ROWS')
+    block = _header_constant('compare.h', 'PC_DEFAULT_BLOCK_ELEMS')
+    memory = _header_constant('compare.h', 'PC_DEFAULT_MAX_MEMORY')
+    factor = _header_constant('baseline.h', 'PC_BASELINE_FACTOR_DEFAULT')
+    check('--help: max rows default', 'rest are only counted (default %d)' % rows in text, text)
+    check('--help: block default', 'read block (default %d)' % block in text, text)
+    check('--help: baseline factor default', '>= 1 (default %g)' % factor in text, text)
+    unit = next(u for k, u in ((3, 'T'), (2, 'G'), (1, 'M'), (0, 'K'))
+                if memory % 1024 ** (k + 1) == 0)
+    shown = '%d%s' % (memory // 1024 ** ('KMGT'.index(unit) + 1), unit)
+    check('--help: max memory default', '(default %s;' % shown in text, (shown, text))
+
+
 def test_lzf():
     a, b = pair_paths('layouts')
     p = run(['-t', STRICT, a, b])
@@ -843,6 +871,7 @@ TESTS = [
     test_bad_files,
     test_usage_errors,
     test_help_version,
+    test_help_defaults,
     test_lzf,
     test_text_order,
     test_quiet,

@@ -17,13 +17,6 @@
 #include <string.h>   /* strcmp */
 #include <unistd.h>   /* sysconf */
 
-/* Large enough to amortise one HDF5 read, small enough that buffers stay a few MiB. */
-enum { PC_DEFAULT_BLOCK_ELEMS = 1 << 18 };
-
-/* What one dataset may need at once when pc_options.max_memory is 0 (docs/robustness.md): far
- * above the chunks that dumpers write, far below the 4 GiB chunk a hostile file can declare. */
-static const uint64_t PC_DEFAULT_MAX_MEMORY = (uint64_t)1 << 30;
-
 static const char *const pc_verdict_names[PC_VERDICT_COUNT_] = {
     "pass",           "drift",          "missing_in_a", "missing_in_b",
     "shape_mismatch", "dtype_mismatch", "skipped",      "error"};
