@@ -36,9 +36,9 @@ static bool pc_tol_passes(const pc_tol *t, const pc_elem *e, double abs_a) {
     return true;
   if (e->nan_mis || e->inf_mis)
     return false;
-  return ((t->set & PC_TOL_ATOL) && e->abs <= t->atol) ||
-         ((t->set & PC_TOL_RTOL) && e->abs <= t->rtol * abs_a) ||
-         ((t->set & PC_TOL_MAX_ULP) && e->ulp <= t->max_ulp);
+  double atol = (t->set & PC_TOL_ATOL) ? t->atol : -1, rtol = (t->set & PC_TOL_RTOL) ? t->rtol : -1;
+  bool ulp_ok = (t->set & PC_TOL_MAX_ULP) && e->ulp <= t->max_ulp;
+  return PC_ELEMENT_PASSES(false, e->abs, abs_a, atol, rtol, ulp_ok);
 }
 
 /* True when the candidate should replace the current worst element: non-finite mismatches
@@ -216,7 +216,7 @@ static inline __attribute__((always_inline)) void pc_acc_pair(pc_acc *c, uint64_
   double d = y - x, abs = fabs(d), abs_a = fabs(x);
   double rel = abs_a != 0 ? abs / abs_a : abs == 0 ? 0 : INFINITY;
   bool pass =
-      (x == y) | (abs <= c->atol) | (abs <= c->rtol * abs_a) | (c->use_ulp & (ulp <= c->tol_ulp));
+      PC_ELEMENT_PASSES(x == y, abs, abs_a, c->atol, c->rtol, c->use_ulp & (ulp <= c->tol_ulp));
   c->count++;
   c->mism += !pass;
   c->max_abs = abs > c->max_abs ? abs : c->max_abs;

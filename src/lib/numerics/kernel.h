@@ -11,6 +11,16 @@
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* int64_t, uint64_t */
 
+/* The element test (docs/metrics.md, "Tolerance"), the one definition every kernel build uses
+ * (the scalar fold, the float32 lane fold and its vector build): a pair passes when it is
+ * equal, or |b - a| <= atol, or |b - a| <= rtol |a|, or ulp_ok (its ULP distance within
+ * max_ulp, when that is set). An unset atol or rtol is -1, which no abs >= 0 meets. Written with
+ * | rather than || so that scalar loops stay branch-free and vectors get lane masks; the
+ * operands may be scalars or GCC vectors. Non-finite pairs are the caller's (they never pass
+ * unless equal). */
+#define PC_ELEMENT_PASSES(equal, abs, abs_a, atol, rtol, ulp_ok)                                   \
+  ((equal) | ((abs) <= (atol)) | ((abs) <= (rtol) * (abs_a)) | (ulp_ok))
+
 enum { PC_HIST_ABS = 0, PC_HIST_REL = 1, PC_HIST_ULP = 2, PC_NHISTS = 3 };
 
 typedef struct pc_kernel_args {

@@ -249,7 +249,7 @@ pc_vstep(pc_vacc *c, const pc_vset *s, bool half, bool bf16, bool inexact, const
   /* abs / |a|; 0 when abs is 0 (0 / 0 included); abs / 0 is +inf as pc_acc_pair has it. */
   vl zero = ab == 0;
   vd rel = (vd)((vl)(ab / aa) & ~zero);
-  vl pass = (x == y) | (ab <= s->atol) | (ab <= s->rtol * aa) | ((vl)ulp <= s->tol_ulp);
+  vl pass = PC_ELEMENT_PASSES(x == y, ab, aa, s->atol, s->rtol, (vl)ulp <= s->tol_ulp);
   c->mism[h] += (vq)(pass + 1); /* 1 where it fails */
   c->cmax_abs[h] = pc_vmax(c->cmax_abs[h], ab);
   c->cmax_mis[h] = pc_vmax(c->cmax_mis[h], (vd)((vl)ab & ~pass));
@@ -313,8 +313,8 @@ static pc_pair pc_pair_at(const pc_f32_state *st, const unsigned char *a, const 
 }
 
 static bool pc_pair_passes(const pc_f32_state *st, const pc_pair *p) {
-  return p->x == p->y || p->abs <= st->atol || p->abs <= st->rtol * p->abs_a ||
-         (int64_t)p->ulp <= st->tol_ulp;
+  return PC_ELEMENT_PASSES(p->x == p->y, p->abs, p->abs_a, st->atol, st->rtol,
+                           (int64_t)p->ulp <= st->tol_ulp);
 }
 
 /* Make pair p at index i (a new worst of class cls) the vector part's worst. */
