@@ -104,6 +104,9 @@ static void pc_h5_close(pc_file *f) {
     return;
   if (h->fid >= 0)
     H5Fclose(h->fid);
+  for (size_t i = 0; i < h->store_cap; i++)
+    free(h->store[i].chunk);
+  free(h->store);
   free(h->visited.slot);
   free(h);
   f->impl = NULL;
@@ -111,8 +114,10 @@ static void pc_h5_close(pc_file *f) {
 
 /* --- block reads ------------------------------------------------------------------------ */
 
-/* A pc_reader's HDF5 state (r->impl). */
+/* A pc_reader's HDF5 state (r->impl). The dataset is opened on the first read: a direct
+ * reader's blocks are read by pread from its spans, and never need it. */
 typedef struct pc_h5_dataset {
+  const pc_h5_store *store;
   hid_t dset, fspace, memtype;
 } pc_h5_dataset;
 
@@ -132,19 +137,33 @@ static hid_t pc_h5_open_dset(const pc_file *f, const pc_dataset *ds) {
   return dset;
 }
 
-static int pc_h5_open_dataset(pc_reader *r, pc_error *err) {
+/* Opens the dataset for H5Dread, once. */
+static int pc_h5_ready(pc_reader *r, pc_h5_dataset *h, pc_error *err) {
   char h5err[256];
-  pc_h5_dataset *h = malloc(sizeof *h);
-  if (!h)
-    return pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", r->f->path, r->ds->path);
-  r->impl = h;
-  h->dset = pc_h5_open_dset(r->f, r->ds);
-  h->fspace = h->dset < 0 ? -1 : H5Dget_space(h->dset);
-  h->memtype = h->dset < 0 ? -1 : H5Dget_type(h->dset);
+  if (h->memtype >= 0)
+    return PC_OK;
+  if (h->dset < 0)
+    h->dset = pc_h5_open_dset(r->f, r->ds);
+  if (h->dset >= 0 && h->fspace < 0)
+    h->fspace = H5Dget_space(h->dset);
+  if (h->dset >= 0)
+    h->memtype = H5Dget_type(h->dset);
   if (h->memtype < 0 || h->fspace < 0)
     return pc_error_set(err, PC_EDATA, "%s: %s: %s", r->f->path, r->ds->path,
                         pc_h5_error(h5err, sizeof h5err));
   return PC_OK;
+}
+
+static int pc_h5_open_dataset(pc_reader *r, pc_error *err) {
+  pc_h5_dataset *h = malloc(sizeof *h);
+  if (!h)
+    return pc_error_set(err, PC_ENOMEM, "%s: %s: out of memory", r->f->path, r->ds->path);
+  r->impl = h;
+  const pc_h5 *fh = pc_h5_of(r->f);
+  size_t i = (size_t)(r->ds - r->f->ds); /* the walk noted what it could, by index */
+  h->store = i < fh->store_cap ? &fh->store[i] : NULL;
+  h->dset = h->fspace = h->memtype = -1;
+  return h->store && h->store->direct ? PC_OK : pc_h5_ready(r, h, err);
 }
 
 static void pc_h5_close_dataset(pc_reader *r) {
@@ -163,42 +182,14 @@ static void pc_h5_close_dataset(pc_reader *r) {
 
 static uint64_t pc_h5_chunk_extent(const pc_reader *r, int k) {
   const pc_h5_dataset *h = r->impl;
-  hsize_t cdims[H5S_MAX_RANK];
-  hid_t dcpl = H5Dget_create_plist(h->dset);
-  uint64_t c = 0;
-  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED &&
-      H5Pget_chunk(dcpl, r->ds->rank, cdims) == r->ds->rank)
-    c = cdims[k];
-  if (dcpl >= 0)
-    H5Pclose(dcpl);
-  return c;
+  return h->store && h->store->chunk ? h->store->chunk[k] : 0;
 }
 
-/* Contiguous storage without filters or external files, all of it written, lying inside the
- * file and the end HDF5 recorded (where HDF5 itself stops reading), in the very file HDF5
- * opened: then a block's stored bytes are the file's bytes from offset + first element *
- * elem_size, the very bytes H5Dread copies (the memory type is the file type: no conversion). */
 static bool pc_h5_direct(const pc_reader *r, uint64_t *offset) {
-  const pc_dataset *d = r->ds;
-  const pc_h5 *fh = pc_h5_of(r->f);
   const pc_h5_dataset *h = r->impl;
-  *offset = 0;
-  if (d->all_fill || d->count == 0 || !fh->same_fd || d->count > UINT64_MAX / d->elem_size)
-    return false;
-  uint64_t bytes = d->count * d->elem_size;
-  hid_t dcpl = H5Dget_create_plist(h->dset);
-  bool ok = dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl) == 0 &&
-            H5Pget_external_count(dcpl) == 0;
-  if (dcpl >= 0)
-    H5Pclose(dcpl);
-  haddr_t at = ok ? H5Dget_offset(h->dset) : HADDR_UNDEF;
-  uint64_t end = fh->eoa < r->f->size ? fh->eoa : r->f->size;
-  ok = ok && at != HADDR_UNDEF && H5Dget_storage_size(h->dset) == bytes && at <= end &&
-       bytes <= end - at;
-  H5Eclear2(H5E_DEFAULT);
-  if (ok)
-    *offset = (uint64_t)at;
-  return ok;
+  bool direct = h->store && h->store->direct;
+  *offset = direct ? h->store->offset : 0;
+  return direct;
 }
 
 /* Selects block b in the file space. */
@@ -217,7 +208,10 @@ static void pc_h5_select(const pc_h5_dataset *h, const pc_block *b, int rank) {
 
 static int pc_h5_read(pc_reader *r, const pc_block *b, void *raw, pc_error *err) {
   char h5err[256];
-  const pc_h5_dataset *h = r->impl;
+  pc_h5_dataset *h = r->impl;
+  int rc = pc_h5_ready(r, h, err);
+  if (rc < 0)
+    return rc;
   pc_h5_select(h, b, r->ds->rank);
   hsize_t mdims[1] = {b->n};
   hid_t mspace = H5Screate_simple(1, mdims, NULL);

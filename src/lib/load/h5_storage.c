@@ -261,19 +261,77 @@ static const char *pc_extent_problem(const pc_file *f, pc_dataset *d, hid_t dset
   return why;
 }
 
-const char *pc_h5_storage_problem(pc_file *f, pc_dataset *d, hid_t dset, hid_t type, char *why,
-                                  size_t size) {
+pc_h5_store *pc_h5_store_of(pc_file *f, const pc_dataset *d) {
+  pc_h5 *h = pc_h5_of(f);
+  size_t i = (size_t)(d - f->ds);
+  if (i >= h->store_cap) {
+    size_t cap = h->store_cap ? 2 * h->store_cap : 64;
+    while (cap <= i)
+      cap *= 2;
+    pc_h5_store *s = realloc(h->store, cap * sizeof *s);
+    if (!s)
+      return NULL;
+    memset(s + h->store_cap, 0, (cap - h->store_cap) * sizeof *s);
+    h->store = s;
+    h->store_cap = cap;
+  }
+  return &h->store[i];
+}
+
+/* Contiguous storage without filters or external files, all of it written, lying inside the
+ * file and the end HDF5 recorded (where HDF5 itself stops reading), in the very file HDF5
+ * opened: then a block's stored bytes are the file's bytes from offset + first element *
+ * elem_size, the very bytes H5Dread copies (the memory type is the file type: no conversion). */
+static bool pc_h5_is_direct(const pc_file *f, const pc_dataset *d, hid_t dset, hid_t dcpl,
+                            uint64_t *offset) {
+  const pc_h5 *h = pc_h5_of(f);
+  if (d->all_fill || d->count == 0 || !h->same_fd || d->count > UINT64_MAX / d->elem_size ||
+      H5Pget_layout(dcpl) != H5D_CONTIGUOUS || H5Pget_nfilters(dcpl) != 0 ||
+      H5Pget_external_count(dcpl) != 0)
+    return false;
+  uint64_t bytes = d->count * d->elem_size;
+  haddr_t at = H5Dget_offset(dset);
+  uint64_t end = h->eoa < f->size ? h->eoa : f->size;
+  bool ok =
+      at != HADDR_UNDEF && H5Dget_storage_size(dset) == bytes && at <= end && bytes <= end - at;
+  *offset = ok ? (uint64_t)at : 0;
+  return ok;
+}
+
+/* Notes how d is stored (pc_h5_store), from its creation properties. PC_ENOMEM. */
+static int pc_h5_note_storage(pc_file *f, const pc_dataset *d, hid_t dset, hid_t dcpl) {
+  hsize_t c[H5S_MAX_RANK];
+  pc_h5_store *s = pc_h5_store_of(f, d);
+  if (!s)
+    return PC_ENOMEM;
+  s->direct = pc_h5_is_direct(f, d, dset, dcpl, &s->offset);
+  if (d->rank == 0 || H5Pget_layout(dcpl) != H5D_CHUNKED ||
+      H5Pget_chunk(dcpl, d->rank, c) != d->rank)
+    return PC_OK;
+  s->chunk = malloc((size_t)d->rank * sizeof *s->chunk);
+  if (!s->chunk)
+    return PC_ENOMEM;
+  for (int i = 0; i < d->rank; i++)
+    s->chunk[i] = c[i];
+  return PC_OK;
+}
+
+int pc_h5_describe_storage(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
+  char why[PC_ERROR_MESSAGE_MAX];
   hid_t dcpl = H5Dget_create_plist(dset);
-  if (dcpl < 0)
-    return "cannot read its creation properties";
-  const char *problem = pc_layout_problem(dcpl, why, size);
+  if (dcpl < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return pc_dataset_set_error(f, d, "cannot read its creation properties");
+  }
+  const char *problem = pc_layout_problem(dcpl, why, sizeof why);
   if (!problem)
-    problem = pc_filter_problem(d, dcpl, why, size);
+    problem = pc_filter_problem(d, dcpl, why, sizeof why);
   if (!problem)
     problem = pc_fill_problem(f, d, dset, dcpl, type);
   if (!problem)
-    problem = pc_extent_problem(f, d, dset, dcpl, why, size);
+    problem = pc_extent_problem(f, d, dset, dcpl, why, sizeof why);
+  int rc = problem ? pc_dataset_set_error(f, d, problem) : pc_h5_note_storage(f, d, dset, dcpl);
   H5Pclose(dcpl);
   H5Eclear2(H5E_DEFAULT);
-  return problem;
+  return rc;
 }

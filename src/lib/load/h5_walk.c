@@ -251,23 +251,20 @@ static int pc_read_shape(pc_dataset *d, hid_t dset, bool *overflow) {
 
 /* Numeric datasets only: the checks that decide whether it can be read, and how. */
 static int pc_describe_numeric(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
-  char why[PC_ERROR_MESSAGE_MAX];
   pc_logical_dtype(d, dset);
   pc_reduction_attrs(d, dset);
-  const char *problem = pc_h5_storage_problem(f, d, dset, type, why, sizeof why);
-  return problem ? pc_dataset_set_error(f, d, problem) : PC_OK;
+  return pc_h5_describe_storage(f, d, dset, type);
 }
 
-static int pc_describe_dataset(pc_file *f, hid_t loc, const char *name, const char *path,
-                               pc_error *err) {
+/* dset: the dataset, open (the caller closes it). */
+static int pc_describe_dataset(pc_file *f, hid_t dset, const char *path, pc_error *err) {
   pc_dataset *d = NULL;
   int rc = pc_file_add(f, &d, path, err);
   if (rc < 0)
     return rc;
   char h5err[256];
   bool overflow = false;
-  hid_t dset = H5Dopen2(loc, name, H5P_DEFAULT);
-  hid_t type = dset < 0 ? -1 : H5Dget_type(dset);
+  hid_t type = H5Dget_type(dset);
   if (type < 0 || pc_read_shape(d, dset, &overflow) < 0)
     rc = pc_dataset_set_error(f, d, pc_h5_error(h5err, sizeof h5err));
   else if (overflow)
@@ -276,8 +273,6 @@ static int pc_describe_dataset(pc_file *f, hid_t loc, const char *name, const ch
     rc = pc_describe_numeric(f, d, dset, type);
   if (type >= 0)
     H5Tclose(type);
-  if (dset >= 0)
-    H5Dclose(dset);
   if (rc < 0)
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
   return PC_OK;
@@ -378,7 +373,7 @@ static int pc_visit_object(pc_walk *w, hid_t gid, const char *name, const char *
   if (t == H5I_GROUP)
     rc = pc_visit_group(w, obj, path);
   else if (t == H5I_DATASET)
-    rc = pc_describe_dataset(w->f, gid, name, path, w->err);
+    rc = pc_describe_dataset(w->f, obj, path, w->err);
   H5Oclose(obj);
   return rc;
 }

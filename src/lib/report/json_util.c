@@ -7,6 +7,7 @@
 #include <stdbool.h> /* bool */
 #include <stdio.h>   /* fputc */
 #include <stdlib.h>  /* free */
+#include <string.h>  /* strchr */
 
 /* jansson 2.8 and later dump keys in insertion order anyway; the flag asks for it on older ones. */
 enum { PC_JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
@@ -43,6 +44,26 @@ json_t *pc_json_finish(json_t *o, int rc) {
     return o;
   json_decref(o);
   return NULL;
+}
+
+char *pc_json_dumps(const json_t *j) {
+  return json_dumps(j, PC_JSON_FLAGS);
+}
+
+int pc_json_put_nested(FILE *f, const json_t *j, int indent) {
+  char *text = pc_json_dumps(j);
+  if (!text)
+    return PC_ENOMEM;
+  for (const char *p = text, *nl; *p; p = nl + 1) {
+    nl = strchr(p, '\n');
+    if (!nl) {
+      fputs(p, f);
+      break;
+    }
+    fprintf(f, "%.*s\n%*s", (int)(nl - p), p, indent, "");
+  }
+  free(text);
+  return PC_OK;
 }
 
 int pc_json_write(const json_t *root, const char *path, const char *what, pc_error *err) {

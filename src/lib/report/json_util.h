@@ -8,6 +8,7 @@
 #include <paritycheck/error.h>
 
 #include <stdint.h> /* uint64_t */
+#include <stdio.h>  /* FILE */
 
 /** A double; +inf, -inf and NaN, which JSON lacks, as the strings "inf", "-inf", "nan". */
 json_t *pc_json_real(double x);
@@ -27,5 +28,12 @@ json_t *pc_json_finish(json_t *o, int rc);
  * significant digits (they round-trip), and a final newline. PC_EIO names the file and `what`
  * ("the JSON report", "the baseline"). */
 int pc_json_write(const json_t *root, const char *path, const char *what, pc_error *err);
+
+/** j as pc_json_write writes it (a string to free()), or NULL when out of memory. */
+char *pc_json_dumps(const json_t *j);
+
+/** Write j to f as pc_json_write would write it nested `indent` spaces deep: every line after
+ * the first indented by that much more. PC_ENOMEM; write errors stay in f. */
+int pc_json_put_nested(FILE *f, const json_t *j, int indent);
 
 #endif

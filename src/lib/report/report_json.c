@@ -11,7 +11,9 @@
 
 #include <math.h> /* sqrt */
 
-#include <stdio.h> /* snprintf */
+#include <stdio.h>  /* snprintf, fputs */
+#include <stdlib.h> /* free */
+#include <string.h> /* strstr */
 
 static json_t *dtype_json(pc_dtype dt, bool is_complex) {
   char buf[40];
@@ -312,12 +314,21 @@ static json_t *summary_json(const pc_run *run) {
   return pc_json_finish(o, rc);
 }
 
-static json_t *tensors_json(const pc_run *run, const pc_gate *gate) {
-  json_t *a = json_array();
-  int rc = 0;
-  for (size_t i = 0; i < run->ntensors; i++)
-    rc |= json_array_append_new(a, tensor_json(run, i, gate ? &gate->tensors[i] : NULL));
-  return pc_json_finish(a, rc);
+/* The tensors array, written one tensor at a time, each built, written and freed before the
+ * next: the report of a run of 200,000 tensors never exists as one tree. The bytes are those
+ * jansson writes for the whole array at that depth (two spaces a level). */
+static int put_tensors(FILE *f, const pc_run *run, const pc_gate *gate) {
+  int rc = PC_OK;
+  fputs(run->ntensors ? "[" : "[]", f);
+  for (size_t i = 0; rc == PC_OK && i < run->ntensors; i++) {
+    json_t *t = tensor_json(run, i, gate ? &gate->tensors[i] : NULL);
+    fputs(i ? ",\n    " : "\n    ", f);
+    rc = t ? pc_json_put_nested(f, t, 4) : PC_ENOMEM;
+    json_decref(t);
+  }
+  if (run->ntensors)
+    fputs("\n  ]", f);
+  return rc;
 }
 
 static json_t *gate_json(const pc_gate *gate) {
@@ -343,7 +354,7 @@ static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   rc |= json_object_set_new(o, "profile", pc_json_string(pc_report_profile(opts)));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
   rc |= json_object_set_new(o, "first_divergence", first_divergence_json(run));
-  rc |= json_object_set_new(o, "tensors", tensors_json(run, gate));
+  rc |= json_object_set_new(o, "tensors", json_array()); /* put_tensors fills it in */
   rc |= json_object_set_new(o, "summary", summary_json(run));
   if (gate)
     rc |= json_object_set_new(o, "baseline", gate_json(gate));
@@ -356,9 +367,25 @@ int pc_report_json(const char *path, const pc_run *run, const pc_report_options 
   if (rc < 0 || !path)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_json: a path is required");
   json_t *root = run_json(run, opts);
-  if (!root)
-    return pc_error_set(err, PC_ENOMEM, "out of memory building the JSON report");
-  rc = pc_json_write(root, path, "the JSON report", err);
+  char *text = root ? pc_json_dumps(root) : NULL;
   json_decref(root);
+  /* The run without its tensors, split where the empty array stands: a top-level key, so the
+   * only place this text can occur (a newline inside a string is written "\n"). */
+  static const char marker[] = "\n  \"tensors\": []";
+  char *at = text ? strstr(text, marker) : NULL;
+  pc_report_file f;
+  if (!at)
+    rc = pc_error_set(err, PC_ENOMEM, "out of memory building the JSON report");
+  else if ((rc = pc_report_open(&f, path, err)) == PC_OK) {
+    size_t head = (size_t)(at - text) + sizeof marker - 3; /* up to the array */
+    fwrite(text, 1, head, f.f);
+    bool oom = put_tensors(f.f, run, opts ? opts->gate : NULL) < 0;
+    f.failed = f.failed || oom; /* no partial report stays behind */
+    fprintf(f.f, "%s\n", at + sizeof marker - 1);
+    rc = pc_report_close(&f, "the JSON report", err);
+    if (oom)
+      rc = pc_error_set(err, PC_ENOMEM, "out of memory building the JSON report");
+  }
+  free(text);
   return rc;
 }
