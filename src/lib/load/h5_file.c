@@ -83,17 +83,43 @@ static void pc_h5_read_eoa(pc_file *f, pc_h5 *h) {
   H5Eclear2(H5E_DEFAULT);
 }
 
+/* The metadata cache holds the object headers read so far, and its size counts their bytes on
+ * disk, while their decoded messages take several times that: at its default (up to 32 MiB)
+ * a run over 20,000 datasets peaked 28 MiB higher. The walk reads each header once, so a small
+ * cache is as fast. */
+enum { PC_H5_MDC_BYTES = 1 << 20 };
+
+static hid_t pc_h5_fapl(void) {
+  H5AC_cache_config_t c;
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  c.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+  if (fapl < 0 || H5Pget_mdc_config(fapl, &c) < 0)
+    return fapl;
+  c.set_initial_size = true;
+  c.initial_size = c.min_size = c.max_size = PC_H5_MDC_BYTES;
+  c.incr_mode = H5C_incr__off;
+  c.flash_incr_mode = H5C_flash_incr__off;
+  c.decr_mode = H5C_decr__off;
+  H5Pset_mdc_config(fapl, &c);
+  H5Eclear2(H5E_DEFAULT);
+  return fapl;
+}
+
 static int pc_h5_open(pc_file *f, pc_error *err) {
   char h5err[256];
   pc_h5_quiet();
   pc_h5 *h = calloc(1, sizeof *h);
   if (!h)
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
-  h->fid = H5Fopen(f->path, H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t fapl = pc_h5_fapl();
+  h->fid = H5Fopen(f->path, H5F_ACC_RDONLY, fapl >= 0 ? fapl : H5P_DEFAULT);
   f->impl = h;
+  if (h->fid < 0) /* HDF5's message first: H5Pclose clears the error stack */
+    pc_error_set(err, PC_EIO, "%s: cannot open: %s", f->path, pc_h5_error(h5err, sizeof h5err));
+  if (fapl >= 0)
+    H5Pclose(fapl);
   if (h->fid < 0)
-    return pc_error_set(err, PC_EIO, "%s: cannot open: %s", f->path,
-                        pc_h5_error(h5err, sizeof h5err));
+    return PC_EIO;
   pc_h5_read_eoa(f, h);
   return pc_h5_walk(f, err);
 }
