@@ -40,13 +40,13 @@ enum { DEFAULT_STALL_S = 600 };
 
 /* A byte count as the help shows it: 1G rather than 1073741824. */
 static void put_size(FILE *out, uint64_t bytes) {
-  static const char units[] = "KMGT";
+  static const char *const units[] = {"", "K", "M", "G", "T"};
   int k = 0;
   while (k < 4 && bytes && bytes % 1024 == 0) {
     bytes /= 1024;
     k++;
   }
-  fprintf(out, "%llu%.*s", (unsigned long long)bytes, k ? 1 : 0, k ? &units[k - 1] : "");
+  fprintf(out, "%llu%s", (unsigned long long)bytes, units[k]);
 }
 
 /* Options of the report files, sorting and the baseline gate. */
