@@ -3,7 +3,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
-      libhdf5-dev hdf5-tools libgsl-dev libcmocka-dev libyaml-dev libjansson-dev
+      libhdf5-dev hdf5-tools libgsl-dev libcmocka-dev libyaml-dev libjansson-dev libzip-dev
       python3-h5py python3-numpy
       libxml2-utils chromium python3-pil # report tests: xmllint, headless Chromium, PNG decoding
       python3-torch python3-yaml  # the dumper test (torch on the CPU); tests/tolerance_model.py's YAML

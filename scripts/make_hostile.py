@@ -131,14 +131,14 @@ def make_not_hdf5(good):
     os.symlink(loop, loop)
     inputs = [
         ('empty', path('empty.bin'), 'empty file'),
-        ('text', path('text.txt'), 'not an HDF5 file'),
-        ('zip', path('archive.zip'), 'not an HDF5 file'),
+        ('text', path('text.txt'), 'not a tensor dump'),
+        ('zip', path('archive.zip'), 'not a tensor dump'),
         ('signature_only', path('signature_only.h5'), 'cannot open'),
         ('signature_then_noise', path('signature_then_noise.h5'), 'cannot open'),
         ('directory', path('a_directory'), 'is a directory'),
         ('dev_null', '/dev/null', 'not a regular file'),
         ('fifo', fifo, 'not a regular file'),
-        ('sparse_4g', path('sparse_4g.bin'), 'not an HDF5 file'),
+        ('sparse_4g', path('sparse_4g.bin'), 'not a tensor dump'),
         ('symlink_loop', loop, 'Too many levels of symbolic links'),
         ('missing', path('does_not_exist.h5'), 'No such file or directory'),
     ]
@@ -182,7 +182,7 @@ def make_truncated():
                 fh.write(data[:cut])
             why = [p]
             if cut < SIGNATURE_BYTES:
-                why.append('not an HDF5 file')
+                why.append('not a tensor dump')
             elif cut >= SUPERBLOCK_BYTES[libver]:
                 why.append('truncated')
             case('truncated/%s/%d' % (libver, cut), 'truncated', [p, base], [2], stderr=why,

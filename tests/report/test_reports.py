@@ -1037,7 +1037,8 @@ def test_hostile_names():
     with open(tol, 'w') as fh:
         fh.write('version: 1\n"k\\e[31m\\nPASS: all good\\u202e\\\\\\x9b\\u2066": 1\n')
     for label, args, want in (
-            ('a path', [evil, b], 'evil\\x1b]0;pwned\\x07\\nPASS.h5: not an HDF5 file\n'),
+            ('a path', [evil, b], 'evil\\x1b]0;pwned\\x07\\nPASS.h5: not a tensor dump '
+             '(HDF5, safetensors, npy or npz)\n'),
             ('tolerance-file text', ['-t', tol, a, b],
              "hostile.yaml:2:1: unknown key 'k\\x1b[31m\\nPASS: all good\\u202e\\\\\\u009b"
              "\\u2066' in the top level"),

@@ -507,7 +507,7 @@ static void test_bad_files(void **state) {
   assert_int_equal(pc_file_open(&f, text, &err), PC_EIO);
   assert_null(f);
   assert_non_null(strstr(err.message, text));
-  assert_non_null(strstr(err.message, "not an HDF5 file"));
+  assert_non_null(strstr(err.message, "not a tensor dump (HDF5, safetensors, npy or npz)"));
   const char *missing = tmp_path("missing.h5");
   assert_int_equal(pc_file_open(&f, missing, &err), PC_EIO);
   assert_non_null(strstr(err.message, "No such file"));

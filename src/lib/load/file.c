@@ -10,8 +10,10 @@
 #include <string.h> /* strcmp, strerror */
 #include <unistd.h> /* close */
 
-/* Tried in this order; the first whose sniff says yes opens the file. */
-static const pc_format *const pc_formats[] = {&pc_format_hdf5};
+/* Tried in this order; the first whose sniff says yes opens the file. safetensors has no magic
+ * number, so its sniff, the weakest, comes last. */
+static const pc_format *const pc_formats[] = {&pc_format_hdf5, &pc_format_npy, &pc_format_npz,
+                                              &pc_format_safetensors};
 
 int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
   if (f->n == f->cap) {
@@ -71,7 +73,7 @@ static int pc_check_regular(const char *path, struct stat *st, pc_error *err) {
   if (!S_ISREG(st->st_mode))
     return pc_error_set(err, PC_EIO, "%s: not a regular file", path);
   if (st->st_size == 0)
-    return pc_error_set(err, PC_EIO, "%s: empty file (not HDF5)", path);
+    return pc_error_set(err, PC_EIO, "%s: empty file (not a tensor dump)", path);
   return PC_OK;
 }
 
@@ -89,6 +91,8 @@ static int pc_open_fd(pc_file *f, const struct stat *checked, pc_error *err) {
   return PC_OK;
 }
 
+/* Sorts the datasets by path for pc_file_find; two of one path (names that a format maps to one
+ * path, e.g. safetensors "x" and "/x") would make a comparison ambiguous: PC_EIO. */
 static int pc_file_sort(pc_file *f, pc_error *err) {
   f->sorted = malloc((f->n ? f->n : 1) * sizeof *f->sorted);
   if (!f->sorted)
@@ -96,6 +100,10 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
   for (size_t i = 0; i < f->n; i++)
     f->sorted[i] = &f->ds[i];
   qsort(f->sorted, f->n, sizeof *f->sorted, pc_by_path);
+  for (size_t i = 1; i < f->n; i++)
+    if (strcmp(f->sorted[i - 1]->path, f->sorted[i]->path) == 0)
+      return pc_error_set(err, PC_EIO, "%s: two tensors have the path %s", f->path,
+                          f->sorted[i]->path);
   return PC_OK;
 }
 
@@ -123,7 +131,7 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
     goto fail;
   f->format = pc_sniff(f);
   if (!f->format) {
-    rc = pc_error_set(err, PC_EIO, "%s: not an HDF5 file", path);
+    rc = pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)", path);
     goto fail;
   }
   if ((rc = f->format->open(f, err)) < 0 || (rc = pc_file_sort(f, err)) < 0)

@@ -68,6 +68,9 @@ typedef struct pc_format {
 } pc_format;
 
 extern const pc_format pc_format_hdf5;
+extern const pc_format pc_format_npy;
+extern const pc_format pc_format_npz;
+extern const pc_format pc_format_safetensors;
 
 /** Appends a dataset at `path` (PC_KIND_FLOAT, exec_index -1, the rest zero) to f. */
 int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err);

@@ -1,0 +1,253 @@
+/* The safetensors format behind the reader interface (format.h, flat.h): an 8-byte little-endian
+ * header length N, N bytes of JSON (parsed with jansson), then the data buffer. Each tensor is
+ * one little-endian, row-major run of the buffer, read with pread (direct). Tensor NAME is the
+ * dataset "/NAME" ("/" + name; a name that starts with "/" is kept as it is), so that the
+ * dumper's HDF5 paths and safetensors names of the same tensors compare (docs/formats.md). */
+#include "flat.h"
+#include "pc_internal.h"
+
+#include <inttypes.h> /* PRIu64 */
+#include <jansson.h>
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* malloc, free, qsort */
+#include <string.h> /* strcmp */
+#include <unistd.h> /* pread */
+
+/* The reference implementation refuses a larger header; so do we, before allocating it. */
+enum { PC_ST_HEADER_MAX = 100000000 };
+
+typedef struct pc_st_dtype {
+  const char *name;
+  pc_dtype dt;
+} pc_st_dtype;
+
+static const pc_st_dtype pc_st_dtypes[] = {
+    {"F64", PC_DTYPE_FLOAT64},
+    {"F32", PC_DTYPE_FLOAT32},
+    {"F16", PC_DTYPE_FLOAT16},
+    {"BF16", PC_DTYPE_BFLOAT16},
+    {"F8_E4M3", PC_DTYPE_FLOAT8_E4M3FN},
+    {"F8_E5M2", PC_DTYPE_FLOAT8_E5M2},
+    {"I8", PC_DTYPE_INT8},
+    {"I16", PC_DTYPE_INT16},
+    {"I32", PC_DTYPE_INT32},
+    {"I64", PC_DTYPE_INT64},
+    {"U8", PC_DTYPE_UINT8},
+    {"U16", PC_DTYPE_UINT16},
+    {"U32", PC_DTYPE_UINT32},
+    {"U64", PC_DTYPE_UINT64},
+    {"BOOL", PC_DTYPE_BOOL},
+};
+
+static uint64_t pc_le64(const unsigned char *b) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | b[i];
+  return v;
+}
+
+/* No magic number: the JSON object's '{' right after a header length below 2^32 (any text has
+ * printable bytes in the length's high half). */
+static bool pc_st_sniff(const pc_file *f) {
+  unsigned char head[9];
+  return f->size >= sizeof head && pread(f->fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+         head[8] == '{' && pc_le64(head) >> 32 == 0;
+}
+
+/* A JSON array of n non-negative integers (n = its size, at most `max`) into v; false if not. */
+static bool pc_st_uints(const json_t *arr, uint64_t *v, size_t max, size_t *n) {
+  if (!json_is_array(arr) || json_array_size(arr) > max)
+    return false;
+  *n = json_array_size(arr);
+  for (size_t i = 0; i < *n; i++) {
+    const json_t *x = json_array_get(arr, i);
+    if (!json_is_integer(x) || json_integer_value(x) < 0)
+      return false;
+    v[i] = (uint64_t)json_integer_value(x);
+  }
+  return true;
+}
+
+/* Why tensor d (its JSON entry `t`) cannot be read, in why, or NULL when it can: then its dtype,
+ * shape and place (a->offset, absolute) are set. */
+static const char *pc_st_describe(pc_dataset *d, pc_flat_array *a, const json_t *t,
+                                  uint64_t data_at, uint64_t buffer, char *why, size_t size) {
+  uint64_t dims[PC_MAX_RANK], off[2];
+  size_t rank = 0, noff = 0;
+  const char *dtype = json_string_value(json_object_get(t, "dtype"));
+  if (!json_is_object(t) || !dtype)
+    return "header entry has no dtype string";
+  if (!pc_st_uints(json_object_get(t, "shape"), dims, PC_MAX_RANK, &rank)) {
+    snprintf(why, size, "shape is not a list of at most %d non-negative integers", PC_MAX_RANK);
+    return why;
+  }
+  if (!pc_st_uints(json_object_get(t, "data_offsets"), off, 2, &noff) || noff != 2)
+    return "data_offsets is not a pair of non-negative integers";
+  for (size_t i = 0; i < sizeof pc_st_dtypes / sizeof *pc_st_dtypes; i++)
+    if (strcmp(dtype, pc_st_dtypes[i].name) == 0)
+      d->stored = pc_st_dtypes[i].dt;
+  d->elem_size = pc_dtype_size(d->stored);
+  if (!pc_flat_shape(d, (int)rank, dims))
+    return "declared shape has more than 2^64 bytes";
+  if (off[0] > off[1] || off[1] > buffer) {
+    snprintf(why, size,
+             "data_offsets [%" PRIu64 ", %" PRIu64 "] lie outside the data buffer of %" PRIu64
+             " bytes",
+             off[0], off[1], buffer);
+    return why;
+  }
+  if (d->stored != PC_DTYPE_NONE && off[1] - off[0] != d->count * d->elem_size) {
+    snprintf(why, size, "data_offsets hold %" PRIu64 " bytes, dtype %s and shape need %" PRIu64,
+             off[1] - off[0], dtype, d->count * d->elem_size);
+    return why;
+  }
+  a->offset = data_at + off[0];
+  a->in_file = true;
+  return NULL;
+}
+
+/* One tensor: a dataset, or an entry that says why it cannot be read. */
+static int pc_st_tensor(pc_file *f, const char *name, const json_t *t, uint64_t data_at,
+                        pc_error *err) {
+  char why[256];
+  pc_dataset *d;
+  pc_flat_array *a;
+  char *path = pc_flat_path(name, 0);
+  int rc = path ? pc_flat_add(f, &d, &a, path, err)
+                : pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  free(path);
+  if (rc < 0)
+    return rc;
+  const char *problem = pc_st_describe(d, a, t, data_at, f->size - data_at, why, sizeof why);
+  if (problem) {
+    a->in_file = false;
+    rc = pc_dataset_set_error(f, d, problem);
+  } else if (d->stored == PC_DTYPE_NONE) {
+    snprintf(why, sizeof why, "safetensors dtype %s not supported",
+             json_string_value(json_object_get(t, "dtype")));
+    a->in_file = false;
+    rc = pc_dataset_set_reason(d, PC_KIND_SKIPPED, why);
+  } else {
+    d->kind = pc_dtype_is_float(d->stored) ? PC_KIND_FLOAT : PC_KIND_INTEGER;
+    d->logical = d->stored;
+    d->swap = !pc_flat_little_endian();
+  }
+  return rc < 0 ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path) : PC_OK;
+}
+
+/* The readable datasets' runs, by their first byte. */
+typedef struct pc_st_run {
+  uint64_t begin, end;
+  size_t ds;
+} pc_st_run;
+
+static int pc_st_by_begin(const void *x, const void *y) {
+  const pc_st_run *a = x, *b = y;
+  return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* Two tensors whose bytes overlap are both errors (one write would change the other). */
+static int pc_st_overlaps(pc_file *f, pc_error *err) {
+  pc_flat_file *s = pc_flat_of(f);
+  pc_st_run *runs = malloc((f->n ? f->n : 1) * sizeof *runs);
+  size_t n = 0;
+  if (!runs)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  for (size_t i = 0; i < f->n; i++)
+    if (s->arrays[i].in_file && f->ds[i].count > 0)
+      runs[n++] = (pc_st_run){s->arrays[i].offset,
+                              s->arrays[i].offset + f->ds[i].count * f->ds[i].elem_size, i};
+  qsort(runs, n, sizeof *runs, pc_st_by_begin);
+  int rc = PC_OK;
+  for (size_t i = 1; i < n && rc == PC_OK; i++) {
+    if (runs[i].begin >= runs[i - 1].end)
+      continue;
+    char why[PC_ERROR_MESSAGE_MAX];
+    pc_dataset *x = &f->ds[runs[i - 1].ds], *y = &f->ds[runs[i].ds];
+    snprintf(why, sizeof why, "its bytes overlap those of %s", y->path);
+    rc = pc_dataset_set_error(f, x, why);
+    snprintf(why, sizeof why, "its bytes overlap those of %s", x->path);
+    if (rc == PC_OK)
+      rc = pc_dataset_set_error(f, y, why);
+  }
+  free(runs);
+  return rc < 0 ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path) : PC_OK;
+}
+
+/* The header's length and JSON; PC_EIO naming the file when it is not a safetensors header. */
+static int pc_st_header(pc_file *f, json_t **root, uint64_t *len, pc_error *err) {
+  unsigned char head[8];
+  json_error_t jerr;
+  if (pread(f->fd, head, sizeof head, 0) != (ssize_t)sizeof head)
+    return pc_error_set(err, PC_EIO, "%s: cannot read the safetensors header", f->path);
+  *len = pc_le64(head);
+  if (*len > PC_ST_HEADER_MAX || *len > f->size - sizeof head)
+    return pc_error_set(err, PC_EIO,
+                        "%s: safetensors header of %" PRIu64 " bytes is %s (the file has %" PRIu64
+                        " bytes)",
+                        f->path, *len, *len > PC_ST_HEADER_MAX ? "absurd" : "truncated", f->size);
+  char *text = malloc(*len ? *len : 1);
+  if (!text)
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
+  ssize_t got = pread(f->fd, text, *len, sizeof head);
+  *root = got == (ssize_t)*len ? json_loadb(text, *len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
+  free(text);
+  if (got != (ssize_t)*len)
+    return pc_error_set(err, PC_EIO, "%s: cannot read the safetensors header", f->path);
+  if (!*root)
+    return pc_error_set(err, PC_EIO, "%s: safetensors header is not valid JSON: %s (byte %d)",
+                        f->path, jerr.text, jerr.position);
+  if (!json_is_object(*root))
+    return pc_error_set(err, PC_EIO, "%s: safetensors header is not a JSON object", f->path);
+  return PC_OK;
+}
+
+/* __metadata__ maps names to strings (the specification; the reference implementation refuses
+ * anything else). */
+static bool pc_st_metadata_ok(const json_t *meta) {
+  const char *key;
+  const json_t *v;
+  if (!json_is_object(meta))
+    return false;
+  json_object_foreach((json_t *)meta, key, v) {
+    if (!json_is_string(v))
+      return false;
+  }
+  return true;
+}
+
+static int pc_st_open(pc_file *f, pc_error *err) {
+  json_t *root = NULL, *t;
+  uint64_t len = 0;
+  const char *name;
+  int rc = pc_flat_init(f, err);
+  if (rc == PC_OK && (rc = pc_st_header(f, &root, &len, err)) == PC_OK) {
+    json_object_foreach(root, name, t) {
+      if (strcmp(name, "__metadata__") != 0)
+        rc = pc_st_tensor(f, name, t, 8 + len, err);
+      else if (!pc_st_metadata_ok(t))
+        rc = pc_error_set(err, PC_EIO, "%s: safetensors __metadata__ is not a map of strings",
+                          f->path);
+      if (rc < 0)
+        break;
+    }
+  }
+  json_decref(root);
+  return rc == PC_OK ? pc_st_overlaps(f, err) : rc;
+}
+
+static int pc_st_read(pc_reader *r, const pc_block *b, void *raw, pc_error *err) {
+  return pc_flat_read(r, b, raw, pc_flat_pread, err);
+}
+
+const pc_format pc_format_safetensors = {
+    .name = "safetensors",
+    .sniff = pc_st_sniff,
+    .open = pc_st_open,
+    .close = pc_flat_free,
+    .open_dataset = pc_flat_open_dataset,
+    .close_dataset = pc_flat_close_dataset,
+    .chunk_extent = pc_flat_chunk_extent,
+    .direct = pc_flat_direct,
+    .read = pc_st_read,
+};
