@@ -13,6 +13,9 @@
 #include <unistd.h>   /* pread, dup, close */
 #include <zip.h>
 
+/* Bytes after a member's data that are read to reach its end (pc_npz_check_end). */
+enum { PC_NPZ_TAIL_MAX = 1 << 16 };
+
 static zip_t *pc_npz_zip(const pc_file *f) {
   return pc_flat_of(f)->zip;
 }
@@ -185,6 +188,24 @@ static int pc_npz_pull(pc_reader *r, unsigned char *dst, uint64_t bytes, pc_erro
   return PC_OK;
 }
 
+/* After the last element: reads on to the member's end, where libzip compares the CRC-32 of
+ * what it inflated with the archive's (the only check that a deflate stream decoded to what was
+ * written). Up to PC_NPZ_TAIL_MAX bytes after the data are read for it; a member with more is
+ * not checked, rather than inflated on and on. */
+static int pc_npz_check_end(pc_reader *r, pc_error *err) {
+  pc_flat_reader *s = r->impl;
+  unsigned char scratch[256];
+  for (uint64_t tail = 0; tail <= PC_NPZ_TAIL_MAX; tail += sizeof scratch) {
+    zip_int64_t got = zip_fread(s->member, scratch, sizeof scratch);
+    if (got < 0)
+      return pc_npz_fail(r, "cannot read the member", err);
+    if (got == 0)
+      return PC_OK;
+    s->at += (uint64_t)got;
+  }
+  return PC_OK;
+}
+
 /* The fetch of flat.h: from the member's stream, opened on the first call. */
 static int pc_npz_fetch(pc_reader *r, uint64_t from, void *dst, uint64_t bytes, pc_error *err) {
   pc_flat_reader *s = r->impl;
@@ -201,7 +222,11 @@ static int pc_npz_fetch(pc_reader *r, uint64_t from, void *dst, uint64_t bytes, 
       return pc_npz_fail(r, "cannot open the member", err);
   }
   int rc = pc_npz_pull(r, NULL, at - s->at, err);
-  return rc == PC_OK ? pc_npz_pull(r, dst, bytes, err) : rc;
+  if (rc == PC_OK)
+    rc = pc_npz_pull(r, dst, bytes, err);
+  if (rc == PC_OK && from + bytes == r->ds->count * r->ds->elem_size)
+    rc = pc_npz_check_end(r, err);
+  return rc;
 }
 
 static int pc_npz_read(pc_reader *r, const pc_block *b, void *raw, pc_error *err) {
