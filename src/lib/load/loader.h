@@ -59,14 +59,16 @@ typedef struct pc_dataset {
   bool sparse;
   pc_range *written;
   size_t nwritten;
-  uint64_t chunk_bytes; /* one uncompressed chunk, when chunks are filtered (HDF5 then
-                           decompresses whole chunks); 0 otherwise */
+  uint64_t chunk_bytes; /* bytes a read needs at once: one uncompressed chunk when chunks are
+                           filtered (HDF5 then decompresses whole chunks), the whole array in
+                           Fortran order (npy, npz: it is transposed); 0 otherwise */
 } pc_dataset;
 
 typedef struct pc_file pc_file;
 
-/** Open the HDF5 file at `path` and walk it. PC_EIO (naming the file) when it is missing, not a
- * regular file, not HDF5, truncated or corrupt, or replaced while being opened. */
+/** Open the tensor dump at `path` (HDF5, safetensors, npy or npz: docs/formats.md) and walk it.
+ * PC_EIO (naming the file) when it is missing, not a regular file, of none of these formats,
+ * truncated or corrupt, or replaced while being opened. */
 int pc_file_open(pc_file **out, const char *path, pc_error *err);
 
 /** Close the file; NULL is accepted. */
