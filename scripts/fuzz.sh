@@ -26,6 +26,7 @@ mkdir -p "$dir/artifacts" "${targets[@]/#/$seeds/}" "${targets[@]/#/$dir/corpus/
 cp tests/fuzz/corpus/tolerance/* tolerances/*.yaml "$seeds/tolerance/"
 find "$dir/hostile" -type f -name 'tol_*.yaml' -size -16k -exec cp -t "$seeds/tolerance/" {} +
 find "$dir/hostile" -type f -name '*.h5' -size -16k -exec cp -t "$seeds/loader/" {} +
+cp tests/fuzz/corpus/formats/* "$seeds/loader/" # safetensors, npy, npz
 cp tests/fuzz/corpus/numerics/* "$seeds/numerics/"
 for t in "${targets[@]}"; do
   find "tests/fuzz/reproducers/$t" -type f ! -name '.*' -exec cp -t "$seeds/$t/" {} +
