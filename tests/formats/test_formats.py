@@ -438,6 +438,7 @@ def test_hostile_npy():
             ('npy_cut_header', npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }")[:30],
              2, 'npy header truncated'),
             ('npy_not_dict', npy_bytes("[1, 2]"), 2, 'not a dict'),
+            ('npy_tiny_header', npy_bytes("{"), 2, 'npy header too short'),
             ('npy_extra_key', npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), "
                                         "'x': 1}", d), 2, 'a key other than'),
             ('npy_no_shape', npy_bytes("{'descr': '<f4', 'fortran_order': False}", d), 2,
@@ -496,6 +497,14 @@ def test_hostile_npz():
     check('hostile npz_members: verdicts', verdicts == {
         '/good': 'pass', '/noheader': 'error', '/short': 'error', '/notes.txt': 'skipped'},
         verdicts)
+    # A member whose npy header (10 bytes) is shorter than the 12 bytes read first: an error,
+    # not a read past the header's buffer (a fuzz finding).
+    p = path('npz_tiny_header.npz')
+    with zipfile.ZipFile(p, 'w') as z:
+        z.writestr('good.npy', npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (6,)}",
+                                         GOOD.tobytes()))
+        z.writestr('w.npy', b'\x93NUMPY\x01\x00\x00\x00' + bytes(176))
+    expect('npz_tiny_header', p, 2, [p + ': member w.npy: npy header too short', '/w'])
     # Flip bytes inside the deflated data of a large member: the read fails, naming the tensor.
     big = path('big.npz')
     np.savez_compressed(big, big=RNG.standard_normal(20000))

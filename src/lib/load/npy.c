@@ -29,7 +29,9 @@ const char *pc_npy_prefix(const unsigned char *b, size_t n, uint64_t *total) {
   if (len > PC_NPY_HEADER_MAX)
     return "npy header longer than 1 MiB";
   *total = (b[6] == 1 ? 10 : 12) + len;
-  return NULL;
+  /* Shorter than "{}" padded: numpy pads every header to 64 bytes; readers rely on a header
+   * being at least the PC_NPY_PREFIX bytes they read first. */
+  return *total < PC_NPY_PREFIX ? "npy header too short" : NULL;
 }
 
 /* --- the dict literal ------------------------------------------------------------------- */
