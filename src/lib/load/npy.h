@@ -24,7 +24,8 @@ typedef struct pc_npy_header {
 bool pc_npy_magic(const unsigned char *b, size_t n);
 
 /** From the first min(n, PC_NPY_PREFIX) bytes b: the bytes of the whole header (prefix and dict)
- * in *total, at least PC_NPY_PREFIX and at most PC_NPY_HEADER_MAX + PC_NPY_PREFIX. NULL when it is one, else why not. */
+ * in *total, at least PC_NPY_PREFIX and at most PC_NPY_HEADER_MAX + PC_NPY_PREFIX. NULL when it is
+ * one, else why not. */
 const char *pc_npy_prefix(const unsigned char *b, size_t n, uint64_t *total);
 
 /** Parses the whole header b (`total` bytes, as pc_npy_prefix gave). NULL when it is one, else
