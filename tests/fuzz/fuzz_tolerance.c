@@ -1,4 +1,4 @@
-/* libFuzzer target: the tolerance-file parser (src/lib/judge/tolerance.c) on arbitrary bytes, after
+/* libFuzzer target: the tolerance-file parser (src/lib/judge/tol_parse.c) on arbitrary bytes, after
  * the built-in profile as the CLI loads it. Besides "no crash, no leak, no undefined behaviour"
  * (the sanitizers' part), two properties of docs/tolerances.md:
  *   - a refused file gives PC_EPARSE (or PC_ENOMEM) and a message "NAME:LINE:COLUMN: why";

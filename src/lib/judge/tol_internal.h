@@ -1,0 +1,80 @@
+/* Internal to the tolerance model (include/paritycheck/tolerance.h): the parsed form of a
+ * tolerance set, which the YAML parser (tol_parse.c) builds and rule resolution (tol_resolve.c)
+ * reads. */
+#ifndef PC_TOL_INTERNAL_H
+#define PC_TOL_INTERNAL_H
+
+#include <paritycheck/tolerance.h>
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint64_t */
+
+/* The dtype keys of a layer, in the order of tol_parse.c's layer_keys. */
+typedef enum tol_key {
+  KEY_FLOAT64,
+  KEY_FLOAT32,
+  KEY_FLOAT16,
+  KEY_BFLOAT16,
+  KEY_FLOAT8_E4M3FN,
+  KEY_FLOAT8_E5M2,
+  KEY_INTEGER,
+  KEY_ALL,
+  KEY_COUNT
+} tol_key;
+
+/* The criteria keys of tol_parse.c's criterion_keys, in order; the index of each is its bit in
+ * tol_entry.set. The first four are pc_tol's own criteria (their bits are the PC_TOL_* bits); the
+ * others are the coefficients of the reduction-aware model (docs/tolerance-model.md). */
+enum {
+  CRIT_ATOL,
+  CRIT_RTOL,
+  CRIT_MAX_ULP,
+  CRIT_MAX_MISMATCH_FRACTION,
+  CRIT_PRECISION,
+  CRIT_ACCUMULATION,
+  CRIT_ATOL_RMS,
+  CRIT_RTOL_U,
+  CRIT_RTOL_SQRT_K,
+  CRIT_MAX_REL_RMS_U,
+  CRIT_MAX_SCALE_U,
+  CRIT_MAX_SCALE_U_SQRT_N,
+  CRIT_TREND_GROWTH,
+  CRIT_TREND_WINDOW,
+  CRIT_TREND_CREST,
+  CRIT_NOISE_FLOOR_U,
+  CRIT_TREND_GROWTH_BACKWARD,
+  CRIT_SCALE_Z,
+  CRIT_COUNT
+};
+_Static_assert(PC_TOL_ATOL == 1u << CRIT_ATOL && PC_TOL_RTOL == 1u << CRIT_RTOL &&
+                   PC_TOL_MAX_ULP == 1u << CRIT_MAX_ULP &&
+                   PC_TOL_MAX_MISMATCH_FRACTION == 1u << CRIT_MAX_MISMATCH_FRACTION,
+               "criterion order must follow the PC_TOL_* bits");
+
+/* What one layer says about one dtype key: bit k of `set` when it gives criterion_keys[k] a
+ * value, of `unset` when it clears it with null. value[k] holds every number but max_ulp's;
+ * for `precision` and `accumulation` it is the unit roundoff of the named format. Resolution
+ * layers entries into one of the same kind. */
+typedef struct tol_entry {
+  unsigned set;
+  unsigned unset;
+  double value[CRIT_COUNT];
+  uint64_t max_ulp;
+} tol_entry;
+
+/* The defaults of one file (glob NULL) or one rule. */
+typedef struct tol_layer {
+  char *glob;
+  tol_entry entry[KEY_COUNT];
+} tol_layer;
+
+struct pc_tolset {
+  tol_layer *defaults; /* one per loaded file, the builtin's first */
+  size_t n_defaults;
+  tol_layer *rules; /* every file's rules in load order, the builtin's first */
+  size_t n_rules;
+  bool has_builtin;
+};
+
+#endif
