@@ -117,11 +117,28 @@ typedef enum pc_criterion {
   PC_CRIT_MISMATCH_FRACTION, /* value: mismatches / count; limit: the fraction allowed */
   PC_CRIT_REL_RMS,           /* value: rel_rms; limit: the largest rel_rms allowed */
   PC_CRIT_SCALE_ERROR,       /* value: |scale_error|; limit: the largest allowed */
-  PC_CRIT_COUNT_             /* number of enumerators; not a criterion */
+  /* Product metrics, in pc_metric order (PC_CRIT_METRIC_ + m): value: the metric; limit: the
+   * tolerance's minimum (pc_metric_is_floor) or maximum. */
+  PC_CRIT_METRIC_,
+  PC_CRIT_COUNT_ = PC_CRIT_METRIC_ + PC_METRIC_COUNT_ /* number of criteria; not a criterion */
 } pc_criterion;
 
-/** "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error". */
+/** "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", then the
+ * metric names of pc_metric_name. */
 const char *pc_criterion_name(pc_criterion c);
+
+/** True for a criterion whose value must reach its limit (a floor metric), false for those that
+ * must stay within it. */
+bool pc_criterion_is_floor(pc_criterion c);
+
+/* One product metric of a tensor (docs/metrics.md, "Product metrics"): the comparator computes
+ * the value, the judge sets the limit and whether it holds. */
+typedef struct pc_metric_result {
+  bool present; /* the tensor's tolerance names this metric and it was computed */
+  double value;
+  double limit;
+  bool pass;
+} pc_metric_result;
 
 /* One broken criterion: the tensor's value and the limit the judge applied to it (the limit
  * after every allowance: the profile's, the run's trend, the noise floor). */
@@ -186,6 +203,7 @@ typedef struct pc_tensor {
   long caused_by;
   pc_context context;
   pc_vs_reference vs_reference; /* three-way mode; present false without a reference */
+  pc_metric_result metrics[PC_METRIC_COUNT_]; /* product metrics, by pc_metric */
 } pc_tensor;
 
 typedef enum pc_run_verdict { PC_RUN_PASS = 0, PC_RUN_DRIFT = 1, PC_RUN_ERROR = 2 } pc_run_verdict;

@@ -41,6 +41,37 @@ enum {
 /* trend_window when a file sets trend_growth but not the window, and the largest accepted. */
 enum { PC_TREND_WINDOW_DEFAULT = 8, PC_TREND_WINDOW_MAX = 1 << 20 };
 
+/* Product metrics (docs/metrics.md, "Product metrics"), computed row-wise over the last axis of
+ * a tensor (every other axis makes rows) on the tensors whose rule names them
+ * (docs/tolerances.md, "metrics"). The first two must reach a minimum, the others stay within a
+ * maximum. */
+typedef enum pc_metric {
+  PC_METRIC_TOP1_AGREEMENT = 0, /* fraction of rows whose argmax agrees */
+  PC_METRIC_TOPK_OVERLAP,       /* mean over rows of |topk(A) & topk(B)| / k */
+  PC_METRIC_KL_DIVERGENCE,      /* mean over rows of KL(softmax(A) || softmax(B)) */
+  PC_METRIC_MAX_PROB_DIFF,      /* max |softmax(A) - softmax(B)| */
+  PC_METRIC_SCALAR_ABS,         /* |b - a| of a one-element tensor */
+  PC_METRIC_SCALAR_REL,         /* |b - a| / |a| of a one-element tensor */
+  PC_METRIC_COUNT_              /* number of enumerators; not a metric */
+} pc_metric;
+
+/** "top1_agreement", "topk_overlap", "kl_divergence", "max_prob_diff", "scalar_abs",
+ * "scalar_rel". */
+const char *pc_metric_name(pc_metric m);
+
+/** True for the metrics whose limit is a minimum (top1_agreement, topk_overlap). */
+bool pc_metric_is_floor(pc_metric m);
+
+/* The metrics a tensor is judged on: bit m of `set` for each pc_metric configured, with its
+ * limit; `topk` is k of topk_overlap (>= 1 when that bit is set). `elementwise_off`: the rule
+ * said `elementwise: false`, so the metrics replace the element and tensor criteria. */
+typedef struct pc_metric_tol {
+  unsigned set;
+  double limit[PC_METRIC_COUNT_];
+  uint64_t topk;
+  bool elementwise_off;
+} pc_metric_tol;
+
 /* The tolerance applied to one tensor. A field is meaningful only when its bit is in `set`;
  * an unset max_mismatch_fraction means 0. The last three are tensor-level criteria on the
  * aggregate figures of docs/metrics.md, which the judge tests (docs/tolerance-model.md). */
@@ -60,6 +91,7 @@ typedef struct pc_tol {
   double trend_crest;           /* PC_TOL_TREND: P, largest max_abs / (allowed rel_rms RMS(A)) */
   double noise_floor_u;         /* PC_TOL_NOISE: nu, in unit roundoffs of each side's precision */
   double u;                     /* the model's unit roundoff u (float compare dtypes), else 0 */
+  pc_metric_tol metrics;        /* product metrics; none when metrics.set is 0 */
 } pc_tol;
 
 typedef struct pc_tolset pc_tolset;

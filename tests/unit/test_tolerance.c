@@ -420,6 +420,46 @@ static void test_model_widens_plain_criteria(void **state) {
   assert_true(tol.rtol == 0x1p-8);
 }
 
+/* Metrics layer rule by rule, each key on its own; null clears one or (for `metrics`) all; the
+ * last `elementwise` wins; unmatched rules take no part. */
+static void test_metrics_layer(void **state) {
+  (void)state;
+  const char *yaml = "version: 1\n"
+                     "rules:\n"
+                     "  - match: '*/logits'\n"
+                     "    elementwise: false\n"
+                     "    metrics: {top1_agreement: {min: 0.9}, kl_divergence: {max: 0.5},\n"
+                     "              topk_overlap: {k: 3, min: 0.25}}\n"
+                     "  - match: /b/logits\n"
+                     "    metrics: {top1_agreement: {min: 0.75}, kl_divergence: null}\n"
+                     "  - match: /c/logits\n"
+                     "    elementwise: true\n"
+                     "    metrics: null\n"
+                     "  - match: /other\n"
+                     "    metrics: {max_prob_diff: {max: 0.125}}\n";
+  pc_tol a = resolve_one(yaml, "/a/logits", PC_DTYPE_FLOAT32);
+  assert_int_equal(a.metrics.set, 1u << PC_METRIC_TOP1_AGREEMENT | 1u << PC_METRIC_KL_DIVERGENCE |
+                                      1u << PC_METRIC_TOPK_OVERLAP);
+  assert_true(a.metrics.limit[PC_METRIC_TOP1_AGREEMENT] == 0.9);
+  assert_true(a.metrics.limit[PC_METRIC_KL_DIVERGENCE] == 0.5);
+  assert_true(a.metrics.limit[PC_METRIC_TOPK_OVERLAP] == 0.25);
+  assert_int_equal(a.metrics.topk, 3);
+  assert_true(a.metrics.elementwise_off);
+  pc_tol b = resolve_one(yaml, "/b/logits", PC_DTYPE_FLOAT32);
+  assert_int_equal(b.metrics.set, 1u << PC_METRIC_TOP1_AGREEMENT | 1u << PC_METRIC_TOPK_OVERLAP);
+  assert_true(b.metrics.limit[PC_METRIC_TOP1_AGREEMENT] == 0.75);
+  assert_true(b.metrics.elementwise_off);
+  pc_tol c = resolve_one(yaml, "/c/logits", PC_DTYPE_FLOAT32);
+  assert_int_equal(c.metrics.set, 0);
+  assert_false(c.metrics.elementwise_off);
+  pc_tol none = resolve_one(yaml, "/d/out", PC_DTYPE_FLOAT32);
+  assert_int_equal(none.metrics.set, 0);
+  assert_string_equal(pc_metric_name(PC_METRIC_SCALAR_REL), "scalar_rel");
+  assert_string_equal(pc_metric_name(PC_METRIC_COUNT_), "unknown");
+  assert_true(pc_metric_is_floor(PC_METRIC_TOPK_OVERLAP));
+  assert_false(pc_metric_is_floor(PC_METRIC_KL_DIVERGENCE));
+}
+
 static void test_model_keys_layer_and_unset(void **state) {
   (void)state;
   pc_tolset *set = set_of("version: 1\n"
@@ -509,9 +549,10 @@ static void test_unknown_keys(void **state) {
                     " accumulation, atol_rms, rtol_u, rtol_sqrt_k, max_rel_rms_u, max_scale_u,"
                     " max_scale_u_sqrt_n, trend_growth, trend_window, trend_crest, noise_floor_u,"
                     " trend_growth_backward, scale_z)");
-  expect_error("version: 1\nrules:\n  - match: /a\n    int8: {}\n",
-               NAME ":4:5: unknown key 'int8' in a rule (expected one of: float64, float32,"
-                    " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all, match)");
+  expect_error(
+      "version: 1\nrules:\n  - match: /a\n    int8: {}\n", NAME
+      ":4:5: unknown key 'int8' in a rule (expected one of: float64, float32,"
+      " float16, bfloat16, float8_e4m3fn, float8_e5m2, integer, all, match, metrics, elementwise)");
   /* "match" belongs to rules only. */
   expect_error("version: 1\ndefaults: {match: /a}\n",
                NAME ":2:12: unknown key 'match' in 'defaults' (expected one of: float64, float32,"
@@ -793,6 +834,7 @@ int main(void) {
       cmocka_unit_test(test_model_without_context),
       cmocka_unit_test(test_model_widens_plain_criteria),
       cmocka_unit_test(test_model_keys_layer_and_unset),
+      cmocka_unit_test(test_metrics_layer),
       cmocka_unit_test(test_scale_limit),
       cmocka_unit_test(test_invalid_yaml),
       cmocka_unit_test(test_unknown_keys),

@@ -5,6 +5,7 @@
 #include "kernel.h"
 #include "loader.h"
 #include "numerics.h"
+#include "metrics.h"
 #include "pc_internal.h"
 #include "stream.h"
 
@@ -178,6 +179,68 @@ static int pc_resolve_tol(pc_pair *p, const pc_tolset *tols) {
   return PC_OK;
 }
 
+/* --- product metrics --------------------------------------------------------------------- */
+
+/* Reads all of dataset d into vals (d->count doubles). */
+static int pc_read_whole(const pc_pair *p, pc_file *f, const pc_dataset *d, double *vals,
+                         pc_error *e) {
+  pc_reader *r = NULL;
+  uint64_t done = 0;
+  int rc = pc_reader_open(&r, f, d, p->block, NULL, e);
+  for (size_t n = 1; rc == PC_OK && n; done += n)
+    if ((rc = pc_reader_next(r, &n, e)) == PC_OK && n)
+      memcpy(vals + done, pc_reader_values(r), n * sizeof *vals);
+  pc_reader_close(r);
+  return rc;
+}
+
+/* Metrics need whole rows of both sides at once; the tensors they are meant for (logits, a
+ * loss) are small, so both are read whole into doubles, 16 bytes an element, bounded by
+ * max_memory (docs/metrics.md, "Product metrics"). A tensor they cannot be computed for is an
+ * error, never a pass. */
+static bool pc_metrics_possible(const pc_pair *p, char *why, size_t size) {
+  if (p->a->kind != PC_KIND_FLOAT || p->b->kind != PC_KIND_FLOAT) {
+    snprintf(why, size, "metrics need real floating-point tensors");
+    return false;
+  }
+  if (p->a->count > p->max_memory / (2 * sizeof(double))) {
+    snprintf(why, size,
+             "metrics read the tensor whole, %" PRIu64 " elements of both sides as doubles, more "
+             "than the memory limit of %" PRIu64 " bytes (--max-memory)",
+             p->a->count, p->max_memory);
+    return false;
+  }
+  return true;
+}
+
+static int pc_compute_metrics(const pc_pair *p) {
+  pc_tensor *t = p->t;
+  char why[PC_ERROR_MESSAGE_MAX];
+  pc_error e = {PC_OK, ""};
+  if (!pc_metrics_possible(p, why, sizeof why)) {
+    t->verdict = PC_VERDICT_ERROR;
+    return pc_set_text(&t->message, why);
+  }
+  uint64_t cols = t->rank > 0 ? t->dims[t->rank - 1] : 1;
+  uint64_t rows = cols ? p->a->count / cols : 0;
+  double *a = malloc((p->a->count ? p->a->count : 1) * sizeof *a);
+  double *b = malloc((p->a->count ? p->a->count : 1) * sizeof *b);
+  int rc = a && b ? PC_OK : pc_error_set(&e, PC_ENOMEM, "out of memory");
+  if (rc == PC_OK && (rc = pc_read_whole(p, p->fa, p->a, a, &e)) == PC_OK)
+    rc = pc_read_whole(p, p->fb, p->b, b, &e);
+  if (rc == PC_OK)
+    rc = pc_metrics_compute(t->metrics, &t->tol.metrics, a, b, rows, cols, &e);
+  free(a);
+  free(b);
+  if (rc == PC_ENOMEM)
+    return rc;
+  if (rc < 0) {
+    t->verdict = PC_VERDICT_ERROR;
+    return pc_set_text(&t->message, e.message);
+  }
+  return PC_OK;
+}
+
 static int pc_note(pc_tensor *t, bool cross_grid) {
   char note[128];
   if (!cross_grid)
@@ -231,6 +294,8 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   if ((rc = pc_resolve_tol(p, tols)) < 0 || t->verdict == PC_VERDICT_ERROR ||
       (rc = pc_note(t, cross)) < 0)
     return rc;
+  if (t->tol.metrics.set && ((rc = pc_compute_metrics(p)) < 0 || t->verdict == PC_VERDICT_ERROR))
+    return rc < 0 ? pc_error_set(err, rc, "%s: out of memory", t->path) : rc;
   if (pc_fill_pair(p->a, p->b)) {
     if ((rc = pc_fill_compare(t, p->a, p->b, p->quantiles)) < 0)
       return pc_error_set(err, rc, "%s: out of memory", t->path);

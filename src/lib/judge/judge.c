@@ -19,11 +19,19 @@ enum { PC_NOISE_NEIGHBOURS = 2 };
  * next to each other in the fixtures and the zoo, far above fp32 rounding. */
 static const double PC_NOISE_VALUE = 0x1p-10;
 
-static const char *const pc_criterion_names[PC_CRIT_COUNT_] = {
+static const char *const pc_criterion_names[PC_CRIT_METRIC_] = {
     "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error"};
 
 const char *pc_criterion_name(pc_criterion c) {
-  return (unsigned)c < PC_CRIT_COUNT_ ? pc_criterion_names[c] : "unknown";
+  if ((unsigned)c >= PC_CRIT_COUNT_)
+    return "unknown";
+  return c < PC_CRIT_METRIC_ ? pc_criterion_names[c]
+                             : pc_metric_name((pc_metric)(c - PC_CRIT_METRIC_));
+}
+
+bool pc_criterion_is_floor(pc_criterion c) {
+  return c >= PC_CRIT_METRIC_ && c < PC_CRIT_COUNT_ &&
+         pc_metric_is_floor((pc_metric)(c - PC_CRIT_METRIC_));
 }
 
 /* --- one tensor -------------------------------------------------------------------------- */
@@ -46,13 +54,9 @@ static pc_reason *pc_find_reason(pc_tensor *t, pc_criterion c) {
 
 /* Elements first (nan/inf mismatches, then the mismatch fraction), then the tensor-level
  * criteria on the aggregate figures; written as !(value <= limit) so that NaN breaks. */
-void pc_judge_tensor(pc_tensor *t) {
+static void pc_judge_elements(pc_tensor *t) {
   const pc_stats *s = &t->stats;
   const pc_tol *tol = &t->tol;
-  t->nreasons = 0;
-  t->caused_by = -1;
-  if (t->verdict == PC_VERDICT_ERROR)
-    return;
   double allowed = (tol->set & PC_TOL_MAX_MISMATCH_FRACTION) ? tol->max_mismatch_fraction : 0;
   if (s->nan_mismatches)
     pc_add_reason(t, PC_CRIT_NAN_MISMATCH, (double)s->nan_mismatches, 0);
@@ -70,6 +74,42 @@ void pc_judge_tensor(pc_tensor *t) {
     if ((tol->set & PC_TOL_MAX_SCALE) && !(fabs(g.scale_error) <= limit))
       pc_add_reason(t, PC_CRIT_SCALE_ERROR, fabs(g.scale_error), limit);
   }
+}
+
+/* Drops every reason but the product metrics': the run-level allowances explain element and
+ * tensor errors, never what the product sees. */
+static void pc_drop_element_reasons(pc_tensor *t) {
+  for (size_t i = t->nreasons; i-- > 0;)
+    if (t->reasons[i].criterion < PC_CRIT_METRIC_)
+      pc_drop_reason(t, i);
+}
+
+/* Each configured metric against its limit: a floor must be reached, a ceiling kept; written so
+ * that NaN breaks either. */
+static void pc_judge_metrics(pc_tensor *t) {
+  const pc_metric_tol *mt = &t->tol.metrics;
+  for (int m = 0; m < PC_METRIC_COUNT_; m++) {
+    pc_metric_result *r = &t->metrics[m];
+    if (!((mt->set >> m) & 1u) || !r->present)
+      continue;
+    r->limit = mt->limit[m];
+    r->pass = pc_metric_is_floor((pc_metric)m) ? r->value >= r->limit : r->value <= r->limit;
+    if (!r->pass)
+      pc_add_reason(t, (pc_criterion)(PC_CRIT_METRIC_ + m), r->value, r->limit);
+  }
+}
+
+/* The element and tensor criteria, then the product metrics; with `elementwise: false` the
+ * metrics alone. */
+void pc_judge_tensor(pc_tensor *t) {
+  const pc_tol *tol = &t->tol;
+  t->nreasons = 0;
+  t->caused_by = -1;
+  if (t->verdict == PC_VERDICT_ERROR)
+    return;
+  if (!(tol->metrics.set && tol->metrics.elementwise_off))
+    pc_judge_elements(t);
+  pc_judge_metrics(t);
   t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
 }
 
@@ -374,7 +414,7 @@ static void pc_relax(pc_tensor *t) {
   if (pc_find_reason(t, PC_CRIT_NAN_MISMATCH) || pc_find_reason(t, PC_CRIT_INF_MISMATCH))
     return;
   if (c->noise_level) {
-    t->nreasons = 0;
+    pc_drop_element_reasons(t);
     return;
   }
   if (!(tol->set & PC_TOL_TREND) || c->trend <= 0)
@@ -500,8 +540,8 @@ static void pc_relax_by_reference(pc_tensor *t) {
     return;
   t->context.reference_limit = pc_growth(t) * (v->a.rel_rms / u_a) * u;
   if (v->b.rel_rms <= t->context.reference_limit) {
-    t->nreasons = 0;
-    t->verdict = PC_VERDICT_PASS;
+    pc_drop_element_reasons(t);
+    t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
   }
 }
 

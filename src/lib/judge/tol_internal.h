@@ -63,10 +63,22 @@ typedef struct tol_entry {
   uint64_t max_ulp;
 } tol_entry;
 
-/* The defaults of one file (glob NULL) or one rule. */
+/* What one rule says about product metrics: bit m of `set` when it gives pc_metric m a limit,
+ * of `unset` when it clears it with null; `elementwise` counts when has_elementwise. */
+typedef struct tol_metrics {
+  unsigned set;
+  unsigned unset;
+  double limit[PC_METRIC_COUNT_];
+  uint64_t topk;
+  bool has_elementwise;
+  bool elementwise;
+} tol_metrics;
+
+/* The defaults of one file (glob NULL, no metrics) or one rule. */
 typedef struct tol_layer {
   char *glob;
   tol_entry entry[KEY_COUNT];
+  tol_metrics metrics;
 } tol_layer;
 
 struct pc_tolset {

@@ -36,10 +36,20 @@ static const char TOL_BUILTIN_NAME[] = "<builtin>";
 static const char TOL_STRING_NAME[] = "<string>";
 
 /* Keys of a `defaults` mapping (the first KEY_COUNT) and of a rule (all of them). */
-static const char *const layer_keys[] = {"float64",  "float32",       "float16",
-                                         "bfloat16", "float8_e4m3fn", "float8_e5m2",
-                                         "integer",  "all",           "match"};
-enum { KEY_MATCH = KEY_COUNT, RULE_KEY_COUNT = KEY_COUNT + 1 };
+static const char *const layer_keys[] = {"float64",       "float32",     "float16",    "bfloat16",
+                                         "float8_e4m3fn", "float8_e5m2", "integer",    "all",
+                                         "match",         "metrics",     "elementwise"};
+enum { KEY_MATCH = KEY_COUNT, KEY_METRICS, KEY_ELEMENTWISE, RULE_KEY_COUNT };
+_Static_assert(COUNT_OF(layer_keys) == RULE_KEY_COUNT, "one name per layer key");
+
+/* Keys of one metric's mapping: its limit (`min` for a floor metric, `max` for the others) and
+ * topk_overlap's k. */
+static const char *const metric_param_keys[] = {"min", "max", "k"};
+enum { MPARAM_MIN, MPARAM_MAX, MPARAM_K, MPARAM_COUNT };
+
+/* The spellings of a YAML 1.1/1.2 boolean that `elementwise` accepts. */
+static const char *const true_spellings[] = {"true", "True", "TRUE"};
+static const char *const false_spellings[] = {"false", "False", "FALSE"};
 
 /* Keys of a criteria mapping, in the order of the CRIT_* indices (tol_internal.h). */
 static const char *const criterion_keys[] = {"atol",
@@ -498,11 +508,116 @@ static int parse_entry(tol_parser *p, tol_entry *entry, const char *dtype_key) {
   return rc ? rc : walk_mapping(p, criterion_keys, CRIT_COUNT, where, on_criterion, entry, &seen);
 }
 
+/* ---- Product metrics -------------------------------------------------------------------- */
+
+/* One metric's parameters as read, before they are checked against the metric. */
+typedef struct metric_params {
+  unsigned seen; /* bit per MPARAM_* */
+  double bound;  /* min or max */
+  uint64_t k;
+  pc_metric m;
+} metric_params;
+
+/* A probability or fraction lies in [0, 1]; a divergence or a scalar's error is unbounded. */
+static double metric_bound_max(pc_metric m) {
+  return m == PC_METRIC_TOP1_AGREEMENT || m == PC_METRIC_TOPK_OVERLAP ||
+                 m == PC_METRIC_MAX_PROB_DIFF
+             ? 1.0
+             : INFINITY;
+}
+
+static int on_metric_param(tol_parser *p, size_t key, void *arg) {
+  metric_params *mp = arg;
+  char what[TOL_QUOTE_MAX];
+  snprintf(what, sizeof what, "%s.%s", pc_metric_name(mp->m), metric_param_keys[key]);
+  if (key == MPARAM_K) {
+    int rc = parse_u64(p, what, &mp->k);
+    if (rc == PC_OK && mp->k == 0)
+      return fail_at(p, p->ev.start_mark, "'%s' must be >= 1", what);
+    return rc;
+  }
+  return parse_double(p, what, metric_bound_max(mp->m), &mp->bound);
+}
+
+/* The limit key a metric needs (min or max) and k exactly for topk_overlap. */
+static int check_metric_params(tol_parser *p, yaml_mark_t at, const metric_params *mp) {
+  const char *name = pc_metric_name(mp->m);
+  bool floor = pc_metric_is_floor(mp->m);
+  unsigned want = 1u << (floor ? MPARAM_MIN : MPARAM_MAX);
+  if (mp->seen & (1u << (floor ? MPARAM_MAX : MPARAM_MIN)))
+    return fail_at(p, at, "'%s' takes '%s', not '%s'", name, floor ? "min" : "max",
+                   floor ? "max" : "min");
+  if (!(mp->seen & want))
+    return fail_at(p, at, "'%s' needs '%s'", name, floor ? "min" : "max");
+  bool topk = mp->m == PC_METRIC_TOPK_OVERLAP;
+  if (topk != !!(mp->seen & (1u << MPARAM_K)))
+    return fail_at(p, at, topk ? "'%s' needs 'k'" : "'%s' takes no 'k'", name);
+  return PC_OK;
+}
+
+static int on_metric(tol_parser *p, size_t key, void *arg) {
+  tol_metrics *tm = arg;
+  metric_params mp = {.m = (pc_metric)key};
+  yaml_mark_t at = p->ev.start_mark;
+  char where[TOL_QUOTE_MAX];
+  snprintf(where, sizeof where, "'%s'", pc_metric_name(mp.m));
+  if (is_null(&p->ev)) {
+    tm->unset |= 1u << key;
+    return PC_OK;
+  }
+  int rc = expect_mapping(p, where);
+  if (rc ||
+      (rc = walk_mapping(p, metric_param_keys, MPARAM_COUNT, where, on_metric_param, &mp,
+                         &mp.seen)) ||
+      (rc = check_metric_params(p, at, &mp)))
+    return rc;
+  tm->set |= 1u << key;
+  tm->limit[key] = mp.bound;
+  if (mp.m == PC_METRIC_TOPK_OVERLAP)
+    tm->topk = mp.k;
+  return PC_OK;
+}
+
+/* `metrics: null` clears every metric that earlier rules set. */
+static int parse_metrics(tol_parser *p, tol_metrics *tm) {
+  const char *names[PC_METRIC_COUNT_];
+  for (int m = 0; m < PC_METRIC_COUNT_; m++)
+    names[m] = pc_metric_name((pc_metric)m);
+  if (is_null(&p->ev)) {
+    tm->unset = (1u << PC_METRIC_COUNT_) - 1;
+    return PC_OK;
+  }
+  unsigned seen;
+  int rc = expect_mapping(p, "'metrics'");
+  return rc ? rc : walk_mapping(p, names, PC_METRIC_COUNT_, "'metrics'", on_metric, tm, &seen);
+}
+
+static int parse_elementwise(tol_parser *p, tol_metrics *tm) {
+  const yaml_event_t *ev = &p->ev;
+  bool plain = ev->type == YAML_SCALAR_EVENT && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+  bool t = plain &&
+           scalar_index(ev, true_spellings, COUNT_OF(true_spellings)) < COUNT_OF(true_spellings);
+  bool f = plain &&
+           scalar_index(ev, false_spellings, COUNT_OF(false_spellings)) < COUNT_OF(false_spellings);
+  if (!t && !f)
+    return fail_at(p, ev->start_mark, "'elementwise' must be true or false, got %s", node_kind(ev));
+  tm->has_elementwise = true;
+  tm->elementwise = t;
+  return PC_OK;
+}
+
 static int on_layer_key(tol_parser *p, size_t key, void *arg) {
   tol_layer *layer = arg;
-  if (key == KEY_MATCH)
+  switch (key) {
+  case KEY_MATCH:
     return parse_glob(p, layer);
-  return parse_entry(p, &layer->entry[key], layer_keys[key]);
+  case KEY_METRICS:
+    return parse_metrics(p, &layer->metrics);
+  case KEY_ELEMENTWISE:
+    return parse_elementwise(p, &layer->metrics);
+  default:
+    return parse_entry(p, &layer->entry[key], layer_keys[key]);
+  }
 }
 
 static int parse_defaults(tol_parser *p) {

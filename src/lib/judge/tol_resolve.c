@@ -134,6 +134,37 @@ static void apply_model(pc_tol *tol, const tol_entry *e, pc_dtype compare,
   apply_run_model(tol, e, u);
 }
 
+static const char *const metric_names[PC_METRIC_COUNT_] = {
+    "top1_agreement", "topk_overlap", "kl_divergence", "max_prob_diff", "scalar_abs", "scalar_rel"};
+
+const char *pc_metric_name(pc_metric m) {
+  return (unsigned)m < PC_METRIC_COUNT_ ? metric_names[m] : "unknown";
+}
+
+bool pc_metric_is_floor(pc_metric m) {
+  return m == PC_METRIC_TOP1_AGREEMENT || m == PC_METRIC_TOPK_OVERLAP;
+}
+
+/* The metrics of every rule that matches path, in order; each rule overrides only what it says.
+ * They do not depend on the compare dtype. */
+static pc_metric_tol resolve_metrics(const pc_tolset *set, const char *path) {
+  pc_metric_tol mt = {0};
+  for (size_t i = 0; set && path && i < set->n_rules; i++) {
+    const tol_metrics *r = &set->rules[i].metrics;
+    if (!(r->set | r->unset | r->has_elementwise) || fnmatch(set->rules[i].glob, path, 0) != 0)
+      continue;
+    mt.set = (mt.set & ~r->unset) | r->set;
+    for (int m = 0; m < PC_METRIC_COUNT_; m++)
+      if (r->set & (1u << m))
+        mt.limit[m] = r->limit[m];
+    if (r->set & (1u << PC_METRIC_TOPK_OVERLAP))
+      mt.topk = r->topk;
+    if (r->has_elementwise)
+      mt.elementwise_off = !r->elementwise;
+  }
+  return mt;
+}
+
 pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,
                              const pc_tol_context *ctx) {
   tol_entry e = resolve_entry(set, path, compare);
@@ -145,6 +176,7 @@ pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype co
   tol.max_mismatch_fraction = e.value[CRIT_MAX_MISMATCH_FRACTION];
   if (pc_dtype_is_float(compare))
     apply_model(&tol, &e, compare, ctx);
+  tol.metrics = resolve_metrics(set, path);
   return tol;
 }
 

@@ -307,7 +307,8 @@ static void append_reason(char *buf, size_t size, size_t *n, const pc_reason *r,
     append(buf, size, n, "%.0f", r->value);
   else
     append(buf, size, n, "%.*g", digits, r->value);
-  append(buf, size, n, " > limit %.*g", digits, r->limit);
+  append(buf, size, n, " %s limit %.*g", pc_criterion_is_floor(r->criterion) ? "<" : ">", digits,
+         r->limit);
   if (r->criterion == PC_CRIT_MISMATCH_FRACTION)
     append(buf, size, n, " (%" PRIu64 " of %" PRIu64 " element%s)", s->mismatches, s->count,
            plural(s->count));
@@ -324,6 +325,30 @@ void pc_report_reasons(char *buf, size_t size, const pc_tensor *t, bool full) {
     if (k)
       append(buf, size, &n, "; ");
     append_reason(buf, size, &n, &t->reasons[k], &t->stats, full);
+  }
+}
+
+bool pc_report_has_metrics(const pc_tensor *t) {
+  for (int m = 0; m < PC_METRIC_COUNT_; m++)
+    if (t->metrics[m].present)
+      return true;
+  return false;
+}
+
+void pc_report_metrics(char *buf, size_t size, const pc_tensor *t, bool full) {
+  int digits = full ? ROUND_TRIP_DIGITS : READING_DIGITS;
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int m = 0; m < PC_METRIC_COUNT_; m++) {
+    const pc_metric_result *r = &t->metrics[m];
+    if (!r->present)
+      continue;
+    append(buf, size, &n, "%s%s", n ? ", " : "", pc_metric_name((pc_metric)m));
+    if (m == PC_METRIC_TOPK_OVERLAP)
+      append(buf, size, &n, "@%" PRIu64, t->tol.metrics.topk);
+    append(buf, size, &n, " %.*g (%s %.*g%s)", digits, r->value,
+           pc_metric_is_floor((pc_metric)m) ? "min" : "max", digits, r->limit,
+           r->pass ? "" : ", fails");
   }
 }
 

@@ -98,9 +98,18 @@ void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
 
 /** The criteria a drift broke, as the judge recorded them (t->reasons), in its order, joined by
  * "; ": "rel_rms 1.2e-05 > limit 8.9e-06", "mismatch_fraction 0.001 > limit 0 (1 of 1000
- * elements)", "nan_mismatch 1 > limit 0"; figures at 3 significant digits, or 17 with `full`.
- * "drift" for a drift without a recorded reason; empty for every other verdict. */
+ * elements)", "nan_mismatch 1 > limit 0", "top1_agreement 0.98 < limit 0.99"; figures at 3
+ * significant digits, or 17 with `full`. "drift" for a drift without a recorded reason; empty for
+ * every other verdict. */
 void pc_report_reasons(char *buf, size_t size, const pc_tensor *t, bool full);
+
+/** True when the judge recorded product metrics for t (docs/metrics.md, "Product metrics"). */
+bool pc_report_has_metrics(const pc_tensor *t);
+
+/** t's product metrics in pc_metric order, joined by ", ": "top1_agreement 0.998 (min 0.99),
+ * topk_overlap@5 0.97 (min 0.9), kl_divergence 0.0021 (max 0.001, fails)"; figures at 3
+ * significant digits, or 17 with `full`. Empty without metrics. */
+void pc_report_metrics(char *buf, size_t size, const pc_tensor *t, bool full);
 
 /** "worst [2,1,2]: a=1.5, b=1.5000001": each value with the fewest significant digits, from 3 up,
  * that tell a and b apart (both at 3 when they are equal), or with `full`, at 17 (integers are

@@ -300,6 +300,11 @@ static void put_details(FILE *out, const page *pg, size_t i) {
       fputs("; ", out);
     put_plain(out, text);
   }
+  if (pc_report_has_metrics(t)) {
+    pc_report_metrics(text, sizeof text, t, false);
+    fputs(t->verdict == PC_VERDICT_PASS ? "metrics " : "; metrics ", out);
+    put_plain(out, text);
+  }
   if (caused)
     fprintf(out,
             " <button type=\"button\" class=\"fold\" data-fold=\"%zu\" aria-expanded=\"true\">"

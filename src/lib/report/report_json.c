@@ -223,6 +223,26 @@ static json_t *reasons_json(const pc_tensor *t) {
   return pc_json_finish(a, rc);
 }
 
+/* {"top1_agreement": {"value": 0.998, "limit": 0.99, "pass": true}, ...}: the product metrics
+ * the judge tested, by name; topk_overlap also has its "k". */
+static json_t *metrics_json(const pc_tensor *t) {
+  json_t *o = json_object();
+  int rc = 0;
+  for (int m = 0; m < PC_METRIC_COUNT_; m++) {
+    const pc_metric_result *r = &t->metrics[m];
+    if (!r->present)
+      continue;
+    json_t *one = json_object();
+    int k = json_object_set_new(one, "value", pc_json_real(r->value));
+    k |= json_object_set_new(one, "limit", pc_json_real(r->limit));
+    k |= json_object_set_new(one, "pass", json_boolean(r->pass));
+    if (m == PC_METRIC_TOPK_OVERLAP)
+      k |= json_object_set_new(one, "k", pc_json_count(t->tol.metrics.topk));
+    rc |= json_object_set_new(o, pc_metric_name((pc_metric)m), pc_json_finish(one, k));
+  }
+  return pc_json_finish(o, rc);
+}
+
 /* The judge's record of tensor i: its place in execution order, its root cause, its reasons
  * (docs/report-json.md, "A tensor"). */
 static int put_judgement(json_t *o, const pc_run *run, size_t i) {
@@ -233,6 +253,8 @@ static int put_judgement(json_t *o, const pc_run *run, size_t i) {
                             root >= 0 ? pc_json_string(run->tensors[root].path) : json_null());
   if (t->verdict != PC_VERDICT_PASS)
     rc |= json_object_set_new(o, "reasons", reasons_json(t));
+  if (pc_report_has_metrics(t))
+    rc |= json_object_set_new(o, "metrics", metrics_json(t));
   return rc;
 }
 

@@ -167,6 +167,18 @@ static void put_message(FILE *out, const pc_run *run, size_t i, const pc_gate_te
   fputc('"', out);
 }
 
+/* "metrics top1_agreement 0.99800000000000000 (min 0.98999999999999999), ...", then `end`;
+ * nothing for a tensor without product metrics. */
+static void put_metrics(FILE *out, const pc_tensor *t, const char *end) {
+  char text[PC_REASON_MAX];
+  if (!pc_report_has_metrics(t))
+    return;
+  pc_report_metrics(text, sizeof text, t, true);
+  fputs("metrics ", out);
+  pc_report_put_xml(out, text);
+  fputs(end, out);
+}
+
 static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
   const pc_tensor *t = &run->tensors[i];
   char dtypes[96], reasons[PC_REASON_MAX];
@@ -190,6 +202,7 @@ static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_te
     pc_report_put_xml(out, run->tensors[root].path);
     fputc('\n', out);
   }
+  put_metrics(out, t, "\n");
   if (pc_report_has_stats(t->verdict))
     put_figures(out, t);
   fputs("</failure>\n", out);
@@ -214,6 +227,10 @@ static void put_outcome(FILE *out, const pc_run *run, const pc_gate *gate, size_
     put_failure(out, run, i, g);
   } else if (pc_verdict_is_failure(t->verdict)) {
     put_accepted(out, run, i, g);
+  } else if (t->verdict == PC_VERDICT_PASS) {
+    fputs("      <system-out>", out);
+    put_metrics(out, t, "");
+    fputs("</system-out>\n", out);
   } else if (t->verdict == PC_VERDICT_ERROR || t->verdict == PC_VERDICT_SKIPPED) {
     fprintf(out, "      <%s", t->verdict == PC_VERDICT_ERROR ? "error" : "skipped");
     if (t->verdict == PC_VERDICT_ERROR)
@@ -225,7 +242,7 @@ static void put_outcome(FILE *out, const pc_run *run, const pc_gate *gate, size_
 
 static bool has_body(const pc_run *run, size_t i) {
   pc_verdict v = run->tensors[i].verdict;
-  return v != PC_VERDICT_PASS;
+  return v != PC_VERDICT_PASS || pc_report_has_metrics(&run->tensors[i]);
 }
 
 static void put_testcase(FILE *out, const pc_run *run, const pc_gate *gate, size_t i) {

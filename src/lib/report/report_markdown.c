@@ -105,8 +105,9 @@ static void put_figures(FILE *out, const pc_tensor *t, bool quantiles) {
   fprintf(out, " %.3g |", pc_stats_aggregates(s).snr_db);
 }
 
-/* Why a tensor fails (the judge's reasons, or the structural reason), and for a drift where it
- * is worst: "rel_rms 0.005 > limit 0.00103; worst [3]: a=1, b=1.01". */
+/* Why a tensor fails (the judge's reasons, or the structural reason), for a drift where it is
+ * worst, and the product metrics: "rel_rms 0.005 > limit 0.00103; worst [3]: a=1, b=1.01;
+ * top1_agreement 1 (min 0.99)". */
 static void details_text(char *buf, size_t size, const pc_tensor *t) {
   pc_report_reason(buf, size, t);
   size_t n = strlen(buf);
@@ -114,6 +115,12 @@ static void details_text(char *buf, size_t size, const pc_tensor *t) {
     pc_report_worst_text(buf + n + 2, size - n - 2, t, false);
     if (buf[n + 2])
       memcpy(buf + n, "; ", 2);
+  }
+  n = strlen(buf);
+  if (pc_report_has_metrics(t) && n + 2 < size) {
+    memcpy(buf + n, n ? "; " : "", n ? 3 : 1);
+    n = strlen(buf);
+    pc_report_metrics(buf + n, size - n, t, false);
   }
 }
 

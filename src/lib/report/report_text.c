@@ -242,6 +242,12 @@ static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
   bool first = true;
   if (drift)
     put_reasons(out, v, i, indent, &first);
+  if (pc_report_has_metrics(t)) {
+    char text[PC_REASON_MAX];
+    pc_report_metrics(text, sizeof text, t, false);
+    put_item(out, indent, &first);
+    fprintf(out, "metrics %s", text);
+  }
   if ((drift || verbose) && s->has_worst)
     put_worst(out, t, indent, &first);
   put_count(out, s->not_representable_a, "not representable in A's dtype", indent, &first);
