@@ -54,23 +54,31 @@ typedef struct pc_baseline_entry {
   uint64_t max_ulp;
 } pc_baseline_entry;
 
+/* What a gate judges against: a machine-made baseline (this header), or the approvals a reviewer
+ * signed (approval.h, docs/review.md). */
+typedef enum pc_gate_kind { PC_GATE_BASELINE = 0, PC_GATE_APPROVALS } pc_gate_kind;
+
 /* The gate's judgement of one tensor of the run. */
 typedef struct pc_gate_tensor {
   pc_change change;
   bool fails;             /* fails the gate: it fails now and is new or worse */
-  bool in_baseline;       /* `base` below is filled */
+  bool in_baseline;       /* `base` below is filled (approvals: the tensor has an approval) */
   pc_baseline_entry base; /* the baseline's record of this path */
+  char *approval;         /* approvals: "approved by NAME on DATE: REASON", what grew beyond
+                             it, or why it is stale; NULL without an approval */
 } pc_gate_tensor;
 
-/* A run judged against a baseline. */
+/* A run judged against a baseline or against approvals. */
 typedef struct pc_gate {
-  char *path;              /* the baseline file, as given */
+  pc_gate_kind kind;
+  char *path;              /* the baseline or approval file, as given */
   double factor;           /* growth factor, >= 1 */
   pc_gate_tensor *tensors; /* one per run tensor, in run order */
   size_t ntensors;         /* run->ntensors */
   size_t by_change[PC_CHANGE_COUNT_];
   size_t failures;        /* tensors that fail the gate */
-  size_t baseline_only;   /* baseline tensors that the run does not have */
+  size_t baseline_only;   /* baseline tensors that the run does not have (approvals: stale
+                             approvals, of tensors gone or of changed inputs) */
   pc_run_verdict verdict; /* error when the run's is; else drift when failures; else pass */
 } pc_gate;
 

@@ -3,6 +3,7 @@
 #ifndef PARITYCHECK_H
 #define PARITYCHECK_H
 
+#include <paritycheck/approval.h>
 #include <paritycheck/baseline.h>
 #include <paritycheck/compare.h>
 #include <paritycheck/dtype.h>

@@ -58,14 +58,21 @@ enum {
   OPT_SAVE_BASELINE,
   OPT_BASELINE,
   OPT_BASELINE_FACTOR,
-  OPT_MAX_ROWS
+  OPT_MAX_ROWS,
+  OPT_APPROVE,
+  OPT_BY,
+  OPT_REASON,
+  OPT_ONLY,
+  OPT_APPROVED
 };
 
 typedef struct outputs {
   const char *markdown, *junit, *html; /* report files; "-" is stdout */
   const char *save_baseline, *baseline;
-  double baseline_factor; /* 0 until given: PC_BASELINE_FACTOR_DEFAULT */
-  size_t max_rows;        /* 0 until given: PC_REPORT_MAX_ROWS */
+  const char *approve, *approved; /* --approve FILE (signs), --approved FILE (the gate) */
+  pc_approve_options sign;        /* --by, --reason, --only */
+  double baseline_factor;         /* 0 until given: PC_BASELINE_FACTOR_DEFAULT */
+  size_t max_rows;                /* 0 until given: PC_REPORT_MAX_ROWS */
   pc_sort sort;
   bool verbose;
 } outputs;
@@ -121,7 +128,12 @@ static void usage(FILE *out) {
         out);
   fprintf(out, "                         growth factor of --baseline, >= 1 (default %g)\n",
           PC_BASELINE_FACTOR_DEFAULT);
-  fputs("  -q, --quiet            print only failing tensors and the summary\n"
+  fputs("      --approve FILE --by NAME --reason TEXT [--only GLOB]\n"
+        "                         sign off the drifting tensors (those matching GLOB): write\n"
+        "                         their figures to the approval FILE (docs/review.md)\n"
+        "      --approved FILE    pass a drifting tensor while it stays within the figures\n"
+        "                         approved in FILE\n"
+        "  -q, --quiet            print only failing tensors and the summary\n"
         "      --no-color         no colours (they are used only when stdout is a terminal)\n",
         out);
   fprintf(out, "      --block-elems N    elements per read block (default %zu)\n",
@@ -210,6 +222,11 @@ static const struct option long_opts[] = {
     {"save-baseline", required_argument, NULL, OPT_SAVE_BASELINE},
     {"baseline", required_argument, NULL, OPT_BASELINE},
     {"baseline-factor", required_argument, NULL, OPT_BASELINE_FACTOR},
+    {"approve", required_argument, NULL, OPT_APPROVE},
+    {"by", required_argument, NULL, OPT_BY},
+    {"reason", required_argument, NULL, OPT_REASON},
+    {"only", required_argument, NULL, OPT_ONLY},
+    {"approved", required_argument, NULL, OPT_APPROVED},
     {"max-rows", required_argument, NULL, OPT_MAX_ROWS},
     {"quiet", no_argument, NULL, 'q'},
     {"no-color", no_argument, NULL, OPT_NO_COLOR},
@@ -223,7 +240,7 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0}};
 
 static bool is_output_option(int opt) {
-  return opt == 'v' || (opt >= OPT_MARKDOWN && opt <= OPT_MAX_ROWS);
+  return opt == 'v' || (opt >= OPT_MARKDOWN && opt <= OPT_APPROVED);
 }
 
 /* False (after the message) for a bad value. */
@@ -241,6 +258,16 @@ static bool parse_output_option(int opt, const char *arg, outputs *o) {
     o->save_baseline = arg;
   else if (opt == OPT_BASELINE)
     o->baseline = arg;
+  else if (opt == OPT_APPROVE)
+    o->approve = arg;
+  else if (opt == OPT_APPROVED)
+    o->approved = arg;
+  else if (opt == OPT_BY)
+    o->sign.by = arg;
+  else if (opt == OPT_REASON)
+    o->sign.reason = arg;
+  else if (opt == OPT_ONLY)
+    o->sign.only = arg;
   else if (opt == OPT_SORT && (strcmp(arg, "worst") == 0 || strcmp(arg, "order") == 0))
     o->sort = strcmp(arg, "worst") == 0 ? PC_SORT_WORST : PC_SORT_ORDER;
   else if (opt == OPT_SORT) {
@@ -442,7 +469,14 @@ static int check_outputs(const cli *c) {
   const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
   if (stdout_users(c) > 1)
     return usage_error("only one report can go to standard output (\"-\")", NULL);
-  int rc = PC_OK;
+  if (o->baseline && (o->approved || o->approve))
+    return usage_error("--baseline and approvals (--approve, --approved) are two gates: use one",
+                       NULL);
+  if (o->approve && (!o->sign.by || !*o->sign.by || !o->sign.reason || !*o->sign.reason))
+    return usage_error("--approve needs --by NAME and --reason TEXT", NULL);
+  if (!o->approve && (o->sign.by || o->sign.reason || o->sign.only))
+    return usage_error("--by, --reason and --only go with --approve", NULL);
+  int rc = check_output(o->approve);
   for (size_t i = 0; rc == PC_OK && i < sizeof files / sizeof files[0]; i++)
     rc = check_output(files[i]);
   return rc;
@@ -473,12 +507,42 @@ static int load_baseline(const cli *c, pc_baseline **base) {
   return c->out.baseline && pc_baseline_load(base, c->out.baseline, &err) < 0 ? fail(&err) : PC_OK;
 }
 
-/* The run judged against the baseline; *gate stays NULL without one. */
-static int judge(const cli *c, const pc_baseline *base, const pc_run *run, pc_gate **gate) {
+/* The approval file of --approved, or the one --approve adds to when it exists; read before the
+ * data, as the baseline. *ap stays NULL without one. */
+static int load_approvals(const cli *c, pc_approvals **ap) {
+  pc_error err;
+  const char *path = c->out.approved ? c->out.approved : c->out.approve;
+  *ap = NULL;
+  if (!path || (!c->out.approved && access(path, F_OK) != 0))
+    return PC_OK;
+  return pc_approvals_load(ap, path, &err) < 0 ? fail(&err) : PC_OK;
+}
+
+/* --approve: signs the run's drifting tensors into the file, then judges the run against what
+ * it wrote, so that the exit code says whether everything that drifts is now approved. */
+static int approve(const cli *c, const pc_approvals *prev, const pc_run *run, pc_gate **gate) {
+  pc_error err;
+  pc_approvals *ap = NULL;
+  pc_cli_hold_stop_signals(true);
+  int rc = pc_approvals_save(c->out.approve, run, prev, &c->out.sign, &err);
+  pc_cli_hold_stop_signals(false);
+  if (rc == PC_OK && (rc = pc_approvals_load(&ap, c->out.approve, &err)) == PC_OK)
+    rc = pc_gate_approvals(gate, ap, c->out.approve, run, &err);
+  pc_approvals_free(ap);
+  return rc < 0 ? fail(&err) : PC_OK;
+}
+
+/* The run judged against the baseline or the approvals; *gate stays NULL without either. */
+static int judge(const cli *c, const pc_baseline *base, const pc_approvals *ap, const pc_run *run,
+                 pc_gate **gate) {
   pc_error err;
   double factor = c->out.baseline_factor ? c->out.baseline_factor : PC_BASELINE_FACTOR_DEFAULT;
   *gate = NULL;
+  if (c->out.approve)
+    return approve(c, ap, run, gate);
   if (base && pc_gate_new(gate, base, c->out.baseline, run, factor, &err) < 0)
+    return fail(&err);
+  if (ap && pc_gate_approvals(gate, ap, c->out.approved, run, &err) < 0)
     return fail(&err);
   return PC_OK;
 }
@@ -532,9 +596,10 @@ static int exit_code(pc_run_verdict v) {
 }
 
 /* Writes every report; the exit code follows the gate when there is one. */
-static int report(const cli *c, const pc_baseline *base, const pc_run *run) {
+static int report(const cli *c, const pc_baseline *base, const pc_approvals *ap,
+                  const pc_run *run) {
   pc_gate *gate = NULL;
-  int rc = judge(c, base, run, &gate);
+  int rc = judge(c, base, ap, run, &gate);
   if (rc == PC_OK)
     rc = write_reports(c, run, gate);
   int code = rc < 0 ? EXIT_ERROR : exit_code(gate ? gate->verdict : run->verdict);
@@ -609,23 +674,29 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.progress_user = &prog;
   pc_set_debug(c->debug);
   pc_baseline *base = NULL;
+  pc_approvals *ap = NULL;
   pc_run *run = NULL;
   int rc = check_outputs(c);
   if (rc == PC_OK)
     rc = check_reference(c->reference);
   if (rc == PC_OK)
     rc = load_baseline(c, &base);
-  if (rc < 0)
+  if (rc == PC_OK)
+    rc = load_approvals(c, &ap);
+  if (rc < 0) {
+    pc_baseline_free(base);
     return EXIT_ERROR;
+  }
   if ((rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err)) == PC_OK && c->reference)
     rc = pc_compare_reference(run, c->reference, &opts, &err);
   if (prog.shown)
     fputs("\r\033[K", stderr); /* the report starts on a clean line */
   if (rc < 0)
     fail(&err);
-  int code = rc < 0 ? EXIT_ERROR : report(c, base, run);
+  int code = rc < 0 ? EXIT_ERROR : report(c, base, ap, run);
   pc_run_free(run);
   pc_baseline_free(base);
+  pc_approvals_free(ap);
   return code;
 }
 

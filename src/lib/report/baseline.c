@@ -305,6 +305,8 @@ void pc_gate_free(pc_gate *gate) {
   if (!gate)
     return;
   free(gate->path);
+  for (size_t i = 0; gate->tensors && i < gate->ntensors; i++)
+    free(gate->tensors[i].approval);
   free(gate->tensors);
   free(gate);
 }

@@ -421,6 +421,27 @@ void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t, bool full)
          pc_report_dims(dims, t->rank < 0 ? 0 : t->rank, index), a, b);
 }
 
+const char *pc_report_gate_noun(const pc_gate *gate) {
+  return gate->kind == PC_GATE_APPROVALS ? "approvals" : "baseline";
+}
+
+void pc_report_gate_tail(char *buf, size_t size, const pc_gate *gate) {
+  size_t n = 0;
+  buf[0] = '\0';
+  if (gate->kind == PC_GATE_BASELINE)
+    append(buf, size, &n, " at factor %g", gate->factor);
+  else
+    append(buf, size, &n, " (slack %g)", gate->factor - 1);
+}
+
+void pc_report_gate_extra(char *buf, size_t size, const pc_gate *gate) {
+  size_t n = 0;
+  buf[0] = '\0';
+  if (gate->baseline_only)
+    append(buf, size, &n, ", %zu %s", gate->baseline_only,
+           gate->kind == PC_GATE_APPROVALS ? "stale approvals" : "only in the baseline");
+}
+
 const char *pc_report_change(const pc_gate *gate, size_t i) {
   return gate ? pc_change_name(gate->tensors[i].change) : "";
 }

@@ -122,6 +122,15 @@ void pc_report_worst_text(char *buf, size_t size, const pc_tensor *t, bool full)
 void pc_report_worst_value(char *buf, size_t size, const pc_tensor *t, int side,
                            const int digits[2]);
 
+/** "baseline" or "approvals": what the gate judges against. */
+const char *pc_report_gate_noun(const pc_gate *gate);
+
+/** " at factor 2" for a baseline, " (slack 0.25)" for approvals. */
+void pc_report_gate_tail(char *buf, size_t size, const pc_gate *gate);
+
+/** ", 1 only in the baseline" or ", 2 stale approvals"; empty when there are none. */
+void pc_report_gate_extra(char *buf, size_t size, const pc_gate *gate);
+
 /** How a gate judged tensor i, for tables: "worse", "new", ...; "" without a gate. */
 const char *pc_report_change(const pc_gate *gate, size_t i);
 

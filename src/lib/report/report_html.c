@@ -147,16 +147,17 @@ static void put_summary_row(FILE *out, const char *label, const char *value) {
 }
 
 static void put_gate_row(FILE *out, const pc_gate *gate) {
-  fputs("<tr><th>baseline</th><td>", out);
+  char tail[64];
+  fprintf(out, "<tr><th>%s</th><td>", pc_report_gate_noun(gate));
   put_text(out, gate->path);
-  fprintf(out, " at factor %g: gate <span class=\"v-%s\">%s</span>, %zu tensor%s fail%s it",
-          gate->factor, pc_run_verdict_name(gate->verdict), pc_run_verdict_name(gate->verdict),
-          gate->failures, gate->failures == 1 ? "" : "s", gate->failures == 1 ? "s" : "");
+  pc_report_gate_tail(tail, sizeof tail, gate);
+  fprintf(out, "%s: gate <span class=\"v-%s\">%s</span>, %zu tensor%s fail%s it", tail,
+          pc_run_verdict_name(gate->verdict), pc_run_verdict_name(gate->verdict), gate->failures,
+          gate->failures == 1 ? "" : "s", gate->failures == 1 ? "s" : "");
   for (int c = 0; c < PC_CHANGE_COUNT_; c++)
     fprintf(out, "%s%zu %s", c ? ", " : "; ", gate->by_change[c], pc_change_name((pc_change)c));
-  if (gate->baseline_only)
-    fprintf(out, ", %zu only in the baseline", gate->baseline_only);
-  fputs("</td></tr>\n", out);
+  pc_report_gate_extra(tail, sizeof tail, gate);
+  fprintf(out, "%s</td></tr>\n", tail);
 }
 
 static void put_summary(FILE *out, const page *pg, const pc_report_options *opts) {
@@ -299,6 +300,10 @@ static void put_details(FILE *out, const page *pg, size_t i) {
     if (text[0])
       fputs("; ", out);
     put_plain(out, text);
+  }
+  if (pg->gate && pg->gate->tensors[i].approval) {
+    fputs("; ", out);
+    put_text(out, pg->gate->tensors[i].approval);
   }
   if (pc_report_has_metrics(t)) {
     pc_report_metrics(text, sizeof text, t, false);

@@ -264,7 +264,9 @@ static json_t *tensor_gate_json(const pc_gate_tensor *g) {
   json_t *o = json_object();
   int rc = json_object_set_new(o, "change", json_string(pc_change_name(g->change)));
   rc |= json_object_set_new(o, "fails_gate", json_boolean(g->fails));
-  if (!g->in_baseline)
+  if (g->approval) /* an approvals gate: its judgement in words, no baseline record */
+    rc |= json_object_set_new(o, "approval", pc_json_string(g->approval));
+  if (!g->in_baseline || g->approval)
     return pc_json_finish(o, rc);
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(e->verdict)));
   if (!pc_report_has_stats(e->verdict))
@@ -356,6 +358,8 @@ static int put_tensors(FILE *f, const pc_run *run, const pc_gate *gate) {
 static json_t *gate_json(const pc_gate *gate) {
   json_t *o = json_object();
   int rc = json_object_set_new(o, "file", pc_json_string(gate->path));
+  if (gate->kind == PC_GATE_APPROVALS) /* a baseline's object predates the key */
+    rc |= json_object_set_new(o, "kind", json_string(pc_report_gate_noun(gate)));
   rc |= json_object_set_new(o, "factor", pc_json_real(gate->factor));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(gate->verdict)));
   rc |= json_object_set_new(o, "fails_gate", pc_json_count(gate->failures));

@@ -160,6 +160,10 @@ static void put_details(FILE *out, const table *tb, size_t i) {
     fputc(' ', out);
     put_code(out, text);
   }
+  if (tb->gate && tb->gate->tensors[i].approval) {
+    fputc(' ', out);
+    put_code(out, tb->gate->tensors[i].approval);
+  }
   put_fold(out, tb, i);
   fputs(" |\n", out);
 }
@@ -189,16 +193,16 @@ static void put_row(FILE *out, const table *tb, size_t i) {
 }
 
 static void put_gate_line(FILE *out, const pc_gate *gate) {
-  fputs("- **baseline**: ", out);
+  char tail[64];
+  fprintf(out, "- **%s**: ", pc_report_gate_noun(gate));
   put_code(out, gate->path);
-  fprintf(out, " at factor %g: gate %s, %zu tensor%s fail%s it", gate->factor,
-          pc_run_verdict_name(gate->verdict), gate->failures, gate->failures == 1 ? "" : "s",
-          gate->failures == 1 ? "s" : "");
+  pc_report_gate_tail(tail, sizeof tail, gate);
+  fprintf(out, "%s: gate %s, %zu tensor%s fail%s it", tail, pc_run_verdict_name(gate->verdict),
+          gate->failures, gate->failures == 1 ? "" : "s", gate->failures == 1 ? "s" : "");
   for (int c = 0; c < PC_CHANGE_COUNT_; c++)
     fprintf(out, "%s%zu %s", c ? ", " : "; ", gate->by_change[c], pc_change_name((pc_change)c));
-  if (gate->baseline_only)
-    fprintf(out, ", %zu only in the baseline", gate->baseline_only);
-  fputc('\n', out);
+  pc_report_gate_extra(tail, sizeof tail, gate);
+  fprintf(out, "%s\n", tail);
 }
 
 static void put_header(FILE *out, const pc_run *run, const pc_report_options *opts) {

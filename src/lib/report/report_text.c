@@ -242,6 +242,10 @@ static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
   bool first = true;
   if (drift)
     put_reasons(out, v, i, indent, &first);
+  if (v->opts->gate && v->opts->gate->tensors[i].approval) {
+    put_item(out, indent, &first);
+    put_untrusted(out, v->opts->gate->tensors[i].approval);
+  }
   if (pc_report_has_metrics(t)) {
     char text[PC_REASON_MAX];
     pc_report_metrics(text, sizeof text, t, false);
@@ -443,10 +447,12 @@ static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, 
   static const char *const words[] = {"GATE PASS", "GATE FAIL", "GATE ERROR"};
   static const pc_verdict colors[] = {PC_VERDICT_PASS, PC_VERDICT_DRIFT, PC_VERDICT_ERROR};
   put_summary_word(out, words[gate->verdict], colors[gate->verdict], color);
-  fprintf(out, "%zu tensor%s fail%s the baseline ", gate->failures, plural(gate->failures),
-          gate->failures == 1 ? "s" : "");
+  char tail[64];
+  fprintf(out, "%zu tensor%s fail%s the %s ", gate->failures, plural(gate->failures),
+          gate->failures == 1 ? "s" : "", pc_report_gate_noun(gate));
   put_untrusted(out, gate->path);
-  fprintf(out, " at factor %g", gate->factor);
+  pc_report_gate_tail(tail, sizeof tail, gate);
+  fputs(tail, out);
   for (size_t i = 0; i < run->ntensors; i++)
     if (gate->tensors[i].fails) {
       fputs(" (first: ", out);
@@ -456,8 +462,8 @@ static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, 
     }
   for (int c = 0; c < PC_CHANGE_COUNT_; c++)
     fprintf(out, "%s%zu %s", c ? ", " : "; ", gate->by_change[c], pc_change_name((pc_change)c));
-  if (gate->baseline_only)
-    fprintf(out, ", %zu only in the baseline", gate->baseline_only);
+  pc_report_gate_extra(tail, sizeof tail, gate);
+  fputs(tail, out);
   fputc('\n', out);
 }
 
