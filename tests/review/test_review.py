@@ -87,10 +87,9 @@ def test_cycle():
     check('gate passes', rc == 0 and gate_line(out).startswith('GATE PASS: 0 tensors fail the '
                                                                'approvals'), (rc, out[-800:]))
     check('text names the approval', 'approved by Ada on 2023-11-14' in out, out[-2000:])
-    md = os.path.join(WORK, 'd.md')
-    html = os.path.join(WORK, 'd.html')
-    run(['--approved', ap, '--markdown', md, '--html', html, A, B])
-    for p in (md, html):
+    md, html, junit = (os.path.join(WORK, 'd.' + e) for e in ('md', 'html', 'xml'))
+    run(['--approved', ap, '--markdown', md, '--html', html, '--junit', junit, A, B])
+    for p in (md, html, junit):
         body = open(p).read()
         check('%s shows "approved by NAME on DATE: REASON"' % p[-4:],
               'approved by Bo on 2023-11-14: rest' in body, body[:400])

@@ -155,9 +155,13 @@ static void put_message(FILE *out, const pc_run *run, size_t i, const pc_gate_te
   pc_report_reason(reason, sizeof reason, t);
   pc_report_worst_text(worst, sizeof worst, t, false);
   fputs(" message=\"", out);
-  if (g)
+  if (g && g->approval) {
+    pc_report_put_xml(out, g->approval);
+    pc_report_put_xml(out, ": ");
+  } else if (g) {
     pc_report_put_xml(out,
                       g->change == PC_CHANGE_NEW ? "new failure: " : "worse than the baseline: ");
+  }
   pc_report_put_xml(out, reason);
   put_cause(out, run, i);
   if (worst[0]) {
@@ -213,8 +217,14 @@ static void put_accepted(FILE *out, const pc_run *run, size_t i, const pc_gate_t
   const pc_tensor *t = &run->tensors[i];
   char reason[PC_REASON_MAX];
   pc_report_reason(reason, sizeof reason, t);
-  fprintf(out, "      <system-out>accepted by the baseline (%s): %s: ", pc_change_name(g->change),
-          pc_verdict_name(t->verdict));
+  if (g->approval) {
+    fputs("      <system-out>", out);
+    pc_report_put_xml(out, g->approval);
+    fprintf(out, ": %s: ", pc_verdict_name(t->verdict));
+  } else {
+    fprintf(out, "      <system-out>accepted by the baseline (%s): %s: ", pc_change_name(g->change),
+            pc_verdict_name(t->verdict));
+  }
   pc_report_put_xml(out, reason);
   put_cause(out, run, i);
   fputs("</system-out>\n", out);
