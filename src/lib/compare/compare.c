@@ -275,6 +275,11 @@ static bool pc_within_memory(const pc_pair *p, int *rc) {
   return false;
 }
 
+/* The steps before the data return PC_ENOMEM without a message: it names the tensor. */
+static int pc_nomem(int rc, const pc_tensor *t, pc_error *err) {
+  return rc == PC_ENOMEM ? pc_error_set(err, rc, "%s: out of memory", t->path) : rc;
+}
+
 static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   pc_tensor *t = p->t;
   t->dtype_a = pc_numeric_dtype(p->a);
@@ -285,7 +290,7 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
     pc_copy_shape(&t->rank_b, t->dims_b, p->b);
   int rc;
   if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))
-    return rc;
+    return pc_nomem(rc, t, err);
   bool cross = false;
   t->reduction_length = p->a->reduction_length ? p->a->reduction_length : p->b->reduction_length;
   t->accumulation = p->a->accumulation ? p->a->accumulation : p->b->accumulation;
@@ -293,9 +298,9 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   t->compare = pc_dtype_compare(t->dtype_a, t->dtype_b, &cross);
   if ((rc = pc_resolve_tol(p, tols)) < 0 || t->verdict == PC_VERDICT_ERROR ||
       (rc = pc_note(t, cross)) < 0)
-    return rc;
+    return pc_nomem(rc, t, err);
   if (t->tol.metrics.set && ((rc = pc_compute_metrics(p)) < 0 || t->verdict == PC_VERDICT_ERROR))
-    return rc < 0 ? pc_error_set(err, rc, "%s: out of memory", t->path) : rc;
+    return pc_nomem(rc, t, err);
   if (pc_fill_pair(p->a, p->b)) {
     if ((rc = pc_fill_compare(t, p->a, p->b, p->quantiles)) < 0)
       return pc_error_set(err, rc, "%s: out of memory", t->path);

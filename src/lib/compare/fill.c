@@ -100,7 +100,7 @@ int pc_fill_compare(pc_tensor *t, const pc_dataset *a, const pc_dataset *b, bool
   if (quantiles)
     pc_stats_quantiles(&t->stats, h);
   pc_hists_free(h);
-  return PC_OK;
+  return quantiles && !t->stats.has_quantiles ? PC_ENOMEM : PC_OK; /* only allocations fail */
 }
 
 void pc_fill_magnitude(const pc_dataset *d, uint64_t n, pc_magnitude *m) {

@@ -63,6 +63,9 @@ struct pc_stream {
   unsigned nthreads;         /* threads started */
   pc_qhist *hist[PC_NHISTS]; /* of the tensor being merged */
   uint64_t bytes_done;
+  /* The first tensor whose block scratch or quantiles could not be allocated: the run then
+   * fails with PC_ENOMEM, as every other allocation failure does (compare.h). */
+  const pc_tensor *nomem;
 };
 
 /* --- workers ------------------------------------------------------------------------------ */
@@ -251,6 +254,8 @@ static void pc_tensor_close(pc_stream *s, pc_tensor *t) {
     memset(&t->stats, 0, sizeof t->stats);
   } else if (s->cfg.quantiles) {
     pc_stats_quantiles(&t->stats, s->hist);
+    if (!t->stats.has_quantiles && !s->nomem) /* only an allocation fails there */
+      s->nomem = t;
   }
   for (int i = 0; i < PC_NHISTS; i++)
     pc_qhist_reset(s->hist[i]);
@@ -262,6 +267,8 @@ static void pc_merge_slot(pc_stream *s, pc_slot *sl) {
   /* The first failure of the tensor is the one worth reporting. */
   if (t->verdict != PC_VERDICT_ERROR && (sl->nomem || sl->why[0]))
     pc_tensor_fail(t, sl->nomem ? "out of memory" : sl->why);
+  if (sl->nomem && !s->nomem)
+    s->nomem = t;
   if (t->verdict != PC_VERDICT_ERROR) {
     pc_stats_merge(&t->stats, &sl->part);
     for (int i = 0; i < PC_NHISTS; i++)
@@ -452,14 +459,15 @@ int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *
   }
   pc_reader_close(ra);
   pc_reader_close(rb);
-  return rc == PC_ENOMEM ? pc_error_set(err, rc, "%s: out of memory", t->path) : PC_OK;
+  if (rc == PC_ENOMEM)
+    return pc_error_set(err, rc, "%s: out of memory", t->path);
+  return s->nomem ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", s->nomem->path) : PC_OK;
 }
 
 int pc_stream_finish(pc_stream *s, pc_error *err) {
-  (void)err;
   while (s->used)
     pc_merge_head(s, true);
-  return PC_OK;
+  return s->nomem ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", s->nomem->path) : PC_OK;
 }
 
 /* --- set-up ------------------------------------------------------------------------------- */

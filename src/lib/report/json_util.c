@@ -24,9 +24,20 @@ json_t *pc_json_count(uint64_t n) {
   return n <= INT64_MAX ? json_integer((json_int_t)n) : json_real((double)n);
 }
 
+/* Whether s is valid UTF-8 by jansson's rule, which is RFC 3629's, as pc_report_utf8_len's. */
+static bool valid_utf8(const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = pc_report_utf8_len(p);
+    if (n == 0)
+      return false;
+    p += n;
+  }
+  return true;
+}
+
 json_t *pc_json_string(const char *s) {
   json_t *j = json_string(s);
-  if (j || !s)
+  if (j || !s || valid_utf8(s)) /* a valid string refused: out of memory */
     return j;
   char *copy = pc_strdup(s);
   if (!copy)

@@ -580,11 +580,21 @@ int pc_report_open(pc_report_file *rf, const char *path, pc_error *err) {
   }
   struct stat st;
   bool exists;
+  errno = 0;
   rf->dest = atomic_dest(path, &st, &exists);
   int fd = rf->dest ? open_temp(&rf->tmp, rf->dest, exists ? &st : NULL) : -1;
   if (fd >= 0 && !(rf->f = fdopen(fd, "w"))) {
+    int e = errno;
     close(fd);
     unlink(rf->tmp);
+    errno = e;
+  }
+  /* Out of memory is an error, not a reason to give up writing atomically. */
+  if (!rf->f && errno == ENOMEM) {
+    free(rf->dest);
+    free(rf->tmp);
+    rf->dest = rf->tmp = NULL;
+    return pc_error_set(err, PC_ENOMEM, "%s: out of memory", path);
   }
   if (!rf->f) { /* written directly: no temporary file could be made beside it */
     free(rf->dest);
