@@ -20,17 +20,14 @@ EVERY_UP_TO + STRIDED (the same Ns on every run). Prints one line per failure an
 
 import concurrent.futures
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
-
-import h5py
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..'))
 from checks import check, run_tests  # noqa: E402
+from fault_run import (REPORTS, SANITIZER_WORDS, arguments, make_baseline,  # noqa: E402
+                       make_inputs, run_in_fresh_folder, sanitizer_env)
 
 EVERY_UP_TO = 3000
 STRIDED = 1000
@@ -38,90 +35,35 @@ STRIDED = 1000
 BIN = None
 TMP = None
 
-REPORTS = ['o.json', 'o.md', 'o.xml', 'o.html', 'o.base.json']
-# -j 1: one worker thread, so that the Nth allocation is the same one on every run.
-ARGS = ['-j', '1', '-t', '../tol.yaml', '--baseline', '../base.json', '--reference', '../r.h5',
-        '--json', 'o.json', '--markdown', 'o.md', '--junit', 'o.xml', '--html', 'o.html',
-        '--save-baseline', 'o.base.json', '../a.h5', '../b.h5']
 # paritycheck's own message, and strerror(ENOMEM) where a report's writer (jansson's json_dumpf)
 # fails for want of memory and the report is then a write error with that reason.
 OOM_WORDS = ('out of memory', 'Cannot allocate memory')
-SANITIZER_WORDS = ('Sanitizer', 'runtime error', 'crashed', 'Segmentation', 'Aborted')
-
-
-def path(name):
-    return os.path.join(TMP, name)
-
-
-def make_inputs():
-    """A and B hold a contiguous dataset (read by the workers with pread) that drifts in every
-    7th element, a chunked deflated one in a group (read by HDF5), integers, one dataset only in
-    A, a shape and a dtype mismatch, a dataset never written (its fill values are compared), a name
-    beyond ASCII;
-    R is A again, as the reference."""
-    rng = np.random.default_rng(17)
-    x = rng.standard_normal(1000).astype(np.float32)
-    y = rng.standard_normal(1000).astype(np.float32)
-    for name, side in (('a.h5', 'a'), ('b.h5', 'b'), ('r.h5', 'r')):
-        with h5py.File(path(name), 'w') as f:
-            xx = x.copy()
-            if side == 'b':
-                xx[::7] *= np.float32(1.01)
-            f['x'] = xx
-            f.create_dataset('grp/y', data=y, chunks=(100,), compression='gzip')
-            f['i'] = np.arange(50, dtype=np.int32)
-            if side != 'b':
-                f['only_a'] = x[:10]
-            f['shape'] = x[:11] if side == 'b' else x[:10]
-            f['dt'] = x[:10].astype(np.float64) if side == 'b' else x[:10]
-            f.create_dataset('fill', (100,), 'f4', fillvalue=0.5)  # never written
-            f['caf\u00e9'] = y[:20]  # a name in UTF-8 beyond ASCII
-    with open(path('tol.yaml'), 'w') as fh:
-        fh.write('version: 1\nrules:\n  - match: "/grp/*"\n    float32: {atol: 1.0e-6}\n')
 
 
 def environment(n, count_file):
-    env = dict(os.environ)
+    env = sanitizer_env(dict(os.environ))
     env.pop('PC_FAIL_ALLOC', None)
     if n:
         env['PC_FAIL_ALLOC'] = str(n)
     env['PC_ALLOC_COUNT'] = count_file
-    # A sanitizer report is told apart from paritycheck's exit 2 by its exit status and text.
-    env['ASAN_OPTIONS'] = 'detect_leaks=1:exitcode=99'
-    env['LSAN_OPTIONS'] = 'exitcode=98'
-    env['UBSAN_OPTIONS'] = 'halt_on_error=1:print_stacktrace=1'
     return env
 
 
 def run_once(n):
-    """Runs with the Nth allocation failing (0: none) in a fresh folder; returns the exit code,
-    stdout, stderr, the files left (name -> bytes) and whether an allocation failed."""
-    d = tempfile.mkdtemp(prefix='n%d_' % n, dir=TMP)
-    count_file = os.path.join(d, '..', os.path.basename(d) + '.count')
+    """Runs with the Nth allocation failing (0: none); returns the exit code, stdout, stderr,
+    the files left (name -> bytes), the allocations counted and whether one failed."""
+    count_file = os.path.join(TMP, 'n%d.count' % n)
     try:
-        p = subprocess.run([BIN] + ARGS, cwd=d, env=environment(n, count_file),
-                           capture_output=True, timeout=120)
-        files = {}
-        for name in os.listdir(d):
-            with open(os.path.join(d, name), 'rb') as fh:
-                files[name] = fh.read()
+        rc, out, err, files = run_in_fresh_folder([BIN] + arguments(True), TMP,
+                                                  environment(n, count_file), 'n%d' % n)
         with open(count_file) as fh:
             lines = [line.split() for line in fh if line.strip()]
-        total = max(int(c) for _, c, _ in lines)
-        failed = any(f == '1' for _, _, f in lines)
-        return p.returncode, p.stdout, p.stderr.decode('utf-8', 'replace'), files, total, failed
     finally:
-        shutil.rmtree(d)
         if os.path.exists(count_file):
             os.remove(count_file)
-
-
-def make_baseline():
-    """A baseline of A against itself: every tensor that A and B share passes there, so the gate
-    sees /x drift further than the baseline allows."""
-    p = subprocess.run([BIN, '-j', '1', '--save-baseline', path('base.json'), path('a.h5'),
-                        path('a.h5')], capture_output=True, env=environment(0, path('b.count')))
-    return p.returncode == 0
+    total = max(int(c) for _, c, _ in lines)
+    failed = any(f == '1' for _, _, f in lines)
+    return rc, out, err, files, total, failed
 
 
 def ns_to_run(total):
@@ -154,7 +96,7 @@ def judge_run(n, clean, result):
 
 
 def test_every_allocation_fails_cleanly():
-    check('baseline made', make_baseline())
+    check('baseline made', make_baseline(BIN, TMP, environment(0, os.path.join(TMP, 'b.count'))))
     clean = run_once(0)
     rc0, _, err0, files0, total, failed0 = clean
     # B drifts in /x (every 7th element by 1%), lacks /only_a and differs in shape and dtype:
@@ -183,7 +125,7 @@ def main(argv):
     BIN = os.path.abspath(argv[0])
     with tempfile.TemporaryDirectory(prefix='pc_allocfail_') as tmp:
         TMP = tmp
-        make_inputs()
+        make_inputs(TMP)
         return run_tests([test_every_allocation_fails_cleanly])
 
 
