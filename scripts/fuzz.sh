@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-fuzz}
 seconds=${FUZZ_SECONDS:-30}
-targets=(tolerance loader numerics)
+targets=(tolerance loader numerics baseline)
 
 CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPC_FUZZ=ON -DBUILD_TESTING=OFF \
   >/dev/null
@@ -28,18 +28,19 @@ find "$dir/hostile" -type f -name 'tol_*.yaml' -size -16k -exec cp -t "$seeds/to
 find "$dir/hostile" -type f -name '*.h5' -size -16k -exec cp -t "$seeds/loader/" {} +
 cp tests/fuzz/corpus/formats/* "$seeds/loader/" # safetensors, npy, npz
 cp tests/fuzz/corpus/numerics/* "$seeds/numerics/"
+cp tests/fuzz/corpus/baseline/* "$seeds/baseline/"
 for t in "${targets[@]}"; do
   find "tests/fuzz/reproducers/$t" -type f ! -name '.*' -exec cp -t "$seeds/$t/" {} +
 done
 
-declare -A max_len=([tolerance]=4096 [loader]=65536 [numerics]=25)
+declare -A max_len=([tolerance]=4096 [loader]=65536 [numerics]=25 [baseline]=65536)
 status=0
 for t in "${targets[@]}"; do
   echo "== fuzz_$t for ${seconds}s"
   extra=()
   asan=allocator_may_return_null=1:detect_leaks=1
-  if [[ $t == tolerance ]]; then
-    extra=(-dict=tests/fuzz/tolerance.dict)
+  if [[ $t == tolerance || $t == baseline ]]; then
+    extra=(-dict=tests/fuzz/$t.dict)
   fi
   # HDF5 1.10 leaks on many error paths that corrupt files reach: new ones turn up in any long
   # run, and they are HDF5's. The loader's own leaks are checked on fixed inputs instead: the
