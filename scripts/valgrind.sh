@@ -26,6 +26,8 @@ $vg "$fz/fuzz_tolerance" tests/fuzz/corpus/tolerance tests/fuzz/reproducers/tole
   --random 300:200 || status=1
 $vg "$fz/fuzz_numerics" tests/fuzz/corpus/numerics tests/fuzz/reproducers/numerics \
   --random 20000:25 || status=1
+$vg "$fz/fuzz_baseline" tests/fuzz/corpus/baseline tests/fuzz/reproducers/baseline \
+  --random 300:512 || status=1
 $vg "$fz/fuzz_loader" tests/fuzz/reproducers/loader "$dir/hostile/good.h5" \
   "$dir/hostile/base_latest.h5" "$dir/hostile/odd_a.h5" "$dir/hostile/data.h5" || status=1
 
