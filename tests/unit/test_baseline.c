@@ -296,6 +296,33 @@ static void test_load_errors(void **state) {
   assert_int_equal(load_text("{\"paritycheck_baseline\": 1, \"tensors\": []}", &err), PC_OK);
 }
 
+/* nan_mismatches + inf_mismatches past 2^64 - 1 saturates (it wrapped to 0 here, which hid the
+ * file's non-finite mismatches from the gate). */
+static void test_load_saturates(void **state) {
+  (void)state;
+  const char *path = temp_path();
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"paritycheck_baseline\": 1, \"tensors\": [{\"path\": \"/x\", \"verdict\": \"drift\", "
+        "\"compare_dtype\": \"float32\", \"count\": 4, \"mismatches\": 4, "
+        "\"nan_mismatches\": 1.8446744073709552e19, \"inf_mismatches\": 1, \"max_ulp\": 9}]}",
+        f);
+  fclose(f);
+  pc_baseline *base = NULL;
+  pc_error err = {0};
+  assert_int_equal(pc_baseline_load(&base, path, &err), PC_OK);
+  unlink(path);
+  static fixture_run r;
+  start(&r);
+  add(&r, "/x", DRIFT, F32, 4, 4, 0, 9);
+  pc_gate *g = NULL;
+  assert_int_equal(pc_gate_new(&g, base, "base.json", &r.run, 2, &err), PC_OK);
+  assert_true(g->tensors[0].base.nonfinite == UINT64_MAX);
+  expect(g, &r.run, "/x", PC_CHANGE_BETTER, false);
+  pc_gate_free(g);
+  pc_baseline_free(base);
+}
+
 static void test_usage_errors(void **state) {
   (void)state;
   static fixture_run r;
@@ -328,7 +355,7 @@ int main(void) {
       cmocka_unit_test(test_gate_rules),           cmocka_unit_test(test_gate_accepts_old_drift),
       cmocka_unit_test(test_gate_zero_and_factor), cmocka_unit_test(test_gate_error_run),
       cmocka_unit_test(test_save_load_extremes),   cmocka_unit_test(test_load_errors),
-      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_usage_errors),         cmocka_unit_test(test_load_saturates),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,11 +107,19 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
   return PC_OK;
 }
 
-static const pc_format *pc_sniff(const pc_file *f) {
-  for (size_t i = 0; i < sizeof pc_formats / sizeof *pc_formats; i++)
+/* The format whose magic bytes f starts with. A read error is said as such: a file that
+ * cannot be read is not "not a tensor dump". */
+static int pc_sniff(pc_file *f, pc_error *err) {
+  unsigned char head[16];
+  if (pread(f->fd, head, sizeof head, 0) < 0)
+    return pc_error_set(err, PC_EIO, "%s: cannot read: %s", f->path, strerror(errno));
+  for (size_t i = 0; !f->format && i < sizeof pc_formats / sizeof *pc_formats; i++)
     if (pc_formats[i]->sniff(f))
-      return pc_formats[i];
-  return NULL;
+      f->format = pc_formats[i];
+  if (!f->format)
+    return pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)",
+                        f->path);
+  return PC_OK;
 }
 
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
@@ -129,12 +137,8 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   f->fd = -1;
   if ((rc = pc_open_fd(f, &st, err)) < 0)
     goto fail;
-  f->format = pc_sniff(f);
-  if (!f->format) {
-    rc = pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)", path);
-    goto fail;
-  }
-  if ((rc = f->format->open(f, err)) < 0 || (rc = pc_file_sort(f, err)) < 0)
+  if ((rc = pc_sniff(f, err)) < 0 || (rc = f->format->open(f, err)) < 0 ||
+      (rc = pc_file_sort(f, err)) < 0)
     goto fail;
   *out = f;
   return PC_OK;

@@ -142,12 +142,24 @@ static int pc_classify_type(pc_dataset *d, hid_t type) {
 
 /* --- the logical dtype attribute -------------------------------------------------------- */
 
-/* Reads a scalar string attribute (fixed or variable length) into buf; false if it is not one. */
-static bool pc_read_string_attr(hid_t obj, const char *name, char *buf, size_t size) {
-  bool ok = false;
+/* The reason an attribute that exists could not be read, for the dataset's error. */
+enum { PC_ATTR_WHY = 256 };
+
+/* HDF5's reason, taken at once: the next HDF5 call clears its error stack. */
+static int pc_attr_failed(char why[PC_ATTR_WHY]) {
+  pc_h5_error(why, PC_ATTR_WHY);
+  return -1;
+}
+
+/* Reads a scalar string attribute (fixed or variable length) into buf: 1; 0 when it is not one;
+ * -1, with why, when it is one that cannot be read (a read error, a corrupt heap, out of
+ * memory), which must not pass for an absent one. */
+static int pc_read_string_attr(hid_t obj, const char *name, char *buf, size_t size,
+                               char why[PC_ATTR_WHY]) {
+  int ok = 0;
   hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
   if (attr < 0)
-    return false;
+    return 0;
   hid_t type = H5Aget_type(attr), space = H5Aget_space(attr);
   if (type >= 0 && H5Tget_class(type) == H5T_STRING && H5Sget_simple_extent_npoints(space) == 1) {
     if (H5Tis_variable_str(type) > 0) {
@@ -155,16 +167,18 @@ static bool pc_read_string_attr(hid_t obj, const char *name, char *buf, size_t s
       hid_t mt = H5Tcopy(H5T_C_S1);
       H5Tset_size(mt, H5T_VARIABLE);
       H5Tset_cset(mt, H5Tget_cset(type));
-      ok = H5Aread(attr, mt, &s) >= 0 && s;
-      if (ok)
+      ok = H5Aread(attr, mt, &s) < 0 ? pc_attr_failed(why) : s != NULL;
+      if (ok > 0)
         snprintf(buf, size, "%s", s);
       H5free_memory(s);
       H5Tclose(mt);
     } else if (H5Tget_size(type) <= PC_ATTR_TEXT_MAX) {
       size_t n = H5Tget_size(type);
       char *tmp = calloc(n + 1, 1);
-      ok = tmp && H5Aread(attr, type, tmp) >= 0;
-      if (ok)
+      ok = !tmp                            ? (snprintf(why, PC_ATTR_WHY, "out of memory"), -1)
+           : H5Aread(attr, type, tmp) >= 0 ? 1
+                                           : pc_attr_failed(why);
+      if (ok > 0)
         snprintf(buf, size, "%s", tmp);
       free(tmp);
     }
@@ -175,29 +189,36 @@ static bool pc_read_string_attr(hid_t obj, const char *name, char *buf, size_t s
   return ok;
 }
 
-/* A float32/float64 dataset tagged dtype="bfloat16" (or "float16") holds that dtype upcast. */
-static void pc_logical_dtype(pc_dataset *d, hid_t dset) {
+/* A float32/float64 dataset tagged dtype="bfloat16" (or "float16") holds that dtype upcast.
+ * false, with why, when the tag cannot be read. */
+static bool pc_logical_dtype(pc_dataset *d, hid_t dset, char why[PC_ATTR_WHY]) {
   char name[64];
   d->logical = d->stored;
+  int got = 0;
   if (d->kind != PC_KIND_FLOAT ||
       (d->stored != PC_DTYPE_FLOAT32 && d->stored != PC_DTYPE_FLOAT64) ||
-      H5Aexists(dset, "dtype") <= 0 || !pc_read_string_attr(dset, "dtype", name, sizeof name))
-    return;
+      H5Aexists(dset, "dtype") <= 0 ||
+      (got = pc_read_string_attr(dset, "dtype", name, sizeof name, why)) <= 0)
+    return got == 0;
   const char *n = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
   pc_dtype dt = pc_dtype_from_name(n);
   if (dt == PC_DTYPE_BFLOAT16 || dt == PC_DTYPE_FLOAT16)
     d->logical = dt;
+  return true;
 }
 
-/* A scalar integer attribute; false when it is absent or not one integer. */
-static bool pc_read_int_attr(hid_t dset, const char *name, long long *out) {
+/* A scalar integer attribute: 1; 0 when it is absent or not one integer; -1, with why, when it
+ * is one that cannot be read. */
+static int pc_read_int_attr(hid_t dset, const char *name, long long *out, char why[PC_ATTR_WHY]) {
   if (H5Aexists(dset, name) <= 0)
-    return false;
+    return 0;
   hid_t attr = H5Aopen(dset, name, H5P_DEFAULT);
   hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
   hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
-  bool ok = type >= 0 && H5Tget_class(type) == H5T_INTEGER &&
-            H5Sget_simple_extent_npoints(space) == 1 && H5Aread(attr, H5T_NATIVE_LLONG, out) >= 0;
+  int ok =
+      type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Sget_simple_extent_npoints(space) == 1;
+  if (ok && H5Aread(attr, H5T_NATIVE_LLONG, out) < 0)
+    ok = pc_attr_failed(why);
   if (type >= 0)
     H5Tclose(type);
   if (space >= 0)
@@ -209,18 +230,21 @@ static bool pc_read_int_attr(hid_t dset, const char *name, long long *out) {
 
 /* The dumper's hints for the tolerance model (docs/tolerances.md): the length K of the
  * reduction that produced the tensor, the dtype it accumulated in, and its place in execution
- * order. Absent or malformed attributes leave the defaults (unknown). */
-static void pc_reduction_attrs(pc_dataset *d, hid_t dset) {
+ * order. Absent or malformed attributes leave the defaults (unknown); false, with why, when one
+ * cannot be read. */
+static bool pc_reduction_attrs(pc_dataset *d, hid_t dset, char why[PC_ATTR_WHY]) {
   char name[64];
   long long v = 0;
-  if (pc_read_int_attr(dset, "reduction_length", &v) && v > 0)
+  int got = pc_read_int_attr(dset, "reduction_length", &v, why);
+  if (got > 0 && v > 0)
     d->reduction_length = (uint64_t)v;
-  if (pc_read_int_attr(dset, "execution_index", &v) && v >= 0)
+  if (got >= 0 && (got = pc_read_int_attr(dset, "execution_index", &v, why)) > 0 && v >= 0)
     d->exec_index = v;
-  if (H5Aexists(dset, "accumulation_dtype") > 0 &&
-      pc_read_string_attr(dset, "accumulation_dtype", name, sizeof name))
+  if (got >= 0 && H5Aexists(dset, "accumulation_dtype") > 0 &&
+      (got = pc_read_string_attr(dset, "accumulation_dtype", name, sizeof name, why)) > 0)
     d->accumulation = pc_dtype_from_name(strncmp(name, "torch.", 6) == 0 ? name + 6 : name);
   H5Eclear2(H5E_DEFAULT);
+  return got >= 0;
 }
 
 /* --- shape and storage ------------------------------------------------------------------ */
@@ -251,8 +275,11 @@ static int pc_read_shape(pc_dataset *d, hid_t dset, bool *overflow) {
 
 /* Numeric datasets only: the checks that decide whether it can be read, and how. */
 static int pc_describe_numeric(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
-  pc_logical_dtype(d, dset);
-  pc_reduction_attrs(d, dset);
+  char why[PC_ATTR_WHY], text[PC_ATTR_WHY + 32];
+  if (!pc_logical_dtype(d, dset, why) || !pc_reduction_attrs(d, dset, why)) {
+    snprintf(text, sizeof text, "cannot read its attributes: %s", why);
+    return pc_dataset_set_error(f, d, text);
+  }
   return pc_h5_describe_storage(f, d, dset, type);
 }
 

@@ -135,7 +135,8 @@ static int read_figures(pc_baseline_entry *e, const json_t *o, const char *path,
                     "max_ulp must be non-negative integers");
   if (e->mismatches > e->count)
     return bad_file(err, path, i, "more mismatches than elements");
-  e->nonfinite = nan_mm + inf_mm;
+  /* saturated: a file may hold counts whose sum wraps around */
+  e->nonfinite = nan_mm > UINT64_MAX - inf_mm ? UINT64_MAX : nan_mm + inf_mm;
   return PC_OK;
 }
 

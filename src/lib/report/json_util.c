@@ -6,8 +6,8 @@
 #include <math.h>    /* isnan, isinf */
 #include <stdbool.h> /* bool */
 #include <stdio.h>   /* fputc */
-#include <stdlib.h>  /* free */
-#include <string.h>  /* strchr */
+#include <stdlib.h>  /* free, realloc */
+#include <string.h>  /* strchr, memcpy */
 
 /* jansson 2.8 and later dump keys in insertion order anyway; the flag asks for it on older ones. */
 enum { PC_JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
@@ -57,8 +57,43 @@ json_t *pc_json_finish(json_t *o, int rc) {
   return NULL;
 }
 
+/* The text of pc_json_dumps as it grows; `failed` is sticky. */
+typedef struct dump_buffer {
+  char *text;
+  size_t len, cap;
+  bool failed;
+} dump_buffer;
+
+static int dump_append(const char *bytes, size_t n, void *data) {
+  dump_buffer *b = data;
+  if (!b->failed && n >= b->cap - b->len) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (n >= cap - b->len)
+      cap *= 2;
+    char *grown = realloc(b->text, cap);
+    b->failed = !grown;
+    if (grown) {
+      b->text = grown;
+      b->cap = cap;
+    }
+  }
+  if (b->failed)
+    return -1;
+  memcpy(b->text + b->len, bytes, n);
+  b->len += n;
+  b->text[b->len] = '\0';
+  return 0;
+}
+
+/* Not json_dumps: jansson (2.14) ignores a failed write of an object's key, so that when its
+ * buffer cannot grow there, json_dumps returns text without that key. This buffer remembers. */
 char *pc_json_dumps(const json_t *j) {
-  return json_dumps(j, PC_JSON_FLAGS);
+  dump_buffer b = {NULL, 0, 0, false};
+  if (json_dump_callback(j, dump_append, &b, PC_JSON_FLAGS) != 0 || b.failed || !b.text) {
+    free(b.text);
+    return NULL;
+  }
+  return b.text;
 }
 
 int pc_json_put_nested(FILE *f, const json_t *j, int indent) {
@@ -83,6 +118,8 @@ int pc_json_write(const json_t *root, const char *path, const char *what, pc_err
   if (rc < 0)
     return rc;
   f.failed = json_dumpf(root, f.f, PC_JSON_FLAGS) != 0;
-  fputc('\n', f.f); /* an error stays in the stream, for pc_report_close */
-  return pc_report_close(&f, what, err);
+  bool oom = f.failed && !ferror(f.f); /* jansson could not allocate: nothing failed to write */
+  fputc('\n', f.f);                    /* an error stays in the stream, for pc_report_close */
+  rc = pc_report_close(&f, what, err);
+  return oom ? pc_error_set(err, PC_ENOMEM, "%s: out of memory writing %s", path, what) : rc;
 }
