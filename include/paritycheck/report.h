@@ -20,18 +20,6 @@
 extern "C" {
 #endif
 
-typedef struct pc_text_options {
-  bool color;          /* ANSI colours (the CLI sets it only on a TTY) */
-  bool quiet;          /* only failing tensors and the summary */
-  bool verbose;        /* a line of error statistics under every compared tensor */
-  const pc_gate *gate; /* the run judged against a baseline, or NULL */
-} pc_text_options;
-
-/** Write the text report: one line per tensor (a drift's reasons under it), then a summary
- * line (and a gate line when opts->gate is set); quiet lists the root causes before the tensors
- * they explain. opts may be NULL (no colour, everything, no gate). */
-int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc_error *err);
-
 /* Row order of the Markdown and HTML tables (docs/reports.md, "Row order"). */
 typedef enum pc_sort {
   PC_SORT_WORST = 0, /* failures first, then by mismatch fraction, max_ulp and max_rel */
@@ -42,16 +30,31 @@ typedef enum pc_sort {
  * pull-request comment. */
 enum { PC_REPORT_MAX_ROWS = 50 };
 
-/* Options of the file writers; a NULL pointer means every default. */
+/* Options of every writer; a NULL pointer means every default (PC_REPORT_OPTIONS_INIT). A
+ * writer refuses (PC_EUSAGE) options of another version. */
+#define PC_REPORT_OPTIONS_VERSION 1
 typedef struct pc_report_options {
+  int version;         /* PC_REPORT_OPTIONS_VERSION */
   const char *profile; /* tolerance profile named in headers; NULL means "default" */
   pc_sort sort;        /* row order of the tables */
   size_t max_rows;     /* Markdown rows before the rest is counted; 0: PC_REPORT_MAX_ROWS */
-  const pc_gate *gate; /* the run judged against a baseline, or NULL */
+  const pc_gate *gate; /* the run judged against a baseline or approvals, or NULL */
+  bool color;          /* text: ANSI colours (the CLI sets it only on a TTY) */
+  bool quiet;          /* text: only failing tensors and the summary */
+  bool verbose;        /* text: a line of error statistics under every compared tensor */
 } pc_report_options;
+#define PC_REPORT_OPTIONS_INIT                                                                     \
+  { PC_REPORT_OPTIONS_VERSION, NULL, PC_SORT_WORST, 0, NULL, false, false, false }
 
-/* Each writer below writes to `path`, or to standard output when path is "-", and returns
- * PC_EIO (naming the path) when it cannot write. */
+/* Each writer below has this signature: it writes to `path`, or to standard output when path
+ * is "-", and returns PC_EIO (naming the path) when it cannot write. A report file is written
+ * whole or not at all (docs/robustness.md, "Faults"). */
+
+/** The text report: one line per tensor (a drift's reasons under it), then a summary line (and
+ * a gate line when opts->gate is set); quiet lists the root causes before the tensors they
+ * explain. */
+int pc_report_text(const char *path, const pc_run *run, const pc_report_options *opts,
+                   pc_error *err);
 
 /** The JSON report (docs/report-json.md). */
 int pc_report_json(const char *path, const pc_run *run, const pc_report_options *opts,

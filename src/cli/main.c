@@ -551,16 +551,16 @@ static int judge(const cli *c, const pc_baseline *base, const pc_approvals *ap, 
 static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   pc_error err;
   const outputs *o = &c->out;
-  pc_report_options ro = {
-      .profile = c->profile, .sort = o->sort, .max_rows = o->max_rows, .gate = gate};
-  if (!stdout_users(c)) {
-    pc_text_options to = {.color = !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout)),
-                          .quiet = c->quiet,
-                          .verbose = o->verbose,
-                          .gate = gate};
-    if (pc_report_text(stdout, run, &to, &err) < 0)
-      return fail(&err);
-  }
+  pc_report_options ro = PC_REPORT_OPTIONS_INIT;
+  ro.profile = c->profile;
+  ro.sort = o->sort;
+  ro.max_rows = o->max_rows;
+  ro.gate = gate;
+  ro.color = !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout));
+  ro.quiet = c->quiet;
+  ro.verbose = o->verbose;
+  if (!stdout_users(c) && pc_report_text("-", run, &ro, &err) < 0)
+    return fail(&err);
   /* A stop signal waits while a report file is written: the file is then in place or was never
    * made, and no temporary file stays behind (docs/robustness.md, "Faults"). */
   const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};

@@ -218,24 +218,35 @@ static json_t *render_json(const pc_run *r) {
   return root;
 }
 
-/* The stream's buffer pointer lives on the heap: with it on the stack, gcc -O2 takes every
- * pointer into the text for a dangling pointer to that local (-Wdangling-pointer). */
-static char *render_text_with(const pc_run *r, const pc_text_options *opts) {
-  char **buf = calloc(1, sizeof *buf);
-  size_t len = 0;
-  assert_non_null(buf);
-  FILE *f = open_memstream(buf, &len);
+/* The whole file, however long, as a string to free(). */
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
   assert_non_null(f);
-  pc_error err = {0};
-  assert_int_equal(pc_report_text(f, r, opts, &err), PC_OK);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  long size = ftell(f);
+  assert_true(size >= 0);
+  rewind(f);
+  char *buf = malloc((size_t)size + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
   fclose(f);
-  char *text = *buf;
-  free(buf);
+  buf[size] = '\0';
+  return buf;
+}
+
+static char *render_text_with(const pc_run *r, const pc_report_options *opts) {
+  const char *path = temp_path();
+  pc_error err = {0};
+  assert_int_equal(pc_report_text(path, r, opts, &err), PC_OK);
+  char *text = slurp(path);
+  unlink(path);
   return text;
 }
 
 static char *render_text(const pc_run *r, bool color, bool quiet) {
-  pc_text_options opts = {.color = color, .quiet = quiet};
+  pc_report_options opts = PC_REPORT_OPTIONS_INIT;
+  opts.color = color;
+  opts.quiet = quiet;
   return render_text_with(r, &opts);
 }
 
@@ -583,26 +594,17 @@ static void test_json_negative_inf_and_bytes(void **state) {
   json_decref(root);
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  static char buf[1 << 16];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  return buf;
-}
-
 /* Two-space indent, and the file ends with a newline. */
 static void test_json_layout(void **state) {
   (void)state;
   const char *path = temp_path();
   assert_int_equal(pc_report_json(path, &run, NULL, NULL), PC_OK);
-  const char *text = slurp(path);
+  char *text = slurp(path);
   unlink(path);
   assert_true(strncmp(text, "{\n  \"version\": 2,\n  \"a\": \"ref.h5\",\n", 34) == 0);
   assert_int_equal(text[strlen(text) - 1], '\n');
   assert_int_equal(text[strlen(text) - 2], '}');
+  free(text);
 }
 
 static void test_json_stdout(void **state) {
@@ -702,7 +704,8 @@ static void make_gate(void) {
 static void test_json_gate(void **state) {
   (void)state;
   make_gate();
-  pc_report_options opts = {.profile = "strict", .gate = &gate};
+  pc_report_options opts = {
+      .version = PC_REPORT_OPTIONS_VERSION, .profile = "strict", .gate = &gate};
   const char *path = temp_path();
   assert_int_equal(pc_report_json(path, &run, &opts, NULL), PC_OK);
   json_error_t jerr;
@@ -910,7 +913,7 @@ static void assert_lines(const char *text, const char *const *wanted, size_t n) 
 /* Verbose: the worst element of a pass too, then means and aggregates, quantiles, histogram. */
 static void test_text_verbose(void **state) {
   (void)state;
-  pc_text_options opts = {.verbose = true};
+  pc_report_options opts = {.version = PC_REPORT_OPTIONS_VERSION, .verbose = true};
   char *text = render_text_with(&run, &opts);
   static const char *const wanted[] = {
       "\n                worst [1,1]: a=4.9406564584124654e-324 b=-0 (abs 4.94e-324, rel 1, "
@@ -939,7 +942,7 @@ static void test_text_verbose(void **state) {
 static void test_text_gate(void **state) {
   (void)state;
   make_gate();
-  pc_text_options opts = {.gate = &gate};
+  pc_report_options opts = {.version = PC_REPORT_OPTIONS_VERSION, .gate = &gate};
   char *text = render_text_with(&run, &opts);
   static const char *const wanted[] = {
       "verdict         baseline   tensor         dtype",
@@ -966,34 +969,36 @@ static char *render_file(int (*writer)(const char *, const pc_run *, const pc_re
   return text;
 }
 
-static void assert_file(const char *text, const char *name) {
+/* Compares text (then freed) with the expected file, whole. */
+static void assert_file(char *text, const char *name) {
   char path[512];
   snprintf(path, sizeof path, "%s/tests/report/expected/%s", PC_SOURCE_DIR, name);
-  static char want[1 << 16];
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  want[fread(want, 1, sizeof want - 1, f)] = '\0';
-  fclose(f);
+  char *want = slurp(path); /* whole, however long */
   if (strcmp(text, want) != 0)
     fail_msg("%s differs; got:\n%s", name, text);
+  free(want);
+  free(text);
 }
 
 static void test_markdown_worst(void **state) {
   (void)state;
-  pc_report_options opts = {.profile = "strict", .sort = PC_SORT_WORST};
+  pc_report_options opts = {
+      .version = PC_REPORT_OPTIONS_VERSION, .profile = "strict", .sort = PC_SORT_WORST};
   assert_file(render_file(pc_report_markdown, &run, &opts), "hand_worst.md");
 }
 
 static void test_markdown_order_cut(void **state) {
   (void)state;
-  pc_report_options opts = {.sort = PC_SORT_ORDER, .max_rows = 3};
+  pc_report_options opts = {
+      .version = PC_REPORT_OPTIONS_VERSION, .sort = PC_SORT_ORDER, .max_rows = 3};
   assert_file(render_file(pc_report_markdown, &run, &opts), "hand_order_cut.md");
 }
 
 static void test_markdown_gate(void **state) {
   (void)state;
   make_gate();
-  pc_report_options opts = {.sort = PC_SORT_ORDER, .gate = &gate};
+  pc_report_options opts = {
+      .version = PC_REPORT_OPTIONS_VERSION, .sort = PC_SORT_ORDER, .gate = &gate};
   assert_file(render_file(pc_report_markdown, &run, &opts), "hand_gate.md");
 }
 
@@ -1007,6 +1012,7 @@ static void test_markdown_escaping(void **state) {
   char *text = render_file(pc_report_markdown, &one, NULL);
   assert_non_null(strstr(text, "| | ``` /a\\|b/``c` ``` | skipped |"));
   assert_non_null(strstr(text, "| `x\\ny\\xff` |\n")); /* visible escapes, not raw bytes */
+  free(text);
 }
 
 /* ---- JUnit and HTML: structure here, validation and rendering in tests/report ---- */
@@ -1035,8 +1041,9 @@ static void test_junit_cases(void **state) {
       "<error type=\"error\" message=\"filter 32001 not available\"/>"};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   /* with the gate only the two tensors that fail it are failures */
+  free(text);
   make_gate();
-  pc_report_options opts = {.gate = &gate};
+  pc_report_options opts = {.version = PC_REPORT_OPTIONS_VERSION, .gate = &gate};
   text = render_file(pc_report_junit, &run, &opts);
   static const char *const gated[] = {
       "failures=\"2\"", "message=\"worse than the baseline: nan_mismatch 1 &gt; limit 0;",
@@ -1044,6 +1051,7 @@ static void test_junit_cases(void **state) {
       ("<system-out>accepted by the baseline (unchanged): drift: mismatch_fraction 0.125 &gt; "
        "limit 0 (1 of 8 elements); caused by /enc/1/attn</system-out>")};
   assert_lines(text, gated, sizeof gated / sizeof gated[0]);
+  free(text);
 }
 
 static void test_junit_root_and_escaping(void **state) {
@@ -1055,11 +1063,12 @@ static void test_junit_root_and_escaping(void **state) {
   char *text = render_file(pc_report_junit, &one, NULL);
   assert_non_null(strstr(text, "name=\"top&lt;&amp;&gt;&quot;\" classname=\"(root)\""));
   assert_non_null(strstr(text, "message=\"bad\\x01\xc3\xa9\""));
+  free(text);
 }
 
 static void test_html_rows(void **state) {
   (void)state;
-  pc_report_options opts = {.sort = PC_SORT_ORDER};
+  pc_report_options opts = {.version = PC_REPORT_OPTIONS_VERSION, .sort = PC_SORT_ORDER};
   char *text = render_file(pc_report_html, &run, &opts);
   assert_true(strncmp(text, "<!DOCTYPE html>\n", 16) == 0);
   /* no network: no URL but the SVG namespace, which is a name, not a fetch */
@@ -1090,6 +1099,7 @@ static void test_html_rows(void **state) {
   assert_non_null(strstr(text, "<td class=\"path\"><bdi>/enc/0/out</bdi></td>"));
   assert_non_null(strstr(text, "<td class=\"details\"><strong class=\"root\">root cause</strong> "
                                "only in B</td>"));
+  free(text);
 }
 
 static void test_report_errors(void **state) {
@@ -1221,12 +1231,15 @@ static void test_text_untrusted_names(void **state) {
 
 static void test_text_write_error(void **state) {
   (void)state;
-  FILE *f = fopen("/dev/full", "w");
-  assert_non_null(f);
   pc_error err = {0};
-  assert_int_equal(pc_report_text(f, &run, NULL, &err), PC_EIO);
+  assert_int_equal(pc_report_text("/dev/full", &run, NULL, &err), PC_EIO);
   assert_int_equal(err.code, PC_EIO);
-  fclose(f);
+  assert_non_null(strstr(err.message, "No space left on device"));
+  /* options of another version are refused, not misread */
+  pc_report_options old = PC_REPORT_OPTIONS_INIT;
+  old.version = PC_REPORT_OPTIONS_VERSION + 1;
+  assert_int_equal(pc_report_text("/dev/full", &run, &old, &err), PC_EUSAGE);
+  assert_int_equal(pc_report_json("/dev/full", &run, &old, &err), PC_EUSAGE);
 }
 
 int main(void) {

@@ -470,9 +470,14 @@ bool pc_report_any_quantiles(const pc_run *run) {
   return false;
 }
 
-int pc_report_check(const pc_run *run, const pc_gate *gate, const char *who, pc_error *err) {
+int pc_report_check(const pc_run *run, const pc_report_options *opts, const char *who,
+                    pc_error *err) {
+  const pc_gate *gate = opts ? opts->gate : NULL;
   if (!run)
     return pc_error_set(err, PC_EUSAGE, "%s: a run is required", who);
+  if (opts && opts->version != PC_REPORT_OPTIONS_VERSION)
+    return pc_error_set(err, PC_EUSAGE, "%s: options of version %d, not %d", who, opts->version,
+                        PC_REPORT_OPTIONS_VERSION);
   if (gate && gate->ntensors != run->ntensors)
     return pc_error_set(err, PC_EUSAGE, "%s: the gate was made for another run", who);
   return PC_OK;

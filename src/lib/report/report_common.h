@@ -154,8 +154,10 @@ void pc_report_closer_text(char *buf, size_t size, const pc_tensor *t);
 /** Three-way mode: "a closer on 20 tensors, b on 3, 1 tie; 2 not compared with R". */
 void pc_report_closer_tally(char *buf, size_t size, const pc_run *run);
 
-/** PC_EUSAGE (naming `who`) unless run is set and gate, when set, was made for this run. */
-int pc_report_check(const pc_run *run, const pc_gate *gate, const char *who, pc_error *err);
+/** The writers' common checks: a run, options of this version (or NULL), a gate made for this
+ * run. PC_EUSAGE naming `who`. */
+int pc_report_check(const pc_run *run, const pc_report_options *opts, const char *who,
+                    pc_error *err);
 
 /** The profile name for headers. */
 const char *pc_report_profile(const pc_report_options *opts);

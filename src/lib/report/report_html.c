@@ -387,7 +387,7 @@ static int widest_histogram(const pc_run *run) {
 int pc_report_html(const char *path, const pc_run *run, const pc_report_options *opts,
                    pc_error *err) {
   const pc_gate *gate = opts ? opts->gate : NULL;
-  int rc = pc_report_check(run, gate, "pc_report_html", err);
+  int rc = pc_report_check(run, opts, "pc_report_html", err);
   if (rc < 0 || !path)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_html: a path is required");
   size_t *worst = pc_report_row_order(run, gate, PC_SORT_WORST);

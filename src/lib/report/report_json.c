@@ -389,7 +389,7 @@ static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
 
 int pc_report_json(const char *path, const pc_run *run, const pc_report_options *opts,
                    pc_error *err) {
-  int rc = pc_report_check(run, opts ? opts->gate : NULL, "pc_report_json", err);
+  int rc = pc_report_check(run, opts, "pc_report_json", err);
   if (rc < 0 || !path)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_json: a path is required");
   json_t *root = run_json(run, opts);

@@ -288,7 +288,7 @@ static void put_junit(FILE *out, const pc_run *run, const pc_report_options *opt
 
 int pc_report_junit(const char *path, const pc_run *run, const pc_report_options *opts,
                     pc_error *err) {
-  int rc = pc_report_check(run, opts ? opts->gate : NULL, "pc_report_junit", err);
+  int rc = pc_report_check(run, opts, "pc_report_junit", err);
   if (rc < 0 || !path)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_junit: a path is required");
   pc_report_file f;

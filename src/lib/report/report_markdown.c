@@ -273,7 +273,7 @@ static void put_markdown(FILE *out, const pc_run *run, const pc_report_options *
 
 int pc_report_markdown(const char *path, const pc_run *run, const pc_report_options *opts,
                        pc_error *err) {
-  int rc = pc_report_check(run, opts ? opts->gate : NULL, "pc_report_markdown", err);
+  int rc = pc_report_check(run, opts, "pc_report_markdown", err);
   if (rc < 0 || !path)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_markdown: a path is required");
   size_t *order =

@@ -60,7 +60,7 @@ typedef struct widths {
 /* What every line is drawn from. */
 typedef struct view {
   const pc_run *run;
-  const pc_text_options *opts;
+  const pc_report_options *opts;
   const pc_cascades *cascades;
 } view;
 
@@ -467,16 +467,11 @@ static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, 
   fputc('\n', out);
 }
 
-int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc_error *err) {
-  static const pc_text_options defaults = {.color = false};
-  if (!opts)
-    opts = &defaults;
-  int rc = pc_report_check(run, opts->gate, "pc_report_text", err);
-  if (rc < 0 || !out)
-    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_text: a stream is required");
+/* The whole report to out. PC_ENOMEM. */
+static int put_report(FILE *out, const pc_run *run, const pc_report_options *opts) {
   pc_cascades cascades;
   if (pc_report_cascades(&cascades, run) < 0)
-    return pc_error_set(err, PC_ENOMEM, "out of memory writing the text report");
+    return PC_ENOMEM;
   view v = {run, opts, &cascades};
   size_t shown = 0;
   widths w = measure(&v, &shown);
@@ -502,8 +497,20 @@ int pc_report_text(FILE *out, const pc_run *run, const pc_text_options *opts, pc
   }
   if (opts->gate)
     put_gate_summary(out, run, opts->gate, opts->color);
-  if (fflush(out) != 0 || ferror(out))
-    return pc_error_set(err, PC_EIO, "%scannot write the text report: %s",
-                        out == stdout ? "standard output: " : "", strerror(errno));
   return PC_OK;
+}
+
+int pc_report_text(const char *path, const pc_run *run, const pc_report_options *opts,
+                   pc_error *err) {
+  static const pc_report_options defaults = PC_REPORT_OPTIONS_INIT;
+  int rc = pc_report_check(run, opts, "pc_report_text", err);
+  if (rc < 0 || !path)
+    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_text: a path is required");
+  pc_report_file f;
+  if ((rc = pc_report_open(&f, path, err)) < 0)
+    return rc;
+  bool oom = put_report(f.f, run, opts ? opts : &defaults) < 0;
+  f.failed = f.failed || oom; /* no partial report stays behind */
+  rc = pc_report_close(&f, "the text report", err);
+  return oom ? pc_error_set(err, PC_ENOMEM, "out of memory writing the text report") : rc;
 }
