@@ -1,6 +1,7 @@
-/* paritycheck comparison: walks two HDF5 files, matches datasets by full path, streams each pair
- * through the numerics of docs/metrics.md and judges it against a pc_tolset. The result is a
- * plain read-only structure that the report writers consume. */
+/* paritycheck comparison: walks two tensor dumps (or two folders of them, file by file), matches
+ * datasets by full path (after the name mapping of pc_options), streams each pair through the
+ * numerics of docs/metrics.md and judges it against a pc_tolset. The result is a plain read-only
+ * structure that the report writers consume. */
 #ifndef PARITYCHECK_COMPARE_H
 #define PARITYCHECK_COMPARE_H
 
@@ -28,7 +29,16 @@ typedef void (*pc_progress_fn)(void *user, uint64_t done, uint64_t total);
  * far below the 4 GiB chunk a hostile file can declare. */
 #define PC_DEFAULT_MAX_MEMORY ((uint64_t)1 << 30)
 
-#define PC_OPTIONS_VERSION 2
+/* A rename of B's dataset paths before pairing (README, "Name mapping"). Without '*' in `from`:
+ * a path that starts with `from` has that start replaced by `to`. With '*': `from` must match
+ * the whole path, each '*' matching any run of characters ('/' included, as few as can be), and
+ * the k-th '*' of `to` is replaced by what the k-th '*' of `from` matched. */
+typedef struct pc_name_map {
+  const char *from;
+  const char *to; /* no more '*' than `from` */
+} pc_name_map;
+
+#define PC_OPTIONS_VERSION 3
 typedef struct pc_options {
   int version;             /* PC_OPTIONS_VERSION */
   const pc_tolset *tols;   /* required */
@@ -40,14 +50,33 @@ typedef struct pc_options {
                           larger is an error (docs/robustness.md); 0 = PC_DEFAULT_MAX_MEMORY */
   bool skip_quantiles; /* true: no quantiles (stats.has_quantiles false), for callers that show
                           none: every other figure is the same, and float32 folds faster */
+  /* Which tensors take part, applied to the names after mapping (globs as in tolerance rules,
+   * matched against the dataset path and, for folders, the tensor path "file:dataset"): with
+   * any `include`, only tensors that one matches; never those that an `exclude` matches. */
+  const char *const *include;
+  size_t ninclude;
+  const char *const *exclude;
+  size_t nexclude;
+  /* Prefixes dropped from both sides' path components, before the maps (README, "Name
+   * mapping"): "module." turns "/module.fc/out" and "/activations/003_module.fc" into
+   * "/fc/out" and "/activations/003_fc". */
+  const char *const *strip_prefix;
+  size_t nstrip_prefix;
+  const pc_name_map *maps; /* B's paths: the first map that applies renames a path */
+  size_t nmaps;
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
-  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false }
+  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false, NULL, 0, NULL, 0, NULL, 0, NULL, 0 }
 
-/** Compare the HDF5 files at path_a (reference) and path_b (candidate). On success *out holds
- * the run (free it with pc_run_free); datasets that cannot be read are tensors with verdict
- * error. Returns PC_EIO when either file cannot be opened or walked, PC_EUSAGE for bad options,
- * PC_ENOMEM. */
+/** Compare the tensor dumps at path_a (reference) and path_b (candidate). When both are
+ * folders, their files are paired by path relative to the folder (recursively), each pair is
+ * compared as two files are, and every tensor's path is "FILE:DATASET" (pc_tensor.file); a
+ * file on one side only is one tensor, missing on the other side, and a file that is not a
+ * tensor dump one skipped tensor. On success *out holds the run (free it with pc_run_free);
+ * datasets (and folder files) that cannot be read are tensors with verdict error. Returns PC_EIO
+ * when either file cannot be opened or walked (outside folder mode), PC_EUSAGE for bad options
+ * (a bad glob or map) or a folder paired with a file, PC_ENOMATCH when both sides hold tensors
+ * but no name is on both, PC_ENOMEM. */
 int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
                      pc_error *err);
 

@@ -12,11 +12,12 @@ extern "C" {
 
 typedef enum pc_status {
   PC_OK = 0,
-  PC_EUSAGE = -1, /* a bad argument from the caller */
-  PC_EIO = -2,    /* an input cannot be read: missing, not HDF5, truncated, corrupt */
-  PC_EPARSE = -3, /* a tolerance file is malformed; the message is "file:line:column: why" */
-  PC_ENOMEM = -4, /* out of memory */
-  PC_EDATA = -5   /* one dataset cannot be read (e.g. its filter is not available) */
+  PC_EUSAGE = -1,  /* a bad argument from the caller */
+  PC_EIO = -2,     /* an input cannot be read: missing, not HDF5, truncated, corrupt */
+  PC_EPARSE = -3,  /* a tolerance file is malformed; the message is "file:line:column: why" */
+  PC_ENOMEM = -4,  /* out of memory */
+  PC_EDATA = -5,   /* one dataset cannot be read (e.g. its filter is not available) */
+  PC_ENOMATCH = -6 /* A and B hold tensors, but none of the same name: nothing to compare */
 } pc_status;
 
 enum { PC_ERROR_MESSAGE_MAX = 1024 };
@@ -26,7 +27,8 @@ typedef struct pc_error {
   char message[PC_ERROR_MESSAGE_MAX];
 } pc_error;
 
-/** A short stable name for a status ("ok", "usage", "io", "parse", "nomem", "data"). */
+/** A short stable name for a status ("ok", "usage", "io", "parse", "nomem", "data",
+ * "nomatch"). */
 const char *pc_status_name(pc_status code);
 
 #ifdef __cplusplus

@@ -178,7 +178,9 @@ typedef struct pc_vs_reference {
 } pc_vs_reference;
 
 typedef struct pc_tensor {
-  char *path;
+  char *path; /* the dataset's path; folder mode: "FILE:DATASET", or FILE alone for a tensor
+                 that stands for a whole file (only on one side, not a dump, unreadable) */
+  char *file; /* folder mode: the file's path relative to the folders; NULL otherwise */
   pc_verdict verdict;
   char *message;    /* why (skipped, error, dtype/shape mismatch), or NULL */
   char *note;       /* e.g. "float16 vs bfloat16 compared in float32 ULPs", or NULL */
@@ -204,7 +206,13 @@ typedef struct pc_tensor {
   pc_context context;
   pc_vs_reference vs_reference; /* three-way mode; present false without a reference */
   pc_metric_result metrics[PC_METRIC_COUNT_]; /* product metrics, by pc_metric */
+  char *did_you_mean;           /* missing: the closest unpaired path of the other side (a few edits
+                                   away, docs/report-json.md), or NULL */
 } pc_tensor;
+
+/** The dataset's own path in its file: t->path after "FILE:" in folder mode ("" for a tensor
+ * that stands for a whole file), else t->path. Tolerances and execution order read this. */
+const char *pc_tensor_dataset(const pc_tensor *t);
 
 typedef enum pc_run_verdict { PC_RUN_PASS = 0, PC_RUN_DRIFT = 1, PC_RUN_ERROR = 2 } pc_run_verdict;
 
@@ -223,7 +231,10 @@ typedef struct pc_run {
    * order, or -1 when nothing fails. */
   size_t *order;
   long first_divergence;
-  char *path_ref; /* the reference R of pc_compare_reference, or NULL when none */
+  char *path_ref;  /* the reference R of pc_compare_reference, or NULL when none */
+  char **warnings; /* things the caller should know that fail nothing (e.g. a tolerance rule
+                      that matches no tensor); printed on stderr, listed in reports */
+  size_t nwarnings;
 } pc_run;
 
 #ifdef __cplusplus

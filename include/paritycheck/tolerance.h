@@ -139,6 +139,12 @@ pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype co
  * (the component dtype for complex data); pc_tolset_resolve_ctx with nothing known. */
 pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare);
 
+/** Calls fn(user, glob) for each rule, in load order, whose glob matches none of the n paths
+ * (it then changes no tolerance of a run over those paths); stops at and returns the first
+ * nonzero return of fn, else PC_OK. */
+int pc_tolset_unused_rules(const pc_tolset *set, const char *const *paths, size_t n,
+                           int (*fn)(void *user, const char *glob), void *user);
+
 /** The bound on |scale_error| over n > 0 finite pairs of relative RMS error rel_rms:
  * max_scale + (max_scale_sqrt_n + scale_z rel_rms) / sqrt(n). */
 double pc_tol_scale_limit(const pc_tol *tol, uint64_t n, double rel_rms);

@@ -34,6 +34,9 @@ enum {
   OPT_REFERENCE
 };
 
+/* Options of the names: which tensors take part and how B's are renamed. */
+enum { OPT_INCLUDE = 768, OPT_EXCLUDE, OPT_MAP, OPT_STRIP_PREFIX };
+
 /* Seconds without progress after which the comparison is stopped (isolate.h): far beyond any
  * honest pause, since progress is reported after every block read. */
 enum { DEFAULT_STALL_S = 600 };
@@ -77,8 +80,17 @@ typedef struct outputs {
   bool verbose;
 } outputs;
 
+/* The name options in command-line order (room for argc each). */
+typedef struct name_opts {
+  const char **include, **exclude, **strip_prefix;
+  size_t ninclude, nexclude, nstrip_prefix;
+  pc_name_map *maps;
+  size_t nmaps;
+} name_opts;
+
 typedef struct cli {
   const char *path_a, *path_b;
+  name_opts names;
   const char *reference;  /* --reference R, or NULL */
   const char *profile;    /* --profile NAME, or NULL */
   const char **tol_files; /* the -t files in command-line order (room for argc) */
@@ -95,8 +107,13 @@ typedef struct cli {
 
 static void usage(FILE *out) {
   fputs("Usage: paritycheck [OPTIONS] A.h5 B.h5\n"
+        "       paritycheck [OPTIONS] DIR_A DIR_B\n"
         "Compare every dataset of A (the reference) with the dataset of the same path in B\n"
         "(the candidate): exact abs/rel/ULP errors per tensor, judged against tolerances.\n"
+        "Two folders: their files are paired by relative path (recursively, e.g.\n"
+        "step_100/rank_3.h5) into one report whose tensor paths read FILE:DATASET\n"
+        "(step_100/rank_3.h5:/layer1/out); a file on one side only is a missing tensor, a\n"
+        "file that is not a tensor dump a skipped one.\n"
         "\n"
         "Options:\n"
         "  -t, --tolerances FILE  tolerance file (YAML, docs/tolerances.md); repeatable, a later\n"
@@ -119,7 +136,18 @@ static void usage(FILE *out) {
   fputs("      --reference R      three-way mode: also compare R (e.g. a CPU float64 run)\n"
         "                         with A and with B, and report per tensor which of A and B\n"
         "                         is closer to R (docs/metrics.md, \"Three-way mode\")\n"
-        "  -v, --verbose          error statistics under every compared tensor\n"
+        "  -v, --verbose          error statistics under every compared tensor\n",
+        out);
+  fputs("      --include GLOB     compare only tensors whose path matches GLOB (repeatable; globs\n"
+        "                         as in tolerance rules, on DATASET or FILE:DATASET)\n"
+        "      --exclude GLOB     leave out tensors whose path matches GLOB (repeatable)\n"
+        "      --map FROM=TO      rename B's dataset paths before pairing (repeatable, first\n"
+        "                         that applies wins): FROM without '*' is a prefix, replaced\n"
+        "                         by TO; with '*' it must match the whole path, and each '*'\n"
+        "                         of TO takes what the same '*' of FROM matched\n"
+        "      --strip-prefix P   drop P at the start of any path component of A and B (after\n"
+        "                         a call index such as 003_), before --map: e.g. module.\n"
+        "                         (DDP) turns /module.fc/out into /fc/out\n"
         "      --save-baseline FILE\n"
         "                         write this run's per-tensor figures as a baseline\n"
         "      --baseline FILE    fail only for tensors that newly fail, or whose drift grew\n"
@@ -157,7 +185,9 @@ static void usage(FILE *out) {
         "\n"
         "Exit status: 0 every tensor within tolerance; 1 drift, a missing dataset, a shape or\n"
         "dtype mismatch; 2 an error (bad usage, an unreadable file or dataset, a report\n"
-        "that cannot be written); 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM).\n"
+        "that cannot be written, A and B with no tensor name in common); 128 + N stopped by\n"
+        "signal N (130 SIGINT, 143 SIGTERM). Warnings (a tolerance rule that matches no\n"
+        "tensor, a baseline of another profile) go to stderr and into the JSON report.\n"
         "Figures are defined in docs/metrics.md.\n",
         out);
 }
@@ -235,6 +265,10 @@ static const struct option long_opts[] = {
     {"stall-timeout", required_argument, NULL, OPT_STALL},
     {"jobs", required_argument, NULL, 'j'},
     {"debug", no_argument, NULL, OPT_DEBUG},
+    {"include", required_argument, NULL, OPT_INCLUDE},
+    {"exclude", required_argument, NULL, OPT_EXCLUDE},
+    {"map", required_argument, NULL, OPT_MAP},
+    {"strip-prefix", required_argument, NULL, OPT_STRIP_PREFIX},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -287,6 +321,26 @@ static bool parse_output_option(int opt, const char *arg, outputs *o) {
   return true;
 }
 
+/* False (after the message) for a --map without '='. The argument is split in place. */
+static bool parse_name_option(int opt, char *arg, name_opts *n) {
+  if (opt == OPT_INCLUDE) {
+    n->include[n->ninclude++] = arg;
+  } else if (opt == OPT_EXCLUDE) {
+    n->exclude[n->nexclude++] = arg;
+  } else if (opt == OPT_STRIP_PREFIX) {
+    n->strip_prefix[n->nstrip_prefix++] = arg;
+  } else {
+    char *eq = strchr(arg, '=');
+    if (!eq) {
+      usage_error("--map wants FROM=TO", arg);
+      return false;
+    }
+    *eq = '\0';
+    n->maps[n->nmaps++] = (pc_name_map){arg, eq + 1};
+  }
+  return true;
+}
+
 /* Tolerance files are only collected here: load_tolerances() loads them after the profile,
  * wherever --profile stands. --help and --version set c->done. */
 static int parse_args(int argc, char **argv, cli *c) {
@@ -317,6 +371,9 @@ static int parse_args(int argc, char **argv, cli *c) {
       return usage_error("-j wants a whole number from 1 to 256", optarg);
     } else if (is_output_option(opt) && !parse_output_option(opt, optarg, &c->out)) {
       return PC_EUSAGE;
+    } else if (opt >= OPT_INCLUDE && opt <= OPT_STRIP_PREFIX &&
+               !parse_name_option(opt, optarg, &c->names)) {
+      return PC_EUSAGE;
     } else if (opt == OPT_DEBUG) {
       c->debug = true;
     } else if (opt == 'V') {
@@ -334,7 +391,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     }
   }
   if (argc - optind != 2)
-    return usage_error("expected two files, A (reference) and B (candidate)", NULL);
+    return usage_error("expected two files or two folders, A (reference) and B (candidate)", NULL);
   c->path_a = argv[optind];
   c->path_b = argv[optind + 1];
   return PC_OK;
@@ -345,7 +402,20 @@ static int fail(const pc_error *err) {
   fputs("paritycheck: ", stderr);
   put_untrusted(err->message);
   fputc('\n', stderr);
+  if (err->code == PC_ENOMATCH)
+    fputs("paritycheck: hint: if the names differ by a prefix (DDP's module.) or a pattern, pair "
+          "them with --strip-prefix P or --map FROM=TO (paritycheck --help)\n",
+          stderr);
   return err->code < 0 ? (int)err->code : PC_EIO;
+}
+
+/* Things the run found that fail nothing, on stderr (the JSON report lists them too). */
+static void print_warnings(const pc_run *run) {
+  for (size_t i = 0; i < run->nwarnings; i++) {
+    fputs("paritycheck: warning: ", stderr);
+    put_untrusted(run->warnings[i]);
+    fputc('\n', stderr);
+  }
 }
 
 /* The folder of the profiles: $PARITYCHECK_TOLERANCES, else the source tree's tolerances/
@@ -670,6 +740,14 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.threads = (unsigned)c->jobs;
   opts.max_memory = c->max_memory;
   opts.skip_quantiles = !shows_quantiles(c);
+  opts.include = c->names.include;
+  opts.ninclude = c->names.ninclude;
+  opts.exclude = c->names.exclude;
+  opts.nexclude = c->names.nexclude;
+  opts.strip_prefix = c->names.strip_prefix;
+  opts.nstrip_prefix = c->names.nstrip_prefix;
+  opts.maps = c->names.maps;
+  opts.nmaps = c->names.nmaps;
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);
@@ -691,6 +769,8 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
     rc = pc_compare_reference(run, c->reference, &opts, &err);
   if (prog.shown)
     fputs("\r\033[K", stderr); /* the report starts on a clean line */
+  if (rc == PC_OK)
+    print_warnings(run);
   if (rc < 0)
     fail(&err);
   int code = rc < 0 ? EXIT_ERROR : report(c, base, ap, run);
@@ -700,15 +780,29 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   return code;
 }
 
+static void free_cli(cli *c) {
+  free(c->tol_files);
+  free(c->names.include);
+  free(c->names.exclude);
+  free(c->names.strip_prefix);
+  free(c->names.maps);
+}
+
 int main(int argc, char **argv) {
   pc_error err;
   cli c = {.stall_s = DEFAULT_STALL_S}; /* every other field zero, NULL or false */
   pc_tolset *tols = pc_tolset_new();
-  c.tol_files = calloc((size_t)argc, sizeof *c.tol_files);
-  if (!tols || !c.tol_files) {
+  size_t n = (size_t)argc;
+  c.tol_files = calloc(n, sizeof *c.tol_files);
+  c.names.include = calloc(n, sizeof(char *));
+  c.names.exclude = calloc(n, sizeof(char *));
+  c.names.strip_prefix = calloc(n, sizeof(char *));
+  c.names.maps = calloc(n, sizeof *c.names.maps);
+  if (!tols || !c.tol_files || !c.names.include || !c.names.exclude || !c.names.strip_prefix ||
+      !c.names.maps) {
     fputs("paritycheck: out of memory\n", stderr);
     pc_tolset_free(tols);
-    free(c.tol_files);
+    free_cli(&c);
     return EXIT_ERROR;
   }
   /* A reader that goes away (paritycheck ... | head) is a write error on standard output,
@@ -725,6 +819,6 @@ int main(int argc, char **argv) {
                                                 : EXIT_ERROR;
   }
   pc_tolset_free(tols);
-  free(c.tol_files);
+  free_cli(&c);
   return code;
 }

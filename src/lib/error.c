@@ -18,6 +18,8 @@ const char *pc_status_name(pc_status code) {
     return "nomem";
   case PC_EDATA:
     return "data";
+  case PC_ENOMATCH:
+    return "nomatch";
   }
   return "unknown";
 }

@@ -14,4 +14,8 @@ int pc_error_set(pc_error *err, pc_status code, const char *fmt, ...)
 /** strdup that returns NULL on NULL input. */
 char *pc_strdup(const char *s);
 
+/** Why `glob` is not a well-formed tolerance-rule glob (fnmatch syntax, flags 0: '*' and '?'
+ * match '/' too), or NULL when it is. Every glob the library matches is checked by this. */
+const char *pc_glob_problem(const char *glob);
+
 #endif

@@ -1,11 +1,16 @@
-/* The comparator (compare.h): pairs datasets by path, streams each pair through the element
- * kernels of docs/metrics.md and judges it against the tolerance. */
+/* The comparator (compare.h): pairs datasets by name (pairing.h), file pair by file pair in
+ * folder mode, streams each pair through the element kernels of docs/metrics.md and judges it
+ * against the tolerance. Files are compared one pair at a time, so that a folder of many dumps
+ * never holds more than two open. */
 #include "fill.h"
+#include "folder.h"
 #include "judge.h"
 #include "kernel.h"
 #include "loader.h"
 #include "numerics.h"
 #include "metrics.h"
+#include "names.h"
+#include "pairing.h"
 #include "pc_internal.h"
 #include "stream.h"
 
@@ -14,8 +19,9 @@
 #include <inttypes.h> /* PRIu64 */
 #include <math.h>     /* sqrt, INFINITY */
 #include <stdio.h>    /* snprintf */
-#include <stdlib.h>   /* calloc, free */
-#include <string.h>   /* strcmp */
+#include <stdlib.h>   /* calloc, realloc, free */
+#include <string.h>   /* strcmp, strchr */
+#include <sys/stat.h> /* stat, S_ISDIR */
 #include <unistd.h>   /* sysconf */
 
 static const char *const pc_verdict_names[PC_VERDICT_COUNT_] = {
@@ -170,12 +176,12 @@ static int pc_measure_magnitude(const pc_pair *p, pc_tol_context *ctx) {
 static int pc_resolve_tol(pc_pair *p, const pc_tolset *tols) {
   pc_tensor *t = p->t;
   pc_tol_context ctx = {t->reduction_length, t->accumulation, false, 0, 0};
-  if (pc_tolset_needs_magnitude(tols, t->path, t->compare)) {
+  if (pc_tolset_needs_magnitude(tols, pc_tensor_dataset(t), t->compare)) {
     int rc = pc_measure_magnitude(p, &ctx);
     if (rc < 0 || t->verdict == PC_VERDICT_ERROR)
       return rc;
   }
-  t->tol = pc_tolset_resolve_ctx(tols, t->path, t->compare, &ctx);
+  t->tol = pc_tolset_resolve_ctx(tols, pc_tensor_dataset(t), t->compare, &ctx);
   return PC_OK;
 }
 
@@ -312,38 +318,129 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
 
 /* --- the run ---------------------------------------------------------------------------- */
 
-static int pc_run_alloc(pc_run **out, const char *pa, const char *pb, size_t cap) {
-  pc_run *run = calloc(1, sizeof *run);
-  if (!run)
-    return PC_ENOMEM;
-  run->path_a = pc_strdup(pa);
-  run->path_b = pc_strdup(pb);
-  run->tensors = calloc(cap ? cap : 1, sizeof *run->tensors);
-  *out = run;
-  return run->path_a && run->path_b && run->tensors ? PC_OK : PC_ENOMEM;
+/* A comparison in progress, from file pair to file pair. */
+typedef struct pc_cmp {
+  pc_run *run;
+  size_t cap; /* room in run->tensors */
+  const pc_options *o;
+  pc_pair p;
+  uint64_t budget;               /* for suggestions (names.h) */
+  size_t a_count, b_count, both; /* tensors (and lone files) of each side, and on both */
+  char *example[2];              /* the first name of each side, for PC_ENOMATCH */
+} pc_cmp;
+
+const char *pc_tensor_dataset(const pc_tensor *t) {
+  if (!t->file)
+    return t->path;
+  size_t n = strlen(t->file);
+  return strncmp(t->path, t->file, n) == 0 && t->path[n] == ':' ? t->path + n + 1 : "";
 }
 
-static int pc_run_tensor(pc_run *run, pc_pair *p, const pc_tolset *tols, pc_error *err) {
-  pc_tensor *t = &run->tensors[run->ntensors++];
-  p->t = t;
-  t->path = pc_strdup((p->a ? p->a : p->b)->path);
-  t->caused_by = -1;
-  t->context.exec_index = p->a ? p->a->exec_index : p->b->exec_index;
-  if (!t->path)
+/* Room for n more tensors. Only between file pairs, when the stream holds none of them. */
+static int pc_reserve(pc_cmp *c, size_t n, pc_error *err) {
+  if (c->run->ntensors + n <= c->cap)
+    return PC_OK;
+  size_t cap = 2 * c->cap > c->run->ntensors + n ? 2 * c->cap : c->run->ntensors + n;
+  pc_tensor *t = realloc(c->run->tensors, cap * sizeof *t);
+  if (!t)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
-  return pc_compare_pair(p, tols, err);
+  c->run->tensors = t;
+  c->cap = cap;
+  return PC_OK;
 }
 
-/* Stored bytes of every pair that will be streamed, for progress reports. */
-static uint64_t pc_total_bytes(const pc_file *fa, const pc_file *fb) {
+/* "file:name", "file" (name NULL) or "name" (file NULL), malloc'd. */
+static char *pc_display(const char *file, const char *name) {
+  return !file ? pc_strdup(name) : name ? pc_names_full(file, name) : pc_strdup(file);
+}
+
+/* The next tensor of the run (room reserved), path set, nothing measured. */
+static pc_tensor *pc_new_tensor(pc_cmp *c, const char *file, const char *name, pc_error *err) {
+  pc_tensor *t = &c->run->tensors[c->run->ntensors++];
+  memset(t, 0, sizeof *t);
+  t->caused_by = -1;
+  t->context.exec_index = -1;
+  t->rank = t->rank_b = -1;
+  t->path = pc_display(file, name);
+  t->file = pc_strdup(file);
+  if (!t->path || (file && !t->file)) {
+    pc_error_set(err, PC_ENOMEM, "out of memory");
+    return NULL;
+  }
+  return t;
+}
+
+static void pc_note_side(pc_cmp *c, int side, const char *name) {
+  if (!c->example[side])
+    c->example[side] = pc_strdup(name);
+}
+
+/* A tensor of B only whose name a map or prefix changed says what B calls it. */
+static int pc_renamed(pc_tensor *t, const char *b_path) {
+  char why[PC_ERROR_MESSAGE_MAX];
+  snprintf(why, sizeof why, "only in B, where it is %s", b_path);
+  return pc_set_text(&t->message, why);
+}
+
+static int pc_run_match(pc_cmp *c, const pc_pairing *pr, size_t i, const char *file,
+                        pc_error *err) {
+  const pc_match *m = &pr->m[i];
+  pc_tensor *t = pc_new_tensor(c, file, m->name, err);
+  if (!t)
+    return PC_ENOMEM;
+  c->p.a = m->a;
+  c->p.b = m->b;
+  c->p.t = t;
+  t->context.exec_index = (m->a ? m->a : m->b)->exec_index;
+  if (m->suggest >= 0 && !(t->did_you_mean = pc_display(file, pr->m[m->suggest].name)))
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  int rc = pc_compare_pair(&c->p, c->o->tols, err);
+  if (rc == PC_OK && m->renamed && (rc = pc_renamed(t, m->b->path)) < 0)
+    pc_error_set(err, rc, "out of memory");
+  return rc;
+}
+
+/* Stored bytes of the pairs that will be streamed, for progress reports. */
+static uint64_t pc_pairing_bytes(const pc_pairing *pr) {
   uint64_t total = 0;
-  for (size_t i = 0; i < pc_file_count(fa); i++) {
-    const pc_dataset *a = pc_file_dataset(fa, i), *b = pc_file_find(fb, a->path);
-    if (b && pc_is_numeric(a) && pc_is_numeric(b) && pc_same_shape(a, b) &&
+  for (size_t i = 0; i < pr->n; i++) {
+    const pc_dataset *a = pr->m[i].a, *b = pr->m[i].b;
+    if (a && b && pc_is_numeric(a) && pc_is_numeric(b) && pc_same_shape(a, b) &&
         !(a->all_fill && b->all_fill)) /* never-written pairs are not read */
       total += a->count * (a->elem_size + b->elem_size);
   }
   return total;
+}
+
+static void pc_tally_pairing(pc_cmp *c, const pc_pairing *pr) {
+  c->a_count += pr->a_count;
+  c->b_count += pr->b_count;
+  c->both += pr->both;
+  for (size_t i = 0; i < pr->n; i++) {
+    if (pr->m[i].a)
+      pc_note_side(c, 0, pr->m[i].name);
+    if (pr->m[i].b)
+      pc_note_side(c, 1, pr->m[i].name);
+  }
+}
+
+/* Every tensor of one pair of files; `file` is their relative path in folder mode. Every
+ * tensor is done when it returns, so that the files can be closed. */
+static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, pc_error *err) {
+  pc_pairing pr;
+  int rc = pc_pairing_build(&pr, fa, fb, file, c->o, &c->budget);
+  if (rc < 0)
+    return pc_error_set(err, rc, "out of memory");
+  pc_tally_pairing(c, &pr);
+  c->p.fa = fa;
+  c->p.fb = fb;
+  rc = pc_reserve(c, pr.n, err);
+  pc_stream_expect(c->p.stream, pc_pairing_bytes(&pr));
+  for (size_t i = 0; i < pr.n && rc == PC_OK; i++)
+    rc = pc_run_match(c, &pr, i, file, err);
+  int fin = pc_stream_finish(c->p.stream, err);
+  pc_pairing_free(&pr);
+  return rc < 0 ? rc : fin;
 }
 
 static unsigned pc_threads(const pc_options *o) {
@@ -351,72 +448,250 @@ static unsigned pc_threads(const pc_options *o) {
   return o->threads ? o->threads : cores > 0 ? (unsigned)cores : 1;
 }
 
-/* A's datasets in A's order, each with its namesake in B, then B's own in B's order. */
-static int pc_run_pairs(pc_run *run, pc_pair *p, const pc_tolset *tols, pc_error *err) {
-  int rc = PC_OK;
-  for (size_t i = 0; i < pc_file_count(p->fa) && rc == PC_OK; i++) {
-    p->a = pc_file_dataset(p->fa, i);
-    p->b = pc_file_find(p->fb, p->a->path);
-    rc = pc_run_tensor(run, p, tols, err);
-  }
-  for (size_t i = 0; i < pc_file_count(p->fb) && rc == PC_OK; i++) {
-    p->b = pc_file_dataset(p->fb, i);
-    p->a = NULL;
-    if (!pc_file_find(p->fa, p->b->path))
-      rc = pc_run_tensor(run, p, tols, err);
-  }
+/* --- folder mode ------------------------------------------------------------------------- */
+
+/* A file that stands for itself in the run: on one side only, not a dump, or unreadable; the
+ * include and exclude globs see its path alone. */
+static int pc_file_tensor(pc_cmp *c, const char *file, pc_verdict v, const char *why,
+                          const char *suggest, pc_error *err) {
+  if (!pc_names_selected(c->o, file, NULL))
+    return PC_OK;
+  int rc = pc_reserve(c, 1, err);
+  pc_tensor *t = rc == PC_OK ? pc_new_tensor(c, file, NULL, err) : NULL;
+  if (!t)
+    return PC_ENOMEM;
+  t->verdict = v;
+  if (pc_set_text(&t->message, why) < 0 || (suggest && !(t->did_you_mean = pc_strdup(suggest))))
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  return PC_OK;
+}
+
+/* One relative path of the folders: its paths under A and B (NULL for a side without it),
+ * whether each is a dump, and the closest lone file of the other side, or NULL. */
+typedef struct pc_entry {
+  const char *rel;
+  char *path[2];
+  bool dump[2];
+  const char *suggest;
+} pc_entry;
+
+static int pc_run_pair_of_files(pc_cmp *c, const pc_entry *e, pc_error *err) {
+  pc_file *f[2] = {NULL, NULL};
+  pc_error why = {PC_OK, ""};
+  int rc = pc_file_open(&f[0], e->path[0], &why);
+  if (rc == PC_OK)
+    rc = pc_file_open(&f[1], e->path[1], &why);
+  if (rc == PC_ENOMEM)
+    rc = pc_error_set(err, rc, "%s", why.message);
+  else if (rc < 0)
+    rc = pc_file_tensor(c, e->rel, PC_VERDICT_ERROR, why.message, NULL, err);
+  else
+    rc = pc_run_files(c, f[0], f[1], e->rel, err);
+  pc_file_close(f[0]);
+  pc_file_close(f[1]);
   return rc;
 }
 
-static int pc_run_all(pc_run *run, pc_file *fa, pc_file *fb, const pc_options *o, pc_error *err) {
+static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
+  bool a = e->path[0] != NULL, b = e->path[1] != NULL;
+  if (strchr(e->rel, ':'))
+    return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED,
+                          "its path holds ':', which separates file and tensor in reports", NULL,
+                          err);
+  if (!(a && e->dump[0]) && !(b && e->dump[1]))
+    return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED, "not a tensor dump", NULL, err);
+  if (!a || !b) {
+    bool shown = pc_names_selected(c->o, e->rel, NULL);
+    c->a_count += a && shown;
+    c->b_count += b && shown;
+    if (shown)
+      pc_note_side(c, a ? 0 : 1, e->rel);
+    return pc_file_tensor(c, e->rel, a ? PC_VERDICT_MISSING_IN_B : PC_VERDICT_MISSING_IN_A,
+                          a ? "file only in A" : "file only in B", e->suggest, err);
+  }
+  if (!e->dump[0] || !e->dump[1])
+    return pc_file_tensor(c, e->rel, PC_VERDICT_ERROR,
+                          e->dump[0] ? "B: not a tensor dump" : "A: not a tensor dump", NULL, err);
+  return pc_run_pair_of_files(c, e, err);
+}
+
+/* The union of the two trees, sorted, with each side's full path and whether it is a dump. */
+static int pc_merge_trees(pc_entry **out, size_t *n, const pc_tree t[2], const char *root[2]) {
+  pc_entry *v = calloc(t[0].n + t[1].n ? t[0].n + t[1].n : 1, sizeof *v);
+  size_t i[2] = {0, 0};
+  *out = v;
+  *n = 0;
+  while (v && (i[0] < t[0].n || i[1] < t[1].n)) {
+    int cmp = i[0] == t[0].n ? 1 : i[1] == t[1].n ? -1 : strcmp(t[0].rel[i[0]], t[1].rel[i[1]]);
+    pc_entry *e = &v[(*n)++];
+    for (int s = 0; s < 2; s++) {
+      if ((s == 0 && cmp > 0) || (s == 1 && cmp < 0))
+        continue;
+      e->rel = t[s].rel[i[s]++];
+      if (!(e->path[s] = pc_tree_join(root[s], e->rel)))
+        return PC_ENOMEM;
+      e->dump[s] = pc_file_is_dump(e->path[s]);
+    }
+  }
+  return v ? PC_OK : PC_ENOMEM;
+}
+
+/* Suggestions for the files of one side only, among the other side's lone dumps. */
+static int pc_suggest_files(pc_entry *v, size_t n, uint64_t *budget) {
+  const char **names = malloc((n ? n : 1) * sizeof *names);
+  bool *in = malloc(2 * (n ? n : 1) * sizeof *in);
+  long *suggest = malloc((n ? n : 1) * sizeof *suggest);
+  int rc = names && in && suggest ? PC_OK : PC_ENOMEM;
+  for (size_t i = 0; rc == PC_OK && i < n; i++) {
+    names[i] = v[i].rel;
+    in[i] = v[i].path[0] && v[i].dump[0];
+    in[n + i] = v[i].path[1] && v[i].dump[1];
+  }
+  if (rc == PC_OK)
+    rc = pc_pairing_suggest(names, in, in + n, n, suggest, budget);
+  for (size_t i = 0; rc == PC_OK && i < n; i++)
+    v[i].suggest = suggest[i] >= 0 ? v[suggest[i]].rel : NULL;
+  free(names);
+  free(in);
+  free(suggest);
+  return rc;
+}
+
+static int pc_run_folders(pc_cmp *c, const char *root_a, const char *root_b, pc_error *err) {
+  pc_tree t[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+  const char *root[2] = {root_a, root_b};
+  pc_entry *v = NULL;
+  size_t n = 0;
+  int rc = pc_tree_list(&t[0], root_a, err);
+  if (rc == PC_OK)
+    rc = pc_tree_list(&t[1], root_b, err);
+  if (rc == PC_OK &&
+      (pc_merge_trees(&v, &n, t, root) < 0 || pc_suggest_files(v, n, &c->budget) < 0))
+    rc = pc_error_set(err, PC_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == PC_OK && i < n; i++)
+    rc = pc_run_entry(c, &v[i], err);
+  for (size_t i = 0; v && i < n; i++) {
+    free(v[i].path[0]);
+    free(v[i].path[1]);
+  }
+  free(v);
+  pc_tree_free(&t[0]);
+  pc_tree_free(&t[1]);
+  return rc;
+}
+
+/* --- the whole comparison ---------------------------------------------------------------- */
+
+static int pc_run_single(pc_cmp *c, const char *path_a, const char *path_b, pc_error *err) {
+  pc_file *fa = NULL, *fb = NULL;
+  int rc = pc_file_open(&fa, path_a, err);
+  if (rc == PC_OK)
+    rc = pc_file_open(&fb, path_b, err);
+  if (rc == PC_OK)
+    rc = pc_run_files(c, fa, fb, NULL, err);
+  pc_file_close(fa);
+  pc_file_close(fb);
+  return rc;
+}
+
+/* Both sides hold tensors, but none is on both: nothing was compared, which a report of
+ * "everything missing" would hide behind a drift. */
+static int pc_check_common(const pc_cmp *c, pc_error *err) {
+  if (c->both || !c->a_count || !c->b_count)
+    return PC_OK;
+  return pc_error_set(err, PC_ENOMATCH,
+                      "A and B have no tensor in common: A has %zu, e.g. %s; B has %zu, e.g. %s",
+                      c->a_count, c->example[0], c->b_count, c->example[1]);
+}
+
+static int pc_add_warning(void *user, const char *glob) {
+  pc_run *run = user;
+  char text[PC_ERROR_MESSAGE_MAX];
+  char **w = realloc(run->warnings, (run->nwarnings + 1) * sizeof *w);
+  if (!w)
+    return PC_ENOMEM;
+  run->warnings = w;
+  snprintf(text, sizeof text, "tolerance rule '%s' matches no tensor", glob);
+  w[run->nwarnings] = pc_strdup(text);
+  return w[run->nwarnings++] ? PC_OK : PC_ENOMEM;
+}
+
+/* A rule that matches no tensor is most likely a typo, or names of another model. */
+static int pc_warn_unused_rules(pc_run *run, const pc_tolset *tols, pc_error *err) {
+  const char **paths = malloc((run->ntensors ? run->ntensors : 1) * sizeof *paths);
+  size_t n = 0;
+  for (size_t i = 0; paths && i < run->ntensors; i++)
+    if (*pc_tensor_dataset(&run->tensors[i]))
+      paths[n++] = pc_tensor_dataset(&run->tensors[i]);
+  int rc = paths ? pc_tolset_unused_rules(tols, paths, n, pc_add_warning, run) : PC_ENOMEM;
+  free(paths);
+  return rc < 0 ? pc_error_set(err, rc, "out of memory") : PC_OK;
+}
+
+static int pc_check_args(const char *path_a, const char *path_b, const pc_options *o, bool *dirs,
+                         pc_error *err) {
+  struct stat sa, sb;
+  if (!o || o->version != PC_OPTIONS_VERSION || !o->tols || !path_a || !path_b)
+    return pc_error_set(err, PC_EUSAGE, "pc_compare_files: bad arguments");
+  int rc = pc_names_check(o, err);
+  if (rc < 0)
+    return rc;
+  bool da = stat(path_a, &sa) == 0 && S_ISDIR(sa.st_mode);
+  bool db = stat(path_b, &sb) == 0 && S_ISDIR(sb.st_mode);
+  *dirs = da && db;
+  if (da != db)
+    return pc_error_set(err, PC_EUSAGE,
+                        "%s: is a directory and %s is not: compare two files or two directories",
+                        da ? path_a : path_b, da ? path_b : path_a);
+  return PC_OK;
+}
+
+static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool dirs, pc_error *err) {
+  const pc_options *o = c->o;
   size_t block = o->block_elems ? o->block_elems : PC_DEFAULT_BLOCK_ELEMS;
   pc_stream_config cfg = {.threads = pc_threads(o),
                           .block_elems = block,
                           .done = pc_tensor_done,
                           .progress = o->progress,
                           .progress_user = o->progress_user,
-                          .total_bytes = pc_total_bytes(fa, fb),
+                          .total_bytes = 0,
                           .quantiles = !o->skip_quantiles};
-  pc_pair p = {.fa = fa,
-               .fb = fb,
-               .block = block,
-               .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY,
-               .quantiles = !o->skip_quantiles};
-  int rc = pc_stream_new(&p.stream, &cfg, err);
+  c->p = (pc_pair){.block = block,
+                   .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY,
+                   .quantiles = !o->skip_quantiles};
+  int rc = pc_stream_new(&c->p.stream, &cfg, err);
   if (rc == PC_OK)
-    rc = pc_run_pairs(run, &p, o->tols, err);
+    rc = dirs ? pc_run_folders(c, path_a, path_b, err) : pc_run_single(c, path_a, path_b, err);
+  pc_stream_free(c->p.stream);
   if (rc == PC_OK)
-    rc = pc_stream_finish(p.stream, err);
-  pc_stream_free(p.stream);
-  if (rc == PC_OK && (rc = pc_judge_run(run)) < 0)
+    rc = pc_check_common(c, err);
+  if (rc == PC_OK && (rc = pc_judge_run(c->run)) < 0)
     pc_error_set(err, rc, "out of memory");
+  if (rc == PC_OK)
+    rc = pc_warn_unused_rules(c->run, o->tols, err);
   return rc;
 }
 
 int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
                      pc_error *err) {
+  bool dirs = false;
   *out = NULL;
-  if (!opts || opts->version != PC_OPTIONS_VERSION || !opts->tols || !path_a || !path_b)
-    return pc_error_set(err, PC_EUSAGE, "pc_compare_files: bad arguments");
-  pc_file *fa = NULL, *fb = NULL;
-  pc_run *run = NULL;
-  int rc = pc_file_open(&fa, path_a, err);
+  int rc = pc_check_args(path_a, path_b, opts, &dirs, err);
+  if (rc < 0)
+    return rc;
+  pc_cmp c = {.o = opts, .budget = PC_SUGGEST_BUDGET};
+  if (!(c.run = calloc(1, sizeof *c.run)) || !(c.run->path_a = pc_strdup(path_a)) ||
+      !(c.run->path_b = pc_strdup(path_b)))
+    rc = pc_error_set(err, PC_ENOMEM, "out of memory");
   if (rc == PC_OK)
-    rc = pc_file_open(&fb, path_b, err);
-  if (rc == PC_OK) {
-    rc = pc_run_alloc(&run, path_a, path_b, pc_file_count(fa) + pc_file_count(fb));
-    if (rc == PC_ENOMEM)
-      pc_error_set(err, rc, "out of memory");
-    else
-      rc = pc_run_all(run, fa, fb, opts, err);
-  }
-  pc_file_close(fa);
-  pc_file_close(fb);
+    rc = pc_run_all(&c, path_a, path_b, dirs, err);
+  free(c.example[0]);
+  free(c.example[1]);
   if (rc < 0) {
-    pc_run_free(run);
+    pc_run_free(c.run);
     return rc;
   }
-  *out = run;
+  *out = c.run;
   return PC_OK;
 }
 
@@ -425,9 +700,14 @@ void pc_run_free(pc_run *run) {
     return;
   for (size_t i = 0; i < run->ntensors; i++) {
     free(run->tensors[i].path);
+    free(run->tensors[i].file);
     free(run->tensors[i].message);
     free(run->tensors[i].note);
+    free(run->tensors[i].did_you_mean);
   }
+  for (size_t i = 0; i < run->nwarnings; i++)
+    free(run->warnings[i]);
+  free(run->warnings);
   free(run->tensors);
   free(run->order);
   free(run->path_a);

@@ -87,7 +87,9 @@ int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *op
   pc_run *ra = NULL, *rb = NULL;
   pc_by_path ia = {NULL, 0}, ib = {NULL, 0};
   char *path = NULL;
-  int rc = pc_compare_files(&ra, path_ref, run->path_a, &o, err);
+  pc_options oa = o;
+  oa.nmaps = 0; /* the maps rename B's paths only */
+  int rc = pc_compare_files(&ra, path_ref, run->path_a, &oa, err);
   if (rc == PC_OK)
     rc = pc_compare_files(&rb, path_ref, run->path_b, &o, err);
   if (rc == PC_OK &&

@@ -464,6 +464,10 @@ int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *
   return s->nomem ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", s->nomem->path) : PC_OK;
 }
 
+void pc_stream_expect(pc_stream *s, uint64_t bytes) {
+  s->cfg.total_bytes += bytes;
+}
+
 int pc_stream_finish(pc_stream *s, pc_error *err) {
   while (s->used)
     pc_merge_head(s, true);

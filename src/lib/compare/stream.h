@@ -34,6 +34,10 @@ int pc_stream_new(pc_stream **out, const pc_stream_config *cfg, pc_error *err);
 int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
                      const pc_dataset *b, pc_error *err);
 
+/** Add `bytes` to the total that progress reports count toward (folder mode learns it file by
+ * file). */
+void pc_stream_expect(pc_stream *s, uint64_t bytes);
+
 /** Wait for every queued tensor to be done. */
 int pc_stream_finish(pc_stream *s, pc_error *err);
 

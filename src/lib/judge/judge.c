@@ -283,14 +283,16 @@ static int pc_cmp_key(const void *x, const void *y) {
   return (a->index > b->index) - (a->index < b->index);
 }
 
-static int pc_forward_modules(const pc_run *run, pc_module_pos **out, size_t *n) {
+/* The forward modules of tensors lo .. hi - 1. */
+static int pc_forward_modules(const pc_run *run, size_t lo, size_t hi, pc_module_pos **out,
+                              size_t *n) {
   *n = 0;
-  *out = malloc((run->ntensors ? run->ntensors : 1) * sizeof **out);
+  *out = malloc((hi > lo ? hi - lo : 1) * sizeof **out);
   if (!*out)
     return PC_ENOMEM;
-  for (size_t i = 0; i < run->ntensors; i++)
-    if (pc_path_class(run->tensors[i].path) == PC_CLASS_FORWARD) {
-      (*out)[*n].name = pc_forward_module(run->tensors[i].path);
+  for (size_t i = lo; i < hi; i++)
+    if (pc_path_class(pc_tensor_dataset(&run->tensors[i])) == PC_CLASS_FORWARD) {
+      (*out)[*n].name = pc_forward_module(pc_tensor_dataset(&run->tensors[i]));
       (*out)[(*n)++].pos = i;
     }
   qsort(*out, *n, sizeof **out, pc_cmp_module);
@@ -299,15 +301,16 @@ static int pc_forward_modules(const pc_run *run, pc_module_pos **out, size_t *n)
 
 static pc_order_key pc_key(const pc_run *run, size_t i, const pc_module_pos *mods, size_t n) {
   const pc_tensor *t = &run->tensors[i];
+  const char *path = pc_tensor_dataset(t);
   pc_order_key k = {PC_CLASS_INDEXED, 0, i, 0};
   if (t->context.exec_index >= 0) {
     k.major = t->context.exec_index;
     return k;
   }
-  k.cls = pc_path_class(t->path);
+  k.cls = pc_path_class(path);
   if (k.cls == PC_CLASS_GRAD) {
     char param[256];
-    pc_gradient_param(t->path, param, sizeof param);
+    pc_gradient_param(path, param, sizeof param);
     long long pos = pc_module_position(mods, n, param);
     k.major = pos >= 0 ? -pos : 1; /* unmatched parameters: at the end of backward */
     k.minor = -(long long)i;       /* a module's own parameters: last stored first */
@@ -315,23 +318,43 @@ static pc_order_key pc_key(const pc_run *run, size_t i, const pc_module_pos *mod
   return k;
 }
 
+/* The end of the run of tensors from lo that share lo's file (folder mode; all of them
+ * otherwise): the comparator adds a file's tensors together, files in path order. */
+static size_t pc_file_end(const pc_run *run, size_t lo) {
+  const char *f = run->tensors[lo].file;
+  size_t hi = lo + 1;
+  while (hi < run->ntensors && (f ? run->tensors[hi].file && strcmp(run->tensors[hi].file, f) == 0
+                                  : !run->tensors[hi].file))
+    hi++;
+  return hi;
+}
+
+/* Execution order within each file, files in run order (docs/tolerance-model.md). */
+static int pc_order_files(pc_run *run, pc_order_key *keys) {
+  for (size_t lo = 0, hi; lo < run->ntensors; lo = hi) {
+    pc_module_pos *mods = NULL;
+    size_t nmods = 0;
+    hi = pc_file_end(run, lo);
+    if (pc_forward_modules(run, lo, hi, &mods, &nmods) < 0)
+      return PC_ENOMEM;
+    for (size_t i = lo; i < hi; i++)
+      keys[i] = pc_key(run, i, mods, nmods);
+    qsort(keys + lo, hi - lo, sizeof *keys, pc_cmp_key);
+    free(mods);
+  }
+  return PC_OK;
+}
+
 static int pc_compute_order(pc_run *run) {
-  pc_module_pos *mods = NULL;
-  size_t nmods = 0;
   pc_order_key *keys = malloc((run->ntensors ? run->ntensors : 1) * sizeof *keys);
   free(run->order);
   run->order = malloc((run->ntensors ? run->ntensors : 1) * sizeof *run->order);
-  int rc = keys && run->order ? pc_forward_modules(run, &mods, &nmods) : PC_ENOMEM;
-  if (rc == PC_OK) {
-    for (size_t i = 0; i < run->ntensors; i++)
-      keys[i] = pc_key(run, i, mods, nmods);
-    qsort(keys, run->ntensors, sizeof *keys, pc_cmp_key);
+  int rc = keys && run->order ? pc_order_files(run, keys) : PC_ENOMEM;
+  if (rc == PC_OK)
     for (size_t k = 0; k < run->ntensors; k++) {
       run->order[k] = keys[k].index;
       run->tensors[keys[k].index].context.exec_index = (int64_t)k;
     }
-  }
-  free(mods);
   free(keys);
   return rc;
 }

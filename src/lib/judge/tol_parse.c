@@ -411,8 +411,8 @@ static const char *skip_bracket(const char *g, size_t *pos) {
 }
 
 /* fnmatch does not validate its pattern (an unbalanced '[' silently matches a literal '['), so
- * every glob is checked here; NULL when it is well formed. */
-static const char *glob_problem(const char *g) {
+ * every glob is checked here (pc_internal.h); NULL when it is well formed. */
+const char *pc_glob_problem(const char *g) {
   for (size_t i = 0; g[i] != '\0'; i++) {
     const char *why = NULL;
     if (g[i] == '\\') {
@@ -436,7 +436,7 @@ static int parse_glob(tol_parser *p, tol_layer *layer) {
     return fail_at(p, ev->start_mark, "'match' must not contain NUL characters");
   if (*glob == '\0')
     return fail_at(p, ev->start_mark, "'match' must not be empty");
-  const char *why = glob_problem(glob);
+  const char *why = pc_glob_problem(glob);
   if (why)
     return fail_at(p, ev->start_mark, "bad glob '%.*s': %s", TOL_QUOTE_MAX, glob, why);
   layer->glob = pc_strdup(glob);

@@ -190,6 +190,19 @@ bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype 
   return pc_dtype_is_float(compare) && has(&e, CRIT_ATOL_RMS) && e.value[CRIT_ATOL_RMS] > 0;
 }
 
+int pc_tolset_unused_rules(const pc_tolset *set, const char *const *paths, size_t n,
+                           int (*fn)(void *user, const char *glob), void *user) {
+  int rc = PC_OK;
+  for (size_t i = 0; set && i < set->n_rules && rc == PC_OK; i++) {
+    size_t k = 0;
+    while (k < n && fnmatch(set->rules[i].glob, paths[k], 0) != 0)
+      k++;
+    if (k == n)
+      rc = fn(user, set->rules[i].glob);
+  }
+  return rc;
+}
+
 double pc_tol_scale_limit(const pc_tol *tol, uint64_t n, double rel_rms) {
   return tol->max_scale + (tol->max_scale_sqrt_n + tol->scale_z * rel_rms) / sqrt((double)n);
 }

@@ -122,6 +122,20 @@ static int pc_sniff(pc_file *f, pc_error *err) {
   return PC_OK;
 }
 
+bool pc_file_is_dump(const char *path) {
+  struct stat st;
+  pc_file f = {.path = (char *)path, .fd = -1};
+  if (pc_check_regular(path, &st, NULL) < 0 || pc_open_fd(&f, &st, NULL) < 0) {
+    if (f.fd >= 0)
+      close(f.fd);
+    return false;
+  }
+  f.size = (uint64_t)st.st_size;
+  bool known = pc_sniff(&f, NULL) == PC_OK;
+  close(f.fd);
+  return known;
+}
+
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   struct stat st;
   *out = NULL;

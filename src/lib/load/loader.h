@@ -74,6 +74,10 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err);
 /** Close the file; NULL is accepted. */
 void pc_file_close(pc_file *f);
 
+/** Whether `path` is a non-empty regular file whose magic bytes some format recognises (it may
+ * still be corrupt): what folder mode tells tensor dumps from other files by. */
+bool pc_file_is_dump(const char *path);
+
 /** The file's datasets, in walk order: each group's links in creation order when the group
  * tracks it, else by name, depth first. A group reached by several links is walked once. */
 size_t pc_file_count(const pc_file *f);

@@ -362,10 +362,13 @@ void pc_report_reason(char *buf, size_t size, const pc_tensor *t) {
     pc_report_reasons(buf, size, t, false);
     return;
   case PC_VERDICT_MISSING_IN_A:
-    snprintf(buf, size, "only in B");
-    return;
   case PC_VERDICT_MISSING_IN_B:
-    snprintf(buf, size, "only in A");
+    snprintf(buf, size, "%s%s%s%s",
+             t->message                              ? t->message
+             : t->verdict == PC_VERDICT_MISSING_IN_A ? "only in B"
+                                                     : "only in A",
+             t->did_you_mean ? "; did you mean " : "", t->did_you_mean ? t->did_you_mean : "",
+             t->did_you_mean ? "?" : "");
     return;
   case PC_VERDICT_SHAPE_MISMATCH:
     snprintf(buf, size, "shape %s vs %s", pc_report_dims(a, t->rank, t->dims),

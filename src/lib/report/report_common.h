@@ -92,7 +92,8 @@ size_t *pc_report_row_order(const pc_run *run, const pc_gate *gate, pc_sort sort
 void pc_report_put_tally(FILE *out, const pc_run *run);
 
 /** Why a tensor that is not a pass has its verdict: for a drift the criteria the judge recorded
- * (pc_report_reasons at 3 digits), for the other verdicts "only in A", "only in B",
+ * (pc_report_reasons at 3 digits), for the other verdicts "only in A", "only in B" (or the
+ * message, e.g. "file only in A"; then "; did you mean X?" when there is a suggestion),
  * "shape [2,3] vs [3,2]" or the message. Empty for a pass. */
 void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
 

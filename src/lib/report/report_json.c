@@ -175,6 +175,8 @@ static int put_stats(json_t *o, const pc_tensor *t) {
 
 static int put_identity(json_t *o, const pc_tensor *t) {
   int rc = json_object_set_new(o, "path", pc_json_string(t->path));
+  if (t->file)
+    rc |= json_object_set_new(o, "file", pc_json_string(t->file));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
   rc |= json_object_set_new(o, "dtype_a", dtype_json(t->dtype_a, t->is_complex));
   rc |= json_object_set_new(o, "dtype_b", dtype_json(t->dtype_b, t->is_complex));
@@ -198,6 +200,8 @@ static int put_remarks(json_t *o, const pc_tensor *t) {
     rc |= json_object_set_new(o, "message", pc_json_string(t->message));
   if (t->note)
     rc |= json_object_set_new(o, "note", pc_json_string(t->note));
+  if (t->did_you_mean)
+    rc |= json_object_set_new(o, "did_you_mean", pc_json_string(t->did_you_mean));
   return rc;
 }
 
@@ -369,6 +373,14 @@ static json_t *gate_json(const pc_gate *gate) {
   return pc_json_finish(o, rc);
 }
 
+static json_t *warnings_json(const pc_run *run) {
+  json_t *a = json_array();
+  int rc = a ? 0 : -1;
+  for (size_t i = 0; a && i < run->nwarnings; i++)
+    rc |= json_array_append_new(a, pc_json_string(run->warnings[i]));
+  return pc_json_finish(a, rc);
+}
+
 static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   const pc_gate *gate = opts ? opts->gate : NULL;
   json_t *o = json_object();
@@ -384,6 +396,7 @@ static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   rc |= json_object_set_new(o, "summary", summary_json(run));
   if (gate)
     rc |= json_object_set_new(o, "baseline", gate_json(gate));
+  rc |= json_object_set_new(o, "warnings", warnings_json(run));
   return pc_json_finish(o, rc);
 }
 

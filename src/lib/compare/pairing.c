@@ -1,0 +1,176 @@
+/* Pairing the datasets of two files by name (pairing.h). */
+#include "pairing.h"
+#include "names.h"
+#include "pc_internal.h"
+
+#include <stdlib.h> /* calloc, malloc, qsort, free */
+#include <string.h> /* strcmp */
+
+/* A dataset under the name it pairs by. */
+typedef struct pc_named {
+  char *name;
+  const pc_dataset *d;
+  bool used; /* paired already */
+} pc_named;
+
+/* The datasets of f that take part, under their names, in f's order. */
+static int pc_side_names(pc_named **out, size_t *n, const pc_file *f, bool b, const char *rel,
+                         const pc_options *o) {
+  size_t count = pc_file_count(f);
+  pc_named *v = calloc(count ? count : 1, sizeof *v);
+  int rc = v ? PC_OK : PC_ENOMEM;
+  *n = 0;
+  for (size_t i = 0; rc == PC_OK && i < count; i++) {
+    const pc_dataset *d = pc_file_dataset(f, i);
+    char *name = NULL, *full = NULL;
+    rc = pc_names_map(o, b, d->path, &name);
+    if (rc == PC_OK && rel && !(full = pc_names_full(rel, name)))
+      rc = PC_ENOMEM;
+    if (rc == PC_OK && pc_names_selected(o, name, full))
+      v[(*n)++] = (pc_named){name, d, false};
+    else
+      free(name);
+    free(full);
+  }
+  *out = v;
+  return rc;
+}
+
+static int pc_cmp_named(const void *x, const void *y) {
+  return strcmp((*(pc_named *const *)x)->name, (*(pc_named *const *)y)->name);
+}
+
+/* The first unpaired entry of sorted (n, by name) named `name`, or NULL. */
+static pc_named *pc_find_unused(pc_named **sorted, size_t n, const char *name) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(sorted[mid]->name, name) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < n && strcmp(sorted[lo]->name, name) == 0; lo++)
+    if (!sorted[lo]->used)
+      return sorted[lo];
+  return NULL;
+}
+
+/* Moves the names into out->m: A's with their namesakes, then B's unpaired. */
+static int pc_match_all(pc_pairing *out, pc_named *va, size_t na, pc_named *vb, size_t nb) {
+  pc_named **sb = malloc((nb ? nb : 1) * sizeof *sb);
+  out->m = calloc(na + nb ? na + nb : 1, sizeof *out->m);
+  if (!sb || !out->m) {
+    free(sb);
+    return PC_ENOMEM;
+  }
+  for (size_t j = 0; j < nb; j++)
+    sb[j] = &vb[j];
+  qsort(sb, nb, sizeof *sb, pc_cmp_named);
+  for (size_t i = 0; i < na; i++) {
+    pc_named *hit = pc_find_unused(sb, nb, va[i].name);
+    if (hit)
+      hit->used = true;
+    out->m[out->n++] = (pc_match){va[i].d, hit ? hit->d : NULL, va[i].name, false, -1};
+    va[i].name = NULL;
+    out->both += hit != NULL;
+  }
+  for (size_t j = 0; j < nb; j++)
+    if (!vb[j].used) {
+      bool renamed = strcmp(vb[j].name, vb[j].d->path) != 0;
+      out->m[out->n++] = (pc_match){NULL, vb[j].d, vb[j].name, renamed, -1};
+      vb[j].name = NULL;
+    }
+  free(sb);
+  return PC_OK;
+}
+
+static int pc_suggest_matches(pc_pairing *p, uint64_t *budget) {
+  const char **names = malloc((p->n ? p->n : 1) * sizeof *names);
+  bool *in = malloc(2 * (p->n ? p->n : 1) * sizeof *in);
+  long *suggest = malloc((p->n ? p->n : 1) * sizeof *suggest);
+  int rc = names && in && suggest ? PC_OK : PC_ENOMEM;
+  for (size_t i = 0; rc == PC_OK && i < p->n; i++) {
+    names[i] = p->m[i].name;
+    in[i] = p->m[i].a != NULL;
+    in[p->n + i] = p->m[i].b != NULL;
+  }
+  if (rc == PC_OK)
+    rc = pc_pairing_suggest(names, in, in + p->n, p->n, suggest, budget);
+  for (size_t i = 0; rc == PC_OK && i < p->n; i++)
+    p->m[i].suggest = suggest[i];
+  free(names);
+  free(in);
+  free(suggest);
+  return rc;
+}
+
+static void pc_named_free(pc_named *v, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    free(v[i].name);
+  free(v);
+}
+
+int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, const char *rel,
+                     const pc_options *o, uint64_t *budget) {
+  pc_named *va = NULL, *vb = NULL;
+  size_t na = 0, nb = 0;
+  *out = (pc_pairing){NULL, 0, 0, 0, 0};
+  int rc = pc_side_names(&va, &na, fa, false, rel, o);
+  if (rc == PC_OK)
+    rc = pc_side_names(&vb, &nb, fb, true, rel, o);
+  if (rc == PC_OK)
+    rc = pc_match_all(out, va, na, vb, nb);
+  if (rc == PC_OK)
+    rc = pc_suggest_matches(out, budget);
+  out->a_count = na;
+  out->b_count = nb;
+  pc_named_free(va, na);
+  pc_named_free(vb, nb);
+  if (rc < 0)
+    pc_pairing_free(out);
+  return rc;
+}
+
+void pc_pairing_free(pc_pairing *p) {
+  for (size_t i = 0; p->m && i < p->n; i++)
+    free(p->m[i].name);
+  free(p->m);
+  *p = (pc_pairing){NULL, 0, 0, 0, 0};
+}
+
+/* The names of the items on `side` only (0: A, 1: B), with their indices. */
+static size_t pc_lone(const char *const *names, const bool *mine, const bool *theirs, size_t n,
+                      const char **out, size_t *index) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (mine[i] && !theirs[i]) {
+      out[k] = names[i];
+      index[k++] = i;
+    }
+  return k;
+}
+
+int pc_pairing_suggest(const char *const *names, const bool *in_a, const bool *in_b, size_t n,
+                       long *suggest, uint64_t *budget) {
+  const char **lone[2] = {malloc((n ? n : 1) * sizeof(char *)),
+                          malloc((n ? n : 1) * sizeof(char *))};
+  size_t *index[2] = {malloc((n ? n : 1) * sizeof(size_t)), malloc((n ? n : 1) * sizeof(size_t))};
+  int rc = lone[0] && lone[1] && index[0] && index[1] ? PC_OK : PC_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    suggest[i] = -1;
+  if (rc == PC_OK) {
+    size_t k[2] = {pc_lone(names, in_a, in_b, n, lone[0], index[0]),
+                   pc_lone(names, in_b, in_a, n, lone[1], index[1])};
+    for (int side = 0; side < 2; side++)
+      for (size_t i = 0; i < k[side]; i++) {
+        long c = pc_names_closest(lone[side][i], lone[!side], k[!side], budget);
+        suggest[index[side][i]] = c < 0 ? -1 : (long)index[!side][c];
+      }
+  }
+  for (int side = 0; side < 2; side++) {
+    free(lone[side]);
+    free(index[side]);
+  }
+  return rc;
+}

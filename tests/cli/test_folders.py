@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""End-to-end tests of folder mode, name mapping and provenance (issue 15, parts 2 and 3).
+
+    /usr/bin/python3 tests/cli/test_folders.py PATH/TO/paritycheck WORK_DIR
+
+Every dump is made here with h5py; expected figures come from numpy, expected pairings and
+suggestions from the names written. Prints one line per failure and a last line
+"N passed, M failed"; the exit status is 1 when anything failed.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..'))
+from checks import check, run_tests  # noqa: E402
+
+BIN = None
+WORK = None
+
+
+def run(args):
+    return subprocess.run([BIN] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=120, errors='replace', text=True)
+
+
+def run_json(args):
+    """(process, parsed JSON report or None)."""
+    p = run(list(args) + ['--json', '-'])
+    try:
+        return p, json.loads(p.stdout)
+    except ValueError:
+        return p, None
+
+
+def fresh(name):
+    d = os.path.join(WORK, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def write_h5(path, datasets, attrs=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with h5py.File(path, 'w', track_order=True) as f:
+        for k, v in (attrs or {}).items():
+            f.attrs[k] = v
+        for name, value in datasets.items():
+            f.create_dataset(name, data=value)
+
+
+def by_path(report):
+    return {t['path']: t for t in report['tensors']}
+
+
+# --- folders ----------------------------------------------------------------------------------
+
+SHARDS = ['step_1/rank_0.h5', 'step_1/rank_1.h5', 'step_2/rank_0.h5', 'step_2/rank_1.h5']
+
+
+def make_shards():
+    """Two steps of two ranks on each side; B lacks step_2/rank_1.h5 and has step_2/rank_2.h5
+    instead; one tensor of step_1/rank_1.h5 drifts; a text file sits beside the dumps."""
+    root = fresh('shards')
+    rng = np.random.default_rng(15)
+    data = {}
+    for rel in SHARDS + ['step_2/rank_2.h5']:
+        x = rng.standard_normal(64).astype(np.float32)
+        y = rng.standard_normal((4, 5))
+        data[rel] = (x, y)
+    drift = data['step_1/rank_1.h5'][0] * np.float32(1 + 1e-3)
+    for side in 'AB':
+        rels = SHARDS if side == 'A' else SHARDS[:3] + ['step_2/rank_2.h5']
+        for rel in rels:
+            x, y = data[rel]
+            if side == 'B' and rel == 'step_1/rank_1.h5':
+                x = drift
+            write_h5(os.path.join(root, side, rel), {'/x': x, '/y': y})
+        with open(os.path.join(root, side, 'README.txt'), 'w') as f:
+            f.write('not a dump\n')
+    return os.path.join(root, 'A'), os.path.join(root, 'B'), data, drift
+
+
+def test_folders_pair_shards():
+    a, b, data, drift = make_shards()
+    p, r = run_json([a, b])
+    if not check('folders: JSON report', r is not None, p.stderr):
+        return
+    check('folders: exit 1 (drift, missing files)', p.returncode == 1, p.returncode)
+    t = by_path(r)
+    expected_paths = ['README.txt'] + ['%s:/%s' % (rel, n) for rel in SHARDS[:3] for n in 'xy'] + \
+        ['step_2/rank_1.h5', 'step_2/rank_2.h5']
+    check('folders: tensors in file order', [x['path'] for x in r['tensors']] == expected_paths,
+          [x['path'] for x in r['tensors']])
+    check('folders: file field', t['step_1/rank_0.h5:/x'].get('file') == 'step_1/rank_0.h5',
+          t['step_1/rank_0.h5:/x'])
+    check('folders: non-dump skipped', t['README.txt']['verdict'] == 'skipped' and
+          t['README.txt'].get('message') == 'not a tensor dump', t['README.txt'])
+    check('folders: file only in A', t['step_2/rank_1.h5']['verdict'] == 'missing_in_b',
+          t['step_2/rank_1.h5'])
+    check('folders: file only in B', t['step_2/rank_2.h5']['verdict'] == 'missing_in_a',
+          t['step_2/rank_2.h5'])
+    x = data['step_1/rank_1.h5'][0].astype(np.float64)
+    want = np.max(np.abs(drift.astype(np.float64) - x))
+    got = t['step_1/rank_1.h5:/x']
+    check('folders: the drifting shard drifts', got['verdict'] == 'drift', got['verdict'])
+    check('folders: max_abs of the drifting shard', got.get('max_abs') == want,
+          (got.get('max_abs'), want))
+    passing = [k for k, v in t.items() if v['verdict'] == 'pass']
+    check('folders: the other five pairs pass', len(passing) == 5, passing)
+    # execution order: file by file in path order, A's order within a file
+    order = sorted(r['tensors'], key=lambda x: x['execution_index'])
+    check('folders: execution order follows the files',
+          [x['path'] for x in order] == expected_paths, [x['path'] for x in order])
+
+
+def test_folder_against_file():
+    a, _, _, _ = make_shards()
+    p = run([a, os.path.join(a, SHARDS[0])])
+    check('folder vs file: exit 2', p.returncode == 2, p.returncode)
+    check('folder vs file: says so', 'is a directory' in p.stderr, p.stderr)
+
+
+def test_folder_file_unreadable():
+    root = fresh('corrupt')
+    for side in 'AB':
+        write_h5(os.path.join(root, side, 'r0.h5'), {'/x': np.ones(3)})
+    with open(os.path.join(root, 'B', 'r0.h5'), 'r+b') as f:
+        f.truncate(600)  # the superblock stays, the objects go
+    p, r = run_json([os.path.join(root, 'A'), os.path.join(root, 'B')])
+    check('unreadable shard: exit 2', p.returncode == 2, (p.returncode, p.stderr))
+    check('unreadable shard: one error tensor naming the file',
+          r is not None and [(t['path'], t['verdict']) for t in r['tensors']] == [('r0.h5', 'error')],
+          r and r['tensors'])
+
+
+# --- include, exclude, map, strip-prefix --------------------------------------------------------
+
+def test_include_exclude():
+    a, b, _, _ = make_shards()
+    p, r = run_json([a, b, '--include', 'step_1/*', '--exclude', '*/x'])
+    if not check('include/exclude: JSON', r is not None, p.stderr):
+        return
+    check('include/exclude: only step_1 /y', [t['path'] for t in r['tensors']] ==
+          ['step_1/rank_0.h5:/y', 'step_1/rank_1.h5:/y'], [t['path'] for t in r['tensors']])
+    check('include/exclude: exit 0', p.returncode == 0, p.returncode)
+    p, r = run_json([a, b, '--include', '/y'])
+    check('include on the dataset path alone', r is not None and
+          [t['path'] for t in r['tensors']] == ['%s:/y' % rel for rel in SHARDS[:3]],
+          r and [t['path'] for t in r['tensors']])
+    p = run([a, b, '--include', '[x'])
+    check('include: a bad glob is exit 2', p.returncode == 2 and '[x' in p.stderr,
+          (p.returncode, p.stderr))
+
+
+def make_ddp():
+    """A plain model's dump and the same model's under DDP: every name of B has "module." in
+    front of its module path, as torch's DistributedDataParallel names them."""
+    root = fresh('ddp')
+    rng = np.random.default_rng(7)
+    fc = rng.standard_normal((3, 4)).astype(np.float32)
+    w = rng.standard_normal(4).astype(np.float32)
+    out = rng.standard_normal(5).astype(np.float32)
+    a = os.path.join(root, 'a.h5')
+    b = os.path.join(root, 'b.h5')
+    write_h5(a, {'/activations/000_fc': fc, '/activations/001_head': out,
+                 '/gradients/fc.weight': w})
+    write_h5(b, {'/activations/000_module.fc': fc, '/activations/001_module.head': out * 2,
+                 '/gradients/module.fc.weight': w})
+    return a, b, out
+
+
+def test_nothing_in_common():
+    a, b, _ = make_ddp()
+    p = run([a, b])
+    check('nothing in common: exit 2', p.returncode == 2, (p.returncode, p.stdout))
+    check('nothing in common: hint names the options',
+          '--strip-prefix' in p.stderr and '--map' in p.stderr, p.stderr)
+    check('nothing in common: one name of each side',
+          '/activations/000_fc' in p.stderr and '/activations/000_module.fc' in p.stderr, p.stderr)
+
+
+def test_strip_prefix():
+    a, b, out = make_ddp()
+    p, r = run_json([a, b, '--strip-prefix', 'module.'])
+    if not check('strip-prefix: JSON', r is not None, p.stderr):
+        return
+    t = by_path(r)
+    check('strip-prefix: every tensor paired', sorted(t) ==
+          ['/activations/000_fc', '/activations/001_head', '/gradients/fc.weight'], sorted(t))
+    check('strip-prefix: the doubled head drifts', t['/activations/001_head']['verdict'] == 'drift',
+          t['/activations/001_head']['verdict'])
+    want = float(np.max(np.abs(out.astype(np.float64))))  # |2x - x| = |x|
+    check('strip-prefix: max_abs of the head', t['/activations/001_head'].get('max_abs') == want,
+          (t['/activations/001_head'].get('max_abs'), want))
+    check('strip-prefix: the rest passes', t['/activations/000_fc']['verdict'] == 'pass' and
+          t['/gradients/fc.weight']['verdict'] == 'pass', t)
+
+
+def test_map():
+    a, b, _ = make_ddp()
+    p, r = run_json([a, b, '--map', '/activations/*_module.*=/activations/*_*',
+                     '--map', '/gradients/module.=/gradients/'])
+    if not check('map: JSON', r is not None, p.stderr):
+        return
+    check('map: every tensor paired', sorted(by_path(r)) ==
+          ['/activations/000_fc', '/activations/001_head', '/gradients/fc.weight'],
+          sorted(by_path(r)))
+    p = run([a, b, '--map', 'nothing'])
+    check('map: without = is exit 2', p.returncode == 2 and '--map' in p.stderr, p.stderr)
+    p = run([a, b, '--map', '/a=/*'])
+    check('map: more stars in TO is exit 2', p.returncode == 2, p.stderr)
+
+
+def test_did_you_mean():
+    """One extra module call shifts the call index of every later module."""
+    root = fresh('shift')
+    a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
+    v = np.arange(4.0)
+    write_h5(a, {'/000_embed': v, '/001_layer': v, '/002_head': v})
+    write_h5(b, {'/000_embed': v, '/001_norm': v, '/002_layer': v, '/003_head': v})
+    p, r = run_json([a, b])
+    if not check('did you mean: JSON', r is not None, p.stderr):
+        return
+    t = by_path(r)
+    # edit distances: 001_layer -> 002_layer 1, 002_head -> 003_head 1
+    check('did you mean: A side', t['/001_layer'].get('did_you_mean') == '/002_layer' and
+          t['/002_head'].get('did_you_mean') == '/003_head', t)
+    check('did you mean: B side', t['/003_head'].get('did_you_mean') == '/002_head', t)
+    # "/001_norm" is 4 edits from "/001_layer" and more from the rest: beyond 9 // 4 = 2
+    check('did you mean: none when too far', 'did_you_mean' not in t['/001_norm'], t['/001_norm'])
+    p = run([a, b])
+    check('did you mean: in the text report', 'did you mean /002_layer?' in p.stdout, p.stdout)
+
+
+def test_unused_rule_warning():
+    a, b, _ = make_ddp()
+    tol = os.path.join(WORK, 'rules.yaml')
+    with open(tol, 'w') as f:
+        f.write('version: 1\nrules:\n  - match: "/activations/*"\n    float32: {rtol: 1.0e-3}\n'
+                '  - match: "/encoder/*"\n    float32: {rtol: 1.0e-3}\n')
+    p, r = run_json([a, b, '--strip-prefix', 'module.', '-t', tol])
+    check('unused rule: on stderr', "tolerance rule '/encoder/*' matches no tensor" in p.stderr
+          and '/activations/*' not in p.stderr, p.stderr)
+    check('unused rule: in JSON', r is not None and
+          r.get('warnings') == ["tolerance rule '/encoder/*' matches no tensor"], r and r.get('warnings'))
+
+
+def main():
+    global BIN, WORK
+    BIN, WORK = sys.argv[1], sys.argv[2]
+    os.makedirs(WORK, exist_ok=True)
+    return run_tests([test_folders_pair_shards, test_folder_against_file, test_folder_file_unreadable,
+                      test_include_exclude, test_nothing_in_common, test_strip_prefix, test_map,
+                      test_did_you_mean, test_unused_rule_warning])
+
+
+if __name__ == '__main__':
+    sys.exit(main())
