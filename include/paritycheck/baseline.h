@@ -80,12 +80,19 @@ typedef struct pc_gate {
   size_t baseline_only;   /* baseline tensors that the run does not have (approvals: stale
                              approvals, of tensors gone or of changed inputs) */
   pc_run_verdict verdict; /* error when the run's is; else drift when failures; else pass */
+  char *profile;          /* the profile the baseline was saved with; NULL when it does not say */
 } pc_gate;
 
 /** Judge `run` against `base` with growth factor `factor` (finite, >= 1; PC_EUSAGE otherwise).
  * `path` is the baseline's file name for reports. Free *out with pc_gate_free. */
 int pc_gate_new(pc_gate **out, const pc_baseline *base, const char *path, const pc_run *run,
                 double factor, pc_error *err);
+
+/** When the baseline was saved with another tolerance profile than `profile` (NULL:
+ * "default"), the warning to show, written into buf (and returned); else NULL. Figures judged
+ * under other tolerances make "new" and "worse" less meaningful. */
+const char *pc_gate_profile_warning(const pc_gate *gate, const char *profile, char *buf,
+                                    size_t size);
 
 /** Free a gate; NULL is accepted. */
 void pc_gate_free(pc_gate *gate);

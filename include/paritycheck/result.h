@@ -214,6 +214,24 @@ typedef struct pc_tensor {
  * that stands for a whole file), else t->path. Tolerances and execution order read this. */
 const char *pc_tensor_dataset(const pc_tensor *t);
 
+/* One file-level attribute of a dump (provenance: backend, torch_version, device, ...), as text. */
+typedef enum pc_attr_kind { PC_ATTR_STRING = 0, PC_ATTR_NUMBER, PC_ATTR_BOOL } pc_attr_kind;
+
+typedef struct pc_attr {
+  char *name;
+  char *value; /* numbers as C prints them ("16", "0.5"), booleans "true"/"false" */
+  pc_attr_kind kind;
+} pc_attr;
+
+/* A side's file attributes in the file's order. In folder mode, merged over its files: an
+ * attribute whose value differs between them reads PC_PROVENANCE_VARIES. */
+typedef struct pc_provenance {
+  pc_attr *attrs;
+  size_t n;
+} pc_provenance;
+
+#define PC_PROVENANCE_VARIES "(varies across files)"
+
 typedef enum pc_run_verdict { PC_RUN_PASS = 0, PC_RUN_DRIFT = 1, PC_RUN_ERROR = 2 } pc_run_verdict;
 
 /** "pass", "drift", "error". */
@@ -231,7 +249,8 @@ typedef struct pc_run {
    * order, or -1 when nothing fails. */
   size_t *order;
   long first_divergence;
-  char *path_ref;  /* the reference R of pc_compare_reference, or NULL when none */
+  char *path_ref;              /* the reference R of pc_compare_reference, or NULL when none */
+  pc_provenance provenance[2]; /* A's and B's file attributes ([0] A, [1] B) */
   char **warnings; /* things the caller should know that fail nothing (e.g. a tolerance rule
                       that matches no tensor); printed on stderr, listed in reports */
   size_t nwarnings;

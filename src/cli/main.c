@@ -607,6 +607,7 @@ static int judge(const cli *c, const pc_baseline *base, const pc_approvals *ap, 
                  pc_gate **gate) {
   pc_error err;
   double factor = c->out.baseline_factor ? c->out.baseline_factor : PC_BASELINE_FACTOR_DEFAULT;
+  char text[1024];
   *gate = NULL;
   if (c->out.approve)
     return approve(c, ap, run, gate);
@@ -614,6 +615,12 @@ static int judge(const cli *c, const pc_baseline *base, const pc_approvals *ap, 
     return fail(&err);
   if (ap && pc_gate_approvals(gate, ap, c->out.approved, run, &err) < 0)
     return fail(&err);
+  const char *warning = base ? pc_gate_profile_warning(*gate, c->profile, text, sizeof text) : NULL;
+  if (warning) {
+    fputs("paritycheck: warning: ", stderr);
+    put_untrusted(warning);
+    fputc('\n', stderr);
+  }
   return PC_OK;
 }
 

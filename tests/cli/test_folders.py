@@ -252,13 +252,95 @@ def test_unused_rule_warning():
           r.get('warnings') == ["tolerance rule '/encoder/*' matches no tensor"], r and r.get('warnings'))
 
 
+# --- provenance ----------------------------------------------------------------------------------
+
+PROV_A = {'backend': 'cpu', 'torch_version': '1.13.1', 'num_threads': np.int64(16),
+          'allow_tf32': np.bool_(False), 'only_a': 'x'}
+PROV_B = {'backend': 'cuda', 'torch_version': '1.13.1', 'num_threads': np.int64(16),
+          'allow_tf32': np.bool_(True), 'only_b': np.float64(1.5)}
+# differs: A's attributes in A's order, then B's own
+PROV_DIFFERS = ['backend', 'allow_tf32', 'only_a', 'only_b']
+
+
+def make_provenance():
+    root = fresh('prov')
+    a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
+    write_h5(a, {'/x': np.ones(3)}, PROV_A)
+    write_h5(b, {'/x': np.ones(3)}, PROV_B)
+    return root, a, b
+
+
+def test_provenance_every_format():
+    root, a, b = make_provenance()
+    md, xml, html = (os.path.join(root, 'r.' + e) for e in ('md', 'xml', 'html'))
+    p, r = run_json([a, b, '--markdown', md, '--junit', xml, '--html', html])
+    if not check('provenance: JSON', r is not None, p.stderr):
+        return
+    prov = r.get('provenance', {})
+    check('provenance: JSON a', prov.get('a') == {'backend': 'cpu', 'torch_version': '1.13.1',
+                                                  'num_threads': 16, 'allow_tf32': False,
+                                                  'only_a': 'x'}, prov.get('a'))
+    check('provenance: JSON b types', prov.get('b', {}).get('only_b') == 1.5 and
+          prov['b'].get('allow_tf32') is True and prov['b'].get('num_threads') == 16, prov.get('b'))
+    check('provenance: JSON differs', prov.get('differs') == PROV_DIFFERS, prov.get('differs'))
+    text = run([a, b]).stdout.splitlines()
+    check('provenance: text marks a difference',
+          any(ln.startswith('* backend') and 'cpu' in ln and 'cuda' in ln for ln in text), text)
+    check('provenance: text leaves an equal one unmarked',
+          any(ln.startswith('  torch_version') for ln in text), text)
+    with open(md) as f:
+        m = f.read()
+    check('provenance: Markdown', '| **`backend`** (differs) | `cpu` | `cuda` |' in m and
+          '| `torch_version` | `1.13.1` | `1.13.1` |' in m and '| **`only_b`** (differs) | `-` |' in m,
+          m)
+    with open(xml) as f:
+        x = f.read()
+    check('provenance: JUnit properties',
+          '<property name="provenance.a.backend" value="cpu"/>' in x and
+          '<property name="provenance.b.backend" value="cuda"/>' in x and
+          '<property name="provenance.differs" value="%s"/>' % ','.join(PROV_DIFFERS) in x, x)
+    with open(html) as f:
+        h = f.read()
+    check('provenance: HTML', '<h2>Provenance</h2>' in h and
+          '<th class="differs"><bdi>backend</bdi> (differs)</th>' in h, h[:3000])
+
+
+def test_provenance_folders():
+    """An attribute with another value in each file of a side reads as varying."""
+    root = fresh('prov_dirs')
+    for side in 'AB':
+        for rank in range(2):
+            write_h5(os.path.join(root, side, 'rank_%d.h5' % rank), {'/x': np.ones(2)},
+                     {'rank': np.int64(rank), 'backend': 'cpu'})
+    p, r = run_json([os.path.join(root, 'A'), os.path.join(root, 'B')])
+    prov = r and r.get('provenance')
+    check('provenance folders: varying rank', prov and prov['a'] ==
+          {'rank': '(varies across files)', 'backend': 'cpu'} and prov['differs'] == [], prov)
+
+
+def test_baseline_profile_warning():
+    root, a, b = make_provenance()
+    base = os.path.join(root, 'base.json')
+    p = run([a, b, '--profile', 'tf32', '--save-baseline', base])
+    check('baseline profile: saved', p.returncode == 0 and os.path.exists(base), p.stderr)
+    p, r = run_json([a, b, '--baseline', base])
+    want = "the baseline %s was saved with profile 'tf32', this run uses 'default'" % base
+    check('baseline profile: stderr warning', want in p.stderr, p.stderr)
+    check('baseline profile: JSON warning', r is not None and want in r.get('warnings', []),
+          r and r.get('warnings'))
+    p, r = run_json([a, b, '--profile', 'tf32', '--baseline', base])
+    check('baseline profile: none for the same profile', 'warning' not in p.stderr and
+          r is not None and r.get('warnings') == [], (p.stderr, r and r.get('warnings')))
+
+
 def main():
     global BIN, WORK
     BIN, WORK = sys.argv[1], sys.argv[2]
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_folders_pair_shards, test_folder_against_file, test_folder_file_unreadable,
                       test_include_exclude, test_nothing_in_common, test_strip_prefix, test_map,
-                      test_did_you_mean, test_unused_rule_warning])
+                      test_did_you_mean, test_unused_rule_warning, test_provenance_every_format,
+                      test_provenance_folders, test_baseline_profile_warning])
 
 
 if __name__ == '__main__':

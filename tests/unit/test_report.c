@@ -293,9 +293,10 @@ static const json_t *tensor_at(const json_t *root, size_t i) {
 static void test_json_top_level(void **state) {
   (void)state;
   json_t *root = render_json(&run);
-  static const char *const keys[] = {"version",          "a",       "b",       "profile", "verdict",
-                                     "first_divergence", "tensors", "summary", "warnings"};
-  assert_keys(root, keys, 9);
+  static const char *const keys[] = {
+      "version",          "a",       "b",       "profile", "provenance", "verdict",
+      "first_divergence", "tensors", "summary", "warnings"};
+  assert_keys(root, keys, 10);
   assert_string_equal(string_at(root, "profile"), "default"); /* no options: the default */
   /* The first failing tensor in run order: /enc/0/out passes, /enc/1/attn drifts. */
   assert_string_equal(string_at(root, "first_divergence"), "/enc/1/attn");

@@ -424,6 +424,36 @@ static void pc_tally_pairing(pc_cmp *c, const pc_pairing *pr) {
   }
 }
 
+static pc_attr *pc_find_attr(const pc_provenance *p, const char *name) {
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->attrs[i].name, name) == 0)
+      return &p->attrs[i];
+  return NULL;
+}
+
+/* Folds f's attributes into p: the first file's as they are, a later file's new ones added, a
+ * value that differs from an earlier file's replaced by PC_PROVENANCE_VARIES. */
+static int pc_merge_attrs(pc_provenance *p, const pc_file *f) {
+  for (size_t i = 0; i < pc_file_attr_count(f); i++) {
+    const pc_attr *a = pc_file_attr(f, i);
+    pc_attr *old = pc_find_attr(p, a->name);
+    if (old && strcmp(old->value, a->value) != 0) {
+      old->kind = PC_ATTR_STRING;
+      if (pc_set_text(&old->value, PC_PROVENANCE_VARIES) < 0)
+        return PC_ENOMEM;
+    } else if (!old) {
+      pc_attr *v = realloc(p->attrs, (p->n + 1) * sizeof *v);
+      if (!v)
+        return PC_ENOMEM;
+      p->attrs = v;
+      v[p->n] = (pc_attr){pc_strdup(a->name), pc_strdup(a->value), a->kind};
+      if (!v[p->n++].name || !v[p->n - 1].value)
+        return PC_ENOMEM;
+    }
+  }
+  return PC_OK;
+}
+
 /* Every tensor of one pair of files; `file` is their relative path in folder mode. Every
  * tensor is done when it returns, so that the files can be closed. */
 static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, pc_error *err) {
@@ -432,6 +462,11 @@ static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, p
   if (rc < 0)
     return pc_error_set(err, rc, "out of memory");
   pc_tally_pairing(c, &pr);
+  if (pc_merge_attrs(&c->run->provenance[0], fa) < 0 ||
+      pc_merge_attrs(&c->run->provenance[1], fb) < 0) {
+    pc_pairing_free(&pr);
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  }
   c->p.fa = fa;
   c->p.fb = fb;
   rc = pc_reserve(c, pr.n, err);
@@ -704,6 +739,13 @@ void pc_run_free(pc_run *run) {
     free(run->tensors[i].message);
     free(run->tensors[i].note);
     free(run->tensors[i].did_you_mean);
+  }
+  for (int side = 0; side < 2; side++) {
+    for (size_t i = 0; i < run->provenance[side].n; i++) {
+      free(run->provenance[side].attrs[i].name);
+      free(run->provenance[side].attrs[i].value);
+    }
+    free(run->provenance[side].attrs);
   }
   for (size_t i = 0; i < run->nwarnings; i++)
     free(run->warnings[i]);

@@ -35,6 +35,23 @@ int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
   return PC_OK;
 }
 
+int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_kind kind) {
+  if (f->nattrs == PC_FILE_ATTRS_MAX)
+    return PC_OK;
+  pc_attr *a = realloc(f->attrs, (f->nattrs + 1) * sizeof *a);
+  if (!a)
+    return PC_ENOMEM;
+  f->attrs = a;
+  a[f->nattrs] = (pc_attr){pc_strdup(name), pc_strdup(value), kind};
+  if (!a[f->nattrs].name || !a[f->nattrs].value) {
+    free(a[f->nattrs].name);
+    free(a[f->nattrs].value);
+    return PC_ENOMEM;
+  }
+  f->nattrs++;
+  return PC_OK;
+}
+
 int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why) {
   d->kind = kind;
   free(d->reason);
@@ -152,7 +169,8 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   if ((rc = pc_open_fd(f, &st, err)) < 0)
     goto fail;
   if ((rc = pc_sniff(f, err)) < 0 || (rc = f->format->open(f, err)) < 0 ||
-      (rc = pc_file_sort(f, err)) < 0)
+      (rc = pc_file_sort(f, err)) < 0 ||
+      (f->format->attributes && (rc = f->format->attributes(f, err)) < 0))
     goto fail;
   *out = f;
   return PC_OK;
@@ -169,6 +187,11 @@ void pc_file_close(pc_file *f) {
     free(f->ds[i].reason);
     free(f->ds[i].written);
   }
+  for (size_t i = 0; i < f->nattrs; i++) {
+    free(f->attrs[i].name);
+    free(f->attrs[i].value);
+  }
+  free(f->attrs);
   if (f->format)
     f->format->close(f);
   if (f->fd >= 0)
@@ -185,6 +208,14 @@ size_t pc_file_count(const pc_file *f) {
 
 const pc_dataset *pc_file_dataset(const pc_file *f, size_t i) {
   return i < f->n ? &f->ds[i] : NULL;
+}
+
+size_t pc_file_attr_count(const pc_file *f) {
+  return f->nattrs;
+}
+
+const pc_attr *pc_file_attr(const pc_file *f, size_t i) {
+  return i < f->nattrs ? &f->attrs[i] : NULL;
 }
 
 const char *pc_file_path(const pc_file *f) {

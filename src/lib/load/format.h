@@ -21,6 +21,8 @@ struct pc_file {
   pc_dataset *ds;
   size_t n, cap;
   const pc_dataset **sorted; /* by path, for pc_file_find */
+  pc_attr *attrs;            /* the file's attributes (pc_file_add_attr) */
+  size_t nattrs;
 };
 
 /* One block: the row-major run of elements [first, first + n). Unless `whole` (the dataset in
@@ -62,6 +64,10 @@ typedef struct pc_format {
   uint64_t (*chunk_extent)(const pc_reader *r, int k);
   /* True when the dataset's stored bytes lie as stored, contiguous, at *offset of f->fd. */
   bool (*direct)(const pc_reader *r, uint64_t *offset);
+  /* Optional (NULL: the format has none): lists the file's own string, number and boolean
+   * attributes with pc_file_add_attr, after open. An attribute it cannot read is left out;
+   * PC_ENOMEM only. */
+  int (*attributes)(pc_file *f, pc_error *err);
   /* Reads block b's stored bytes into raw (b->n elements of ds->elem_size bytes). PC_EDATA
    * naming the file and dataset on failure. */
   int (*read)(pc_reader *r, const pc_block *b, void *raw, pc_error *err);
@@ -74,6 +80,14 @@ extern const pc_format pc_format_safetensors;
 
 /** Appends a dataset at `path` (PC_KIND_FLOAT, exec_index -1, the rest zero) to f. */
 int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err);
+
+/* Attributes one file may list: provenance is a handful of them, a hostile file may hold
+ * millions. */
+enum { PC_FILE_ATTRS_MAX = 256 };
+
+/** Appends attribute name = value of that kind to f; nothing once f has PC_FILE_ATTRS_MAX.
+ * PC_ENOMEM. */
+int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_kind kind);
 
 /** Marks d skipped (not numeric) or of another kind, with a reason; PC_ENOMEM. */
 int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why);

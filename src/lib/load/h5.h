@@ -55,6 +55,10 @@ pc_h5_store *pc_h5_store_of(pc_file *f, const pc_dataset *d);
 /** Walks the file from its root group into f's datasets. */
 int pc_h5_walk(pc_file *f, pc_error *err);
 
+/** format.h's `attributes`: the root group's scalar string, integer, float and boolean
+ * attributes, in creation order where the file tracks it, else by name. */
+int pc_h5_attributes(pc_file *f, pc_error *err);
+
 /** Checks whether numeric dataset d (open as dset, of file type `type`) can be read: when not,
  * d becomes an error entry saying why; when it can, notes how it is stored (pc_h5_store) and
  * sets d's fill value, sparse ranges and chunk_bytes. PC_ENOMEM. */

@@ -262,4 +262,5 @@ const pc_format pc_format_hdf5 = {
     .chunk_extent = pc_h5_chunk_extent,
     .direct = pc_h5_direct,
     .read = pc_h5_read,
+    .attributes = pc_h5_attributes,
 };

@@ -4,8 +4,9 @@
 #include "numerics.h"
 #include "pc_internal.h"
 
+#include <math.h>   /* isfinite */
 #include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* malloc, calloc, free */
+#include <stdlib.h> /* malloc, calloc, free, strtod */
 #include <string.h> /* strlen, strcmp */
 
 /* Deeper nesting than this is not walked (hostile files): the group is an error. */
@@ -479,4 +480,100 @@ int pc_h5_walk(pc_file *f, pc_error *err) {
     rc = pc_error_set(err, PC_EIO, "%s: %s", f->path, pc_h5_error(h5err, sizeof h5err));
   H5Gclose(root);
   return rc;
+}
+
+/* --- file attributes (provenance) ---------------------------------------------------------- */
+
+/* x with the fewest digits that read back as x. */
+static void pc_print_double(char *buf, size_t size, double x) {
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(buf, size, "%.*g", digits, x);
+    if (strtod(buf, NULL) == x)
+      return;
+  }
+}
+
+/* A scalar number or h5py boolean attribute as text; false when it is neither. */
+static bool pc_number_attr(hid_t attr, hid_t type, char *buf, size_t size, pc_attr_kind *kind) {
+  H5T_class_t c = H5Tget_class(type);
+  *kind = PC_ATTR_NUMBER;
+  if (c == H5T_INTEGER && H5Tget_sign(type) == H5T_SGN_NONE) {
+    unsigned long long v;
+    return H5Aread(attr, H5T_NATIVE_ULLONG, &v) >= 0 && snprintf(buf, size, "%llu", v) > 0;
+  }
+  if (c == H5T_INTEGER) {
+    long long v;
+    return H5Aread(attr, H5T_NATIVE_LLONG, &v) >= 0 && snprintf(buf, size, "%lld", v) > 0;
+  }
+  if (c == H5T_FLOAT) {
+    double v;
+    if (H5Aread(attr, H5T_NATIVE_DOUBLE, &v) < 0)
+      return false;
+    pc_print_double(buf, size, v);
+    *kind = isfinite(v) ? PC_ATTR_NUMBER : PC_ATTR_STRING; /* JSON has no nan or inf */
+    return true;
+  }
+  signed char v;
+  *kind = PC_ATTR_BOOL;
+  if (c != H5T_ENUM || !pc_is_h5py_bool(type) || H5Aread(attr, type, &v) < 0)
+    return false;
+  snprintf(buf, size, "%s", v ? "true" : "false");
+  return true;
+}
+
+/* Attribute `name` of obj as text, when it is one scalar string, number or boolean. */
+static bool pc_attr_text(hid_t obj, const char *name, char *buf, size_t size, pc_attr_kind *kind) {
+  char why[PC_ATTR_WHY]; /* an unreadable attribute is left out of the provenance */
+  *kind = PC_ATTR_STRING;
+  if (pc_read_string_attr(obj, name, buf, size, why) > 0)
+    return true;
+  bool ok = false;
+  hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
+  hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
+  if (type >= 0 && space >= 0 && H5Sget_simple_extent_npoints(space) == 1)
+    ok = pc_number_attr(attr, type, buf, size, kind);
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  if (attr >= 0)
+    H5Aclose(attr);
+  return ok;
+}
+
+typedef struct pc_attr_walk {
+  pc_file *f;
+  bool nomem;
+} pc_attr_walk;
+
+static herr_t pc_attr_cb(hid_t obj, const char *name, const H5A_info_t *info, void *data) {
+  pc_attr_walk *w = data;
+  char text[1024];
+  pc_attr_kind kind;
+  (void)info;
+  if (!pc_attr_text(obj, name, text, sizeof text, &kind))
+    return 0; /* not provenance: arrays, compounds, references */
+  w->nomem = pc_file_add_attr(w->f, name, text, kind) < 0;
+  return w->nomem ? -1 : 0;
+}
+
+/* Attributes that cannot be listed are no error: provenance is informative only. */
+int pc_h5_attributes(pc_file *f, pc_error *err) {
+  char h5err[256];
+  pc_attr_walk w = {f, false};
+  hid_t root = H5Gopen2(pc_h5_of(f)->fid, "/", H5P_DEFAULT);
+  if (root < 0) {
+    pc_h5_error(h5err, sizeof h5err);
+    return PC_OK;
+  }
+  herr_t rc = H5Aiterate2(root, H5_INDEX_CRT_ORDER, H5_ITER_INC, NULL, pc_attr_cb, &w);
+  if (rc < 0 && !w.nomem && f->nattrs == 0) { /* creation order is not tracked */
+    pc_h5_error(h5err, sizeof h5err);
+    rc = H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, NULL, pc_attr_cb, &w);
+  }
+  if (rc < 0)
+    pc_h5_error(h5err, sizeof h5err);
+  H5Gclose(root);
+  return w.nomem ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path) : PC_OK;
 }

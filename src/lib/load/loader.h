@@ -86,6 +86,11 @@ const pc_dataset *pc_file_dataset(const pc_file *f, size_t i);
 /** The dataset at `path`, or NULL. */
 const pc_dataset *pc_file_find(const pc_file *f, const char *path);
 
+/** The file's own attributes (provenance), in the file's order; none for a format without
+ * them. Values are text (pc_attr of result.h). */
+size_t pc_file_attr_count(const pc_file *f);
+const pc_attr *pc_file_attr(const pc_file *f, size_t i);
+
 /** The path the file was opened with. */
 const char *pc_file_path(const pc_file *f);
 

@@ -25,6 +25,7 @@ typedef struct entry {
 struct pc_baseline {
   entry *entries; /* sorted by path (strcmp) */
   size_t n;
+  char *profile; /* as recorded; NULL when the file has none */
 };
 
 const char *pc_change_name(pc_change c) {
@@ -89,6 +90,7 @@ void pc_baseline_free(pc_baseline *base) {
   for (size_t i = 0; i < base->n; i++)
     free(base->entries[i].path);
   free(base->entries);
+  free(base->profile);
   free(base);
 }
 
@@ -185,6 +187,9 @@ static int read_root(pc_baseline *base, const json_t *root, const char *path, pc
                         path, (long long)json_integer_value(version), BASELINE_VERSION);
   if (!json_is_array(tensors))
     return pc_error_set(err, PC_EPARSE, "%s: \"tensors\" must be an array", path);
+  const json_t *profile = json_object_get(root, "profile");
+  if (json_is_string(profile) && !(base->profile = pc_strdup(json_string_value(profile))))
+    return pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
   return read_entries(base, tensors, path, err);
 }
 
@@ -302,12 +307,23 @@ static void judge(pc_gate *g, const pc_baseline *base, const pc_run *run, bool *
                                             : PC_RUN_PASS;
 }
 
+const char *pc_gate_profile_warning(const pc_gate *gate, const char *profile, char *buf,
+                                    size_t size) {
+  const char *now = profile ? profile : "default";
+  if (!gate || !gate->profile || strcmp(gate->profile, now) == 0)
+    return NULL;
+  snprintf(buf, size, "the baseline %s was saved with profile '%s', this run uses '%s'", gate->path,
+           gate->profile, now);
+  return buf;
+}
+
 void pc_gate_free(pc_gate *gate) {
   if (!gate)
     return;
   free(gate->path);
   for (size_t i = 0; gate->tensors && i < gate->ntensors; i++)
     free(gate->tensors[i].approval);
+  free(gate->profile);
   free(gate->tensors);
   free(gate);
 }
@@ -323,9 +339,10 @@ int pc_gate_new(pc_gate **out, const pc_baseline *base, const char *path, const 
   bool *seen = calloc(base->n + 1, sizeof *seen);
   if (g) {
     g->path = pc_strdup(path);
+    g->profile = pc_strdup(base->profile);
     g->tensors = calloc(run->ntensors + 1, sizeof *g->tensors);
   }
-  if (!g || !seen || !g->path || !g->tensors) {
+  if (!g || !seen || !g->path || !g->tensors || (base->profile && !g->profile)) {
     pc_gate_free(g);
     free(seen);
     return pc_error_set(err, PC_ENOMEM, "out of memory judging the run against %s", path);

@@ -352,6 +352,35 @@ void pc_report_metrics(char *buf, size_t size, const pc_tensor *t, bool full) {
   }
 }
 
+static const pc_attr *pc_prov_find(const pc_provenance *p, const char *name) {
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->attrs[i].name, name) == 0)
+      return &p->attrs[i];
+  return NULL;
+}
+
+int pc_report_provenance(const pc_run *run, pc_prov_row **rows, size_t *n) {
+  const pc_provenance *pa = &run->provenance[0], *pb = &run->provenance[1];
+  *n = 0;
+  *rows = malloc((pa->n + pb->n ? pa->n + pb->n : 1) * sizeof **rows);
+  if (!*rows)
+    return PC_ENOMEM;
+  for (size_t i = 0; i < pa->n; i++) {
+    const pc_attr *b = pc_prov_find(pb, pa->attrs[i].name);
+    (*rows)[(*n)++] = (pc_prov_row){pa->attrs[i].name, &pa->attrs[i], b,
+                                    !b || strcmp(b->value, pa->attrs[i].value) != 0};
+  }
+  for (size_t i = 0; i < pb->n; i++)
+    if (!pc_prov_find(pa, pb->attrs[i].name))
+      (*rows)[(*n)++] = (pc_prov_row){pb->attrs[i].name, NULL, &pb->attrs[i], true};
+  return PC_OK;
+}
+
+const char *pc_report_prov_value(const pc_prov_row *r, int side) {
+  const pc_attr *a = side ? r->b : r->a;
+  return a ? a->value : "-";
+}
+
 void pc_report_reason(char *buf, size_t size, const pc_tensor *t) {
   char a[PC_DIMS_TEXT_MAX], b[PC_DIMS_TEXT_MAX];
   buf[0] = '\0';

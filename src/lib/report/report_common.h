@@ -91,6 +91,21 @@ size_t *pc_report_row_order(const pc_run *run, const pc_gate *gate, pc_sort sort
  * that are zero left out (but for the pass count). */
 void pc_report_put_tally(FILE *out, const pc_run *run);
 
+/* One row of the provenance block (docs/reports.md, "Provenance"): an attribute of A's files or
+ * B's, A's in A's order then B's own, with each side's value or NULL. */
+typedef struct pc_prov_row {
+  const char *name;
+  const pc_attr *a, *b;
+  bool differs; /* on one side only, or with two values */
+} pc_prov_row;
+
+/** The provenance rows of run into *rows (malloc'd; free it), *n of them, 0 when neither side
+ * has attributes. PC_ENOMEM. */
+int pc_report_provenance(const pc_run *run, pc_prov_row **rows, size_t *n);
+
+/** A row's value of side 0 (A) or 1 (B) as text, "-" where the side has none. */
+const char *pc_report_prov_value(const pc_prov_row *r, int side);
+
 /** Why a tensor that is not a pass has its verdict: for a drift the criteria the judge recorded
  * (pc_report_reasons at 3 digits), for the other verdicts "only in A", "only in B" (or the
  * message, e.g. "file only in A"; then "; did you mean X?" when there is a suggestion),

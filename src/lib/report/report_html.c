@@ -36,7 +36,9 @@ static const char STYLE[] =
     "strong.root{color:#cf222e}\n"
     "tr.cascade td.path{padding-left:2em}tr.cascade td.path::before{content:\"\\21B3\\a0\"}\n"
     "button.fold{font:inherit;font-size:.9em;margin-left:.5em;cursor:pointer}\n"
-    "p.legend{color:#656d76;font-size:.9em}\n";
+    "p.legend{color:#656d76;font-size:.9em}\n"
+    "table.provenance td{font-family:ui-monospace,monospace;font-size:.9em}"
+    "th.differs{color:#cf222e}\n";
 
 /* Sorts the rows of #delta by the data-v keys of the clicked column: numbers as numbers, text
  * by locale; empty keys (no figure) last either way. The first click sorts a column the way
@@ -160,6 +162,31 @@ static void put_gate_row(FILE *out, const pc_gate *gate) {
   fprintf(out, "%s</td></tr>\n", tail);
 }
 
+/* The files' attributes side by side, a differing one marked (docs/reports.md, "Provenance");
+ * nothing when neither side has any, or when out of memory. */
+static void put_provenance(FILE *out, const pc_run *run) {
+  pc_prov_row *rows;
+  size_t n;
+  if (pc_report_provenance(run, &rows, &n) < 0)
+    return;
+  if (n)
+    fputs("<h2>Provenance</h2>\n<table class=\"provenance\">\n"
+          "<tr><th>attribute</th><th>A</th><th>B</th></tr>\n",
+          out);
+  for (size_t i = 0; i < n; i++) {
+    fputs(rows[i].differs ? "<tr><th class=\"differs\">" : "<tr><th>", out);
+    put_text(out, rows[i].name);
+    fputs(rows[i].differs ? " (differs)</th><td>" : "</th><td>", out);
+    put_text(out, pc_report_prov_value(&rows[i], 0));
+    fputs("</td><td>", out);
+    put_text(out, pc_report_prov_value(&rows[i], 1));
+    fputs("</td></tr>\n", out);
+  }
+  if (n)
+    fputs("</table>\n", out);
+  free(rows);
+}
+
 static void put_summary(FILE *out, const page *pg, const pc_report_options *opts) {
   const pc_run *run = pg->run;
   const pc_tensor *first = pc_report_first_divergence(run);
@@ -184,6 +211,7 @@ static void put_summary(FILE *out, const page *pg, const pc_report_options *opts
   if (pg->gate)
     put_gate_row(out, pg->gate);
   fputs("</table>\n", out);
+  put_provenance(out, run);
 }
 
 static void put_column(FILE *out, const char *name, const char *type, const char *first) {

@@ -9,11 +9,12 @@
 
 #include <jansson.h>
 
-#include <math.h> /* sqrt */
+#include <limits.h> /* LLONG_MAX */
+#include <math.h>   /* sqrt */
 
 #include <stdio.h>  /* snprintf, fputs */
-#include <stdlib.h> /* free */
-#include <string.h> /* strstr */
+#include <stdlib.h> /* free, strtoll, strtoull, strtod */
+#include <string.h> /* strcmp, strpbrk, strstr */
 
 static json_t *dtype_json(pc_dtype dt, bool is_complex) {
   char buf[40];
@@ -373,12 +374,61 @@ static json_t *gate_json(const pc_gate *gate) {
   return pc_json_finish(o, rc);
 }
 
-static json_t *warnings_json(const pc_run *run) {
+/* The run's warnings, and the gate's when the baseline has another profile. */
+static json_t *warnings_json(const pc_run *run, const pc_report_options *opts) {
+  char text[PC_REASON_MAX];
   json_t *a = json_array();
   int rc = a ? 0 : -1;
   for (size_t i = 0; a && i < run->nwarnings; i++)
     rc |= json_array_append_new(a, pc_json_string(run->warnings[i]));
+  const char *w =
+      opts ? pc_gate_profile_warning(opts->gate, opts->profile, text, sizeof text) : NULL;
+  if (w)
+    rc |= json_array_append_new(a, pc_json_string(w));
   return pc_json_finish(a, rc);
+}
+
+/* An attribute's value: numbers and booleans as JSON's own, the rest as strings. */
+static json_t *attr_json(const pc_attr *a) {
+  if (a->kind == PC_ATTR_BOOL)
+    return json_boolean(strcmp(a->value, "true") == 0);
+  if (a->kind == PC_ATTR_NUMBER && !strpbrk(a->value, ".eE") && a->value[0] == '-')
+    return json_integer(strtoll(a->value, NULL, 10));
+  if (a->kind == PC_ATTR_NUMBER && !strpbrk(a->value, ".eE") &&
+      strtoull(a->value, NULL, 10) <= (unsigned long long)LLONG_MAX)
+    return json_integer((json_int_t)strtoull(a->value, NULL, 10));
+  if (a->kind == PC_ATTR_NUMBER)
+    return json_real(strtod(a->value, NULL));
+  return pc_json_string(a->value);
+}
+
+static json_t *attrs_json(const pc_provenance *p) {
+  json_t *o = json_object();
+  int rc = o ? 0 : -1;
+  for (size_t i = 0; o && i < p->n; i++) {
+    json_t *key = pc_json_string(p->attrs[i].name); /* keys must be UTF-8 too */
+    rc |= key ? json_object_set_new(o, json_string_value(key), attr_json(&p->attrs[i])) : -1;
+    json_decref(key);
+  }
+  return pc_json_finish(o, rc);
+}
+
+/* {"a": {...}, "b": {...}, "differs": [names]} (docs/report-json.md, "Provenance"). */
+static json_t *provenance_json(const pc_run *run) {
+  pc_prov_row *rows;
+  size_t n;
+  if (pc_report_provenance(run, &rows, &n) < 0)
+    return NULL;
+  json_t *o = json_object(), *differs = json_array();
+  int rc = o && differs ? 0 : -1;
+  for (size_t i = 0; differs && i < n; i++)
+    if (rows[i].differs)
+      rc |= json_array_append_new(differs, pc_json_string(rows[i].name));
+  free(rows);
+  rc |= json_object_set_new(o, "a", attrs_json(&run->provenance[0]));
+  rc |= json_object_set_new(o, "b", attrs_json(&run->provenance[1]));
+  rc |= json_object_set_new(o, "differs", differs);
+  return pc_json_finish(o, rc);
 }
 
 static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
@@ -390,13 +440,14 @@ static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   if (run->path_ref)
     rc |= json_object_set_new(o, "reference", pc_json_string(run->path_ref));
   rc |= json_object_set_new(o, "profile", pc_json_string(pc_report_profile(opts)));
+  rc |= json_object_set_new(o, "provenance", provenance_json(run));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
   rc |= json_object_set_new(o, "first_divergence", first_divergence_json(run));
   rc |= json_object_set_new(o, "tensors", json_array()); /* put_tensors fills it in */
   rc |= json_object_set_new(o, "summary", summary_json(run));
   if (gate)
     rc |= json_object_set_new(o, "baseline", gate_json(gate));
-  rc |= json_object_set_new(o, "warnings", warnings_json(run));
+  rc |= json_object_set_new(o, "warnings", warnings_json(run, opts));
   return pc_json_finish(o, rc);
 }
 

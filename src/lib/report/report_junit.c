@@ -12,8 +12,9 @@
 #include <paritycheck/report.h>
 
 #include <inttypes.h> /* PRIu64 */
-#include <stdio.h>    /* fprintf */
-#include <string.h>   /* strchr, strrchr */
+#include <stdio.h>    /* fprintf, sprintf */
+#include <stdlib.h>   /* malloc, calloc, free */
+#include <string.h>   /* strchr, strrchr, strcat */
 
 /* The classname of the top-level group, as Jenkins calls its default package. */
 static const char ROOT_CLASS[] = "(root)";
@@ -68,6 +69,37 @@ static void put_counts(FILE *out, const pc_run *run, const pc_gate *gate) {
           run->by_verdict[PC_VERDICT_SKIPPED]);
 }
 
+/* Each file attribute as properties "provenance.a.NAME" and "provenance.b.NAME", and
+ * "provenance.differs" listing the names that differ (docs/reports.md, "Provenance"). */
+static int put_provenance(FILE *out, const pc_run *run) {
+  pc_prov_row *rows;
+  size_t n, len = 1;
+  if (pc_report_provenance(run, &rows, &n) < 0)
+    return PC_ENOMEM;
+  for (size_t i = 0; i < n; i++)
+    len += strlen(rows[i].name) + 1;
+  char *differs = calloc(len, 1);
+  for (size_t i = 0; differs && i < n; i++) {
+    for (int side = 0; side < 2; side++) {
+      const pc_attr *a = side ? rows[i].b : rows[i].a;
+      char *key = a ? malloc(strlen(a->name) + sizeof "provenance.a.") : NULL;
+      if (key) {
+        sprintf(key, "provenance.%c.%s", side ? 'b' : 'a', a->name);
+        put_property(out, key, a->value);
+      }
+      free(key);
+    }
+    if (rows[i].differs)
+      strcat(strcat(differs, *differs ? "," : ""), rows[i].name);
+  }
+  if (differs && n)
+    put_property(out, "provenance.differs", differs);
+  int rc = differs ? PC_OK : PC_ENOMEM;
+  free(differs);
+  free(rows);
+  return rc;
+}
+
 static void put_properties(FILE *out, const pc_run *run, const pc_report_options *opts) {
   const pc_gate *gate = opts ? opts->gate : NULL;
   const pc_tensor *first = pc_report_first_divergence(run);
@@ -90,6 +122,7 @@ static void put_properties(FILE *out, const pc_run *run, const pc_report_options
     put_property(out, "baseline_factor", factor);
     put_property(out, "gate", pc_run_verdict_name(gate->verdict));
   }
+  put_provenance(out, run); /* out of memory: no provenance rather than no report */
   fputs("    </properties>\n", out);
 }
 

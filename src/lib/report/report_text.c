@@ -11,6 +11,7 @@
 #include <errno.h>    /* errno */
 #include <inttypes.h> /* PRIu64 */
 #include <stdio.h>    /* fprintf, snprintf */
+#include <stdlib.h>   /* free */
 #include <string.h>   /* strlen, strerror */
 
 /* Paths longer than this keep their tail (the most specific part) behind "...". */
@@ -340,6 +341,34 @@ static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
     put_statistics(out, &t->stats, indent);
 }
 
+/* The files' attributes side by side, a differing one marked '*' (docs/reports.md,
+ * "Provenance"); nothing when neither side has any. */
+static int put_provenance(FILE *out, const pc_run *run) {
+  pc_prov_row *rows;
+  size_t n, wn = 0, wa = 1;
+  if (pc_report_provenance(run, &rows, &n) < 0)
+    return PC_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    wn = max_size(wn, rendered_len(rows[i].name));
+    wa = max_size(wa, rendered_len(pc_report_prov_value(&rows[i], 0)));
+  }
+  if (n)
+    fputs("provenance (A | B; * differs)\n", out);
+  for (size_t i = 0; i < n; i++) {
+    fputs(rows[i].differs ? "* " : "  ", out);
+    put_untrusted(out, rows[i].name);
+    fprintf(out, "%*s", (int)(wn - rendered_len(rows[i].name) + 2), "");
+    put_untrusted(out, pc_report_prov_value(&rows[i], 0));
+    fprintf(out, "%*s| ", (int)(wa - rendered_len(pc_report_prov_value(&rows[i], 0)) + 1), "");
+    put_untrusted(out, pc_report_prov_value(&rows[i], 1));
+    fputc('\n', out);
+  }
+  if (n)
+    fputc('\n', out);
+  free(rows);
+  return PC_OK;
+}
+
 static void put_header(FILE *out, const widths *w, bool gate) {
   put_padded(out, "verdict", w->verdict);
   if (gate)
@@ -475,6 +504,10 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   view v = {run, opts, &cascades};
   size_t shown = 0;
   widths w = measure(&v, &shown);
+  if (put_provenance(out, run) < 0) {
+    pc_report_cascades_free(&cascades);
+    return PC_ENOMEM;
+  }
   if (shown)
     put_header(out, &w, opts->gate != NULL);
   /* run order; quiet: the root causes (and errors) first, then the tensors they explain */
