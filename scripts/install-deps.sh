@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Installs everything paritycheck needs to build and test on Debian 12. Run as root.
+# Installs what paritycheck needs on Debian 12. Run as root.
+#   bash scripts/install-deps.sh          to build and run it: a compiler, CMake and five C
+#                                         libraries (a few hundred MB at most)
+#   bash scripts/install-deps.sh --test   also everything the tests use: cmocka, clang and its
+#                                         sanitizer runtime, valgrind, h5py/numpy/torch/pytest
+#                                         for the Python tests and the dumper, Chromium for the
+#                                         HTML report test, help2man for the man page
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
-      libhdf5-dev hdf5-tools libgsl-dev libcmocka-dev libyaml-dev libjansson-dev libzip-dev
-      python3-h5py python3-numpy
-      libxml2-utils chromium python3-pil # report tests: xmllint, headless Chromium, PNG decoding
-      python3-torch python3-yaml  # the dumper test (torch on the CPU); tests/tolerance_model.py's YAML
-      valgrind)                   # scripts/valgrind.sh: memcheck over the tests
+pkgs=(build-essential cmake pkg-config
+      libhdf5-dev libgsl-dev libyaml-dev libjansson-dev libzip-dev)
+if [[ ${1:-} == --test ]]; then
+  pkgs+=(clang clang-format libclang-rt-14-dev libcmocka-dev hdf5-tools valgrind
+         python3-h5py python3-numpy python3-yaml python3-pytest
+         python3-torch               # the dumper and the Python package's tests (CPU)
+         libxml2-utils chromium python3-pil # report tests: xmllint, headless Chromium, PNG decoding
+         help2man man-db)            # the man page, built from --help, rendered by man -l
+elif [[ $# -gt 0 ]]; then
+  echo "usage: bash scripts/install-deps.sh [--test]" >&2
+  exit 2
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

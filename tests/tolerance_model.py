@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The per-tensor tolerance model of docs/tolerance-model.md in numpy, independent of the C code:
 how a profile's keys resolve into atol and rtol for one tensor (its K, accumulation dtype and
 RMS(A)), the aggregate figures rel_rms and scale_error, and the element test. The report tests
@@ -16,7 +16,7 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 import pc_reference as ref  # noqa: E402
 
 TOLERANCES = os.path.join(ROOT, "tolerances")

@@ -7,16 +7,17 @@
 
 #include <paritycheck/paritycheck.h>
 
-#include <dirent.h> /* opendir, readdir: the profiles on offer */
-#include <errno.h>  /* errno, ENOENT */
-#include <float.h>  /* DBL_MAX */
-#include <getopt.h> /* getopt_long */
-#include <signal.h> /* signal, SIGPIPE */
-#include <stdio.h>  /* fprintf */
-#include <stdlib.h> /* strtoull, strtod, getenv */
-#include <string.h> /* strcmp, strrchr, strerror */
-#include <time.h>   /* clock_gettime */
-#include <unistd.h> /* isatty, access */
+#include <dirent.h>   /* opendir, readdir: the profiles on offer */
+#include <errno.h>    /* errno, ENOENT */
+#include <float.h>    /* DBL_MAX */
+#include <getopt.h>   /* getopt_long */
+#include <signal.h>   /* signal, SIGPIPE */
+#include <stdio.h>    /* fprintf */
+#include <stdlib.h>   /* strtoull, strtod, getenv */
+#include <string.h>   /* strcmp, strrchr, strerror */
+#include <sys/stat.h> /* stat */
+#include <time.h>     /* clock_gettime */
+#include <unistd.h>   /* isatty, access, readlink */
 
 enum { EXIT_PASS = 0, EXIT_DRIFT = 1, EXIT_ERROR = 2 };
 
@@ -418,11 +419,26 @@ static void print_warnings(const pc_run *run) {
   }
 }
 
-/* The folder of the profiles: $PARITYCHECK_TOLERANCES, else the source tree's tolerances/
- * (PC_TOLERANCES_DIR, compiled in). */
+/* The folder of the profiles: $PARITYCHECK_TOLERANCES; else PC_TOLERANCES_REL beside the
+ * binary, where an install puts them (PREFIX/bin/../share/paritycheck/tolerances), so that an
+ * installed or moved prefix finds its own; else the source tree's (PC_TOLERANCES_DIR, compiled
+ * in, for a binary run from its build folder). */
 static const char *profile_dir(void) {
+  static char installed[4096];
   const char *env = getenv("PARITYCHECK_TOLERANCES");
-  return env && *env ? env : PC_TOLERANCES_DIR;
+  if (env && *env)
+    return env;
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[n > 0 ? n : 0] = '\0';
+  const char *slash = strrchr(exe, '/');
+  struct stat st;
+  if (slash &&
+      (size_t)snprintf(installed, sizeof installed, "%.*s/%s", (int)(slash - exe), exe,
+                       PC_TOLERANCES_REL) < sizeof installed &&
+      stat(installed, &st) == 0 && S_ISDIR(st.st_mode))
+    return installed;
+  return PC_TOLERANCES_DIR;
 }
 
 /* A profile name is a file name without its .yaml: no '/' and no leading '.'. */
@@ -464,6 +480,9 @@ static int unknown_profile(const char *name, const char *dir) {
     put_untrusted(sorted[i]);
   }
   fputs(n ? ")\n" : " none)\n", stderr);
+  fputs("paritycheck: hint: set PARITYCHECK_TOLERANCES to the folder of the profiles (an install "
+        "keeps them in PREFIX/share/paritycheck/tolerances)\n",
+        stderr);
   return PC_EUSAGE;
 }
 

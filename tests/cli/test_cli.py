@@ -3,8 +3,8 @@
 
     /usr/bin/python3 tests/cli/test_cli.py PATH/TO/paritycheck FIXTURES_DIR
 
-FIXTURES_DIR is made by scripts/make_fixtures.py; its expected.json holds numpy's figures
-(scripts/pc_reference.py, docs/metrics.md) for every tensor. The tolerance files are the YAML files
+FIXTURES_DIR is made by tests/gen/make_fixtures.py; its expected.json holds numpy's figures
+(tests/oracle/pc_reference.py, docs/metrics.md) for every tensor. The tolerance files are the YAML files
 beside this script. Prints one line per failure and a last line "N passed, M failed"; the exit
 status is 1 when anything failed.
 """
@@ -22,7 +22,7 @@ import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
+sys.path.insert(0, os.path.join(HERE, '..', 'oracle'))
 sys.path.insert(0, os.path.join(HERE, '..'))
 from checks import check, run_tests  # noqa: E402
 import pc_reference as ref  # noqa: E402
@@ -237,7 +237,7 @@ def test_exit_codes_and_figures():
                             'check_%s.json' % pair)
 
 
-REFERENCE = os.path.join(HERE, '..', '..', 'scripts', 'pc_reference.py')
+REFERENCE = os.path.join(HERE, '..', 'oracle', 'pc_reference.py')
 
 
 def reference_check(label, pair, report, name):

@@ -4,7 +4,7 @@
     /usr/bin/python3 tests/drift/test_drift.py PATH/TO/paritycheck WORK_DIR
 
 On the committed real dumps (fixtures/real and fixtures/zoo, made on GPUs by
-scripts/gen_real_fixtures.py and tests/zoo/make_zoo.py), for every shipped profile and its
+tests/gen/gen_real_fixtures.py and tests/zoo/make_zoo.py), for every shipped profile and its
 backend pairs (tests/zoo/zoo_eval.py's PROFILES):
 
 1. every honest pair passes (exit 0, no first divergence), as written with metadata and as
@@ -34,7 +34,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "zoo"))
 from checks import check, summary  # noqa: E402

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Tests of the PyTorch dumper scripts/pcdump.py on the CPU (Debian's python3-torch).
+"""Tests of the PyTorch dumper python/paritycheck/dump.py on the CPU (Debian's python3-torch).
 
     /usr/bin/python3 tests/dumper/test_dumper.py PATH/TO/paritycheck WORK_DIR
 
@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from checks import check, summary  # noqa: E402
 
@@ -32,7 +32,7 @@ except ImportError as e:  # a failure: see the docstring
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-import pcdump  # noqa: E402
+from paritycheck import dump as pcdump  # noqa: E402
 
 BIN = WORK = None
 
@@ -314,7 +314,7 @@ def test_fp64_loss():
     with open(os.path.join(WORK, "tiny_factory64.py"), "w") as f:
         f.write(FACTORY)
     out = os.path.join(WORK, "cli64.h5")
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "pcdump.py"),
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "python", "paritycheck", "dump.py"),
                         "--model", "tiny_factory64:build", "--out", out, "--input-shape", "5,6",
                         "--grad", "all", "--policy", "fp64"],
                        cwd=WORK, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -338,7 +338,7 @@ def test_cli():
     with open(os.path.join(WORK, "tiny_factory.py"), "w") as f:
         f.write(FACTORY)
     out = os.path.join(WORK, "cli.h5")
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "pcdump.py"),
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "python", "paritycheck", "dump.py"),
                         "--model", "tiny_factory:build", "--out", out, "--input-shape", "5,6",
                         "--grad", "all", "--k", "2=40"],
                        cwd=WORK, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tests/hostile/run_hostile.py PARITYCHECK CORPUS_DIR [options]
 
-CORPUS_DIR is made by scripts/make_hostile.py; its cases.json says, for each case, the command
+CORPUS_DIR is made by tests/gen/make_hostile.py; its cases.json says, for each case, the command
 line, the allowed exit codes and what the output must say (docs/robustness.md). Every run must
 also end by itself (no signal, no sanitizer or valgrind report) within its time limit, and stay
 within a memory bound: the driver reads each child's peak resident size from wait4(), and in

@@ -6,7 +6,7 @@ JSON, and the baseline gate, all from single runs of the binary.
 
 The fixture pair is written here with h5py from values chosen so that every figure can be derived
 by hand; tests/report/expected/*.md hold the Markdown those derivations give (written by hand).
-The statistics in the JSON are recomputed with numpy (ULP distances by scripts/pc_reference.py).
+The statistics in the JSON are recomputed with numpy (ULP distances by tests/oracle/pc_reference.py).
 A cascade (a real fixture pair with a bug injected into one tensor, spreading downstream, and an
 independent one) is checked in all five formats: reasons, values and limits against numpy and
 the profile's YAML, root causes and first divergence against the cascade rule applied here.
@@ -30,7 +30,7 @@ import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', '..', 'scripts'))
+sys.path.insert(0, os.path.join(HERE, '..', 'oracle'))
 sys.path.insert(0, os.path.join(HERE, '..'))
 from checks import check, run_tests  # noqa: E402
 import pc_reference as ref  # noqa: E402

@@ -1,6 +1,6 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The zoo: real cross-backend dumps of many small model families, for calibrating tolerance
-profiles.  Writes <out>/<family>_<backend>.h5 with scripts/pcdump.py.
+profiles.  Writes <out>/<family>_<backend>.h5 with python/paritycheck/dump.py.
 
 Every family is small but real and deterministic: weights are built seeded on the CPU in fp32,
 then cast and moved per backend; every backend gets the same inputs and targets.  Each run is a
@@ -49,8 +49,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import pcdump  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gen"))
+from paritycheck import dump as pcdump  # noqa: E402
 from gen_real_fixtures import Scores  # noqa: E402  q k^T / sqrt(d), causal mask; K = head_dim
 
 BACKENDS = [  # (name, device, policy, threads: None = --threads)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Copy every .h5 of SRC_DIR to DST_DIR "as other tools write it": the same dataset paths,
 values and stored dtypes, but no attributes at all (file, group or dataset: no
 execution_index, reduction_length, module, dtype="bfloat16", ...; bf16 data stays the float32

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Calibrate paritycheck's profiles on a zoo of real dumps, and score them leave-one-family-out.
 
 A zoo is one or more directories of <family>_<backend>.h5 dumps (tests/zoo/make_zoo.py,
@@ -38,7 +38,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 import pc_reference as ref  # noqa: E402
 
 BUG_REFERENCE = "cpu_fp32"
@@ -549,7 +549,7 @@ MPS_HEADER = """# Tolerance profile: CPU fp32 (A) against Apple's MPS backend in
 #
 # UNCALIBRATED: written from the model, not measured. No MPS dump has been made yet (the
 # project has no Apple hardware); until one has, treat a failure as a question, not a verdict.
-# To calibrate: dump honest CPU and MPS runs with scripts/pcdump.py, add them as a backend to
+# To calibrate: dump honest CPU and MPS runs with python/paritycheck/dump.py, add them as a backend to
 # PROFILES in tests/zoo/zoo_eval.py and run its `write` command.
 #
 # How it was written (tests/zoo/zoo_eval.py write): MPS computes fp32 tensors in fp32, so it

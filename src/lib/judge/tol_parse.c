@@ -17,7 +17,7 @@
 #include <unistd.h>  /* close */
 #include <yaml.h>    /* yaml_parser_t, yaml_event_t */
 
-/* tolerances/default.yaml as it was at build time (scripts/embed.cmake). */
+/* tolerances/default.yaml as it was at build time (cmake/embed.cmake). */
 extern const char pc_builtin_profile[];
 extern const size_t pc_builtin_profile_len;
 

@@ -139,7 +139,8 @@ static int pc_npz_walk(pc_file *f, pc_error *err) {
   if (!any)
     return pc_error_set(err, PC_EIO,
                         "%s: not a tensor dump (HDF5, safetensors, npy or npz): a zip archive "
-                        "without .npy members",
+                        "without .npy members (a torch.save file? convert it: python3 -m "
+                        "paritycheck.dump convert FILE OUT.h5)",
                         f->path);
   return PC_OK;
 }

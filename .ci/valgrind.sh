@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs the unit tests, the fuzz targets' regression inputs and the valgrind subset of the hostile
-# corpus under valgrind memcheck, in a plain build with tests (the one scripts/test.sh makes):
+# corpus under valgrind memcheck, in a plain build with tests (the one .ci/test.sh makes):
 # any memcheck error, and any leak (definite, indirect or possible), fails the script. Memory
 # that HDF5, GSL or libyaml still hold at exit ("still reachable") is not a leak and is not
 # reported. The one suppression, tests/hostile/hdf5.valgrind.supp, is a leak inside HDF5 itself
 # on corrupt metadata. Add --track-origins=yes to $vg when chasing an uninitialised value.
 #
-# Usage: bash scripts/valgrind.sh [BUILD_DIR]   (default build)
+# Usage: bash .ci/valgrind.sh [BUILD_DIR]   (default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}

@@ -1,8 +1,8 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Generate real cross-backend HDF5 dumps for paritycheck: fixtures/real/<family>_<backend>.h5
 
 Small deterministic models (weights built seeded on the CPU in fp32, same inputs for every
-backend) are run under each backend/policy and dumped with scripts/pcdump.py:
+backend) are run under each backend/policy and dumped with python/paritycheck/dump.py:
 
     cpu_fp64   CPU, model and inputs cast to float64 (the reference)
     cpu_fp32   CPU, float32
@@ -19,8 +19,8 @@ multi-head self-attention block with softmax, LayerNorm, MLP; gradients of all p
 backward of mean(out^2)), reductions (sum over K=4096, matmul K=2048, softmax/LayerNorm/RMSNorm/
 logsumexp over 4096, and the same after a Linear projection).
 
-    /usr/bin/python3 scripts/gen_real_fixtures.py --out fixtures/real
-    /usr/bin/python3 scripts/gen_real_fixtures.py --summarize fixtures/real   # drift table
+    /usr/bin/python3 tests/gen/gen_real_fixtures.py --out fixtures/real
+    /usr/bin/python3 tests/gen/gen_real_fixtures.py --summarize fixtures/real   # drift table
 """
 
 import argparse
@@ -35,8 +35,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pcdump  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'python'))
+from paritycheck import dump as pcdump  # noqa: E402
 
 BACKENDS = [  # (name, device, policy)
     ("cpu_fp64", "cpu", "fp64"),
@@ -249,7 +249,7 @@ def run_one(family, backend, device, policy, out_dir):
     model.train()  # no dropout/batchnorm anywhere, train() only matters for autograd
     xs = pcdump.cast_input(inputs, policy, device)
     path = os.path.join(out_dir, "%s_%s.h5" % (family, backend))
-    attrs = {"family": family, "backend_name": backend, "generator": "scripts/gen_real_fixtures.py",
+    attrs = {"family": family, "backend_name": backend, "generator": "tests/gen/gen_real_fixtures.py",
              "model_repr": repr(model)}
     with pcdump.Dumper(model, path, policy=policy, device=device, reduction_lengths=ks,
                        attrs=attrs) as d:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the benchmark's HDF5 files (scripts/bench) into DIR, skipping files already there.
+"""Writes the benchmark's HDF5 files (bench/bench) into DIR, skipping files already there.
 
 Each case is a pair A/B of files holding 16 datasets; B is A with honest drift (a relative
 perturbation of a few float32 ULPs on most elements), so that every figure has work to do.
@@ -8,7 +8,7 @@ perturbation of a few float32 ULPs on most elements), so that every figure has w
   f16     2 x 512 MiB float16
   gzip    2 x 256 MiB float32, chunked, gzip level 1 + shuffle
 Usage: bench_gen.py DIR [--scale S]  (S multiplies the sizes; 1 = as above)
-       bench_gen.py DIR --large GIB      (scripts/bench_large: one float32 dataset of GIB GiB
+       bench_gen.py DIR --large GIB      (bench/bench_large: one float32 dataset of GIB GiB
                                           per file, mostly holes; see large_pair)
        bench_gen.py DIR --check-large REPORT   (the report's figures against numpy)
 """

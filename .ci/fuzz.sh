@@ -8,7 +8,7 @@
 # a regression test: copy it into tests/fuzz/reproducers/TARGET/, where every build's ctest runs
 # it (docs/robustness.md).
 #
-# Usage: bash scripts/fuzz.sh [BUILD_DIR]      (default build-fuzz; FUZZ_SECONDS per target, 30)
+# Usage: bash .ci/fuzz.sh [BUILD_DIR]      (default build-fuzz; FUZZ_SECONDS per target, 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-fuzz}
@@ -22,7 +22,7 @@ cmake --build "$dir" -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 seeds=$dir/seeds
 rm -rf "$seeds" "$dir/artifacts"
 mkdir -p "$dir/artifacts" "${targets[@]/#/$seeds/}" "${targets[@]/#/$dir/corpus/}"
-/usr/bin/python3 scripts/make_hostile.py "$dir/hostile" >/dev/null
+/usr/bin/python3 tests/gen/make_hostile.py "$dir/hostile" >/dev/null
 cp tests/fuzz/corpus/tolerance/* tolerances/*.yaml "$seeds/tolerance/"
 find "$dir/hostile" -type f -name 'tol_*.yaml' -size -16k -exec cp -t "$seeds/tolerance/" {} +
 find "$dir/hostile" -type f -name '*.h5' -size -16k -exec cp -t "$seeds/loader/" {} +

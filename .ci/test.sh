@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Builds paritycheck twice, plain and with ASan+UBSan, with warnings as errors, and runs every
 # test (ctest) in both builds; then the unit tests and parts of the hostile corpus once more under
-# valgrind memcheck, and a clang build with warnings as errors (docs/robustness.md).
-# Usage: bash scripts/test.sh
+# valgrind memcheck, and a clang build with warnings as errors (docs/robustness.md). Its own build
+# folders (build-test, build-asan, build-clang): a ./build of yours is left as it is.
+# Usage: bash .ci/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-for variant in build:OFF build-asan:ON; do
+for variant in build-test:OFF build-asan:ON; do
   dir=${variant%%:*}
   sanitize=${variant##*:}
   echo "== ${dir} (sanitizers ${sanitize})"
@@ -15,8 +16,8 @@ for variant in build:OFF build-asan:ON; do
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 done
-echo "== valgrind memcheck (build)"
-bash scripts/valgrind.sh build
+echo "== valgrind memcheck (build-test)"
+bash .ci/valgrind.sh build-test
 echo "== build-clang (clang, warnings as errors)"
 CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Debug -DPC_WERROR=ON >/dev/null
 cmake --build build-clang -j "$jobs"

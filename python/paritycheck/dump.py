@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """pcdump: dump a PyTorch model's per-module outputs (and chosen gradients) to HDF5
 in the layout paritycheck compares.
 
@@ -75,7 +75,7 @@ Usage
             loss.backward()
         d.dump_gradients(["fc.weight"])     # or None for all parameters with a grad
 
-CLI: python3 scripts/pcdump.py --help
+CLI: python3 python/paritycheck/dump.py --help
 """
 
 import argparse
@@ -205,7 +205,7 @@ def backend_attrs(device, policy):
         "python_version": platform.python_version(),
         "host_machine": platform.machine(),
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "created_by": "scripts/pcdump.py",
+        "created_by": "python/paritycheck/dump.py",
     }
     if dev.type == "cuda":
         idx = dev.index if dev.index is not None else torch.cuda.current_device()
@@ -645,7 +645,57 @@ def _load_factory(spec):
     return getattr(importlib.import_module(mod), fn)
 
 
+def _flat_tensors(obj, prefix=""):
+    """(name, tensor) of every tensor in a torch.save object: a tensor, or dicts and
+    lists/tuples of them, nested names joined with '/' (a list's items by index)."""
+    if torch.is_tensor(obj):
+        yield prefix or "tensor", obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _flat_tensors(v, "%s/%s" % (prefix, k) if prefix else str(k))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _flat_tensors(v, "%s/%d" % (prefix, i) if prefix else str(i))
+
+
+def write_tensors(tensors, out):
+    """Write (name, tensor or array) pairs to the HDF5 file `out` in the layout paritycheck
+    reads: one dataset per name ('/' makes groups), bfloat16 and other narrow floats as
+    float32 with the logical dtype in attribute "dtype", in the given order
+    (execution_index 0, 1, ...). Returns the number written."""
+    n = 0
+    with h5py.File(out, "w", track_order=True) as f:
+        for name, t in tensors:
+            arr, logical = _to_numpy(t) if torch.is_tensor(t) else (np.asarray(t), None)
+            d = f.create_dataset(name, data=arr)
+            if logical:
+                d.attrs["dtype"] = logical
+            d.attrs["execution_index"] = n
+            n += 1
+    return n
+
+
+def convert(src, out):
+    """A torch.save file (a state dict, or any dict/list/tuple of tensors) as an HDF5 dump."""
+    obj = torch.load(src, map_location="cpu")
+    if hasattr(obj, "state_dict") and not isinstance(obj, dict):
+        obj = obj.state_dict()  # a whole pickled module
+    n = write_tensors(_flat_tensors(obj), out)
+    if n == 0:
+        raise ValueError("%s holds no tensors" % src)
+    return n
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["convert"]:
+        ap = argparse.ArgumentParser(prog="pcdump convert",
+                                     description="Convert a torch.save file to an HDF5 dump.")
+        ap.add_argument("src", help="a file written by torch.save (state dict or tensors)")
+        ap.add_argument("out", help="the HDF5 file to write")
+        a = ap.parse_args(argv[1:])
+        print("wrote %s (%d tensors)" % (a.out, convert(a.src, a.out)))
+        return 0
     ap = argparse.ArgumentParser(
         description="Dump every leaf module's output of a PyTorch model to HDF5 for paritycheck.",
         epilog="The factory is called with no arguments and returns a model, or (model, inputs) "

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Generate paritycheck's hostile-input corpus and the expected behaviour of every case.
 
-    /usr/bin/python3 scripts/make_hostile.py OUTDIR
+    /usr/bin/python3 tests/gen/make_hostile.py OUTDIR
 
 Writes the inputs into OUTDIR and the cases into OUTDIR/cases.json, which
 tests/hostile/run_hostile.py runs. docs/robustness.md lists the groups and what each proves.
@@ -21,7 +21,7 @@ A case (cases.json "cases"):
                  the driver adds --json and checks these fields of the report
   names_file     when the run exits 2, this path must appear on stdout or stderr
   seconds        a tighter time limit than the driver's default
-  valgrind       part of the subset that scripts/valgrind.sh runs under memcheck
+  valgrind       part of the subset that .ci/valgrind.sh runs under memcheck
 """
 
 import json

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Generate the HDF5 test fixtures of paritycheck and their expected figures.
 
-    /usr/bin/python3 scripts/make_fixtures.py OUTDIR
+    /usr/bin/python3 tests/gen/make_fixtures.py OUTDIR
 
 Everything is deterministic (fixed seeds, fixed values). The expected figures in
-OUTDIR/expected.json are computed by scripts/pc_reference.py (numpy, docs/metrics.md) from the same
+OUTDIR/expected.json are computed by tests/oracle/pc_reference.py (numpy, docs/metrics.md) from the same
 in-memory arrays that are written, before writing: nothing is read back from HDF5 and nothing comes
 from the C program.
 
@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'oracle'))
 import pc_reference as ref  # noqa: E402
 
 import h5py  # noqa: E402

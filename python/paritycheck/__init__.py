@@ -1,0 +1,102 @@
+"""paritycheck from Python: compare two tensor dumps, or tensors in memory, with the paritycheck
+binary, and assert parity in pytest.
+
+    import paritycheck
+    report = paritycheck.compare("cpu.h5", "cuda.h5", profile="tf32")   # the JSON report
+    paritycheck.assert_parity({"logits": a}, {"logits": b}, profile="cpu-vs-cuda-fp32")
+
+a and b are paths (HDF5, safetensors, npy, npz, or folders of them) or dicts name -> numpy array
+or torch tensor, written to a temporary HDF5 dump first (torch bfloat16 as float32 tagged
+dtype="bfloat16", as the dumper writes it). The binary is $PARITYCHECK_BIN, else the one
+installed with this package (PREFIX/bin), else `paritycheck` on PATH.
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+__all__ = ["ParityError", "compare", "assert_parity", "binary"]
+
+# Exit codes of the binary (docs: README, "Exit status").
+EXIT_PASS, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
+
+
+class ParityError(RuntimeError):
+    """paritycheck could not compare (exit 2): bad input, unreadable file, bad tolerances."""
+
+
+def binary():
+    """The paritycheck executable this package runs."""
+    env = os.environ.get("PARITYCHECK_BIN")
+    if env:
+        return env
+    # PREFIX/lib/python3/dist-packages/paritycheck/__init__.py -> PREFIX/bin/paritycheck
+    here = os.path.dirname(os.path.abspath(__file__))
+    prefix = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
+    installed = os.path.join(prefix, "bin", "paritycheck")
+    if os.access(installed, os.X_OK):
+        return installed
+    found = shutil.which("paritycheck")
+    if not found:
+        raise ParityError("no paritycheck binary: set PARITYCHECK_BIN or put it on PATH")
+    return found
+
+
+def _materialise(x, tmp, name):
+    """A path for x: x itself when it is one, else a dump of the dict written into tmp."""
+    if isinstance(x, (str, os.PathLike)):
+        return os.fspath(x)
+    if not isinstance(x, dict):
+        raise TypeError("expected a path or a dict of name -> array/tensor, got %r" % type(x))
+    from . import dump  # torch and h5py only when tensors in memory are given
+    path = os.path.join(tmp, name + ".h5")
+    dump.write_tensors(((k if k.startswith("/") else "/" + k, v) for k, v in x.items()), path)
+    return path
+
+
+def compare(a, b, profile=None, tolerances=None, extra_args=()):
+    """Compare a (the reference) with b (the candidate); returns the JSON report as a dict
+    (docs/report-json.md), whose "verdict" is "pass", "drift" or "error". tolerances: a
+    path or a list of paths of tolerance files, loaded after the profile. Raises ParityError
+    when paritycheck cannot compare (exit 2)."""
+    if isinstance(tolerances, (str, os.PathLike)):
+        tolerances = [tolerances]
+    with tempfile.TemporaryDirectory(prefix="paritycheck_") as tmp:
+        args = [binary(), "--json", os.path.join(tmp, "report.json"), "--no-color"]
+        if profile:
+            args += ["--profile", profile]
+        for t in tolerances or ():
+            args += ["-t", os.fspath(t)]
+        args += list(extra_args)
+        args += [_materialise(a, tmp, "a"), _materialise(b, tmp, "b")]
+        p = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode not in (EXIT_PASS, EXIT_DRIFT):
+            raise ParityError(p.stderr.strip() or "paritycheck exited %d" % p.returncode)
+        with open(os.path.join(tmp, "report.json")) as fh:
+            return json.load(fh)
+
+
+def _failure_lines(report):
+    lines = []
+    for t in report["tensors"]:
+        if t["verdict"] == "pass":
+            continue
+        why = "; ".join("%s %s > limit %s" % (r["criterion"], r["value"], r["limit"])
+                        for r in t.get("reasons", ())) or t.get("message", "")
+        cause = t.get("caused_by")
+        lines.append("  %s: %s%s%s" % (t["path"], t["verdict"], ": " + why if why else "",
+                                       " (caused by %s)" % cause if cause else ""))
+    return lines
+
+
+def assert_parity(a, b, profile=None, tolerances=None, extra_args=()):
+    """For pytest: raises AssertionError naming every failing tensor and the criteria it broke
+    when b drifts from a beyond the tolerances; returns the report otherwise."""
+    report = compare(a, b, profile=profile, tolerances=tolerances, extra_args=extra_args)
+    if report["verdict"] != "pass":
+        s = report["summary"]
+        raise AssertionError("paritycheck: %d of %d tensors fail (first divergence: %s)\n%s"
+                             % (s["failures"], s["tensors"], report.get("first_divergence"),
+                                "\n".join(_failure_lines(report))))
+    return report

@@ -1,0 +1,82 @@
+"""The Python package (python/paritycheck): compare, assert_parity and the dumper's convert,
+run with pytest on Debian's /usr/bin/python3 against the paritycheck binary in
+$PARITYCHECK_BIN. Expected figures are numpy's, not the binary's."""
+import os
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+import paritycheck
+from paritycheck import dump
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "..", "fixtures", "real")
+
+
+def test_paths_and_profile():
+    """A real CPU vs CUDA TF32 pair passes its profile and fails the strict defaults."""
+    a = os.path.join(FIXTURES, "attention_cpu_fp32.h5")
+    b = os.path.join(FIXTURES, "attention_cuda_tf32.h5")
+    assert paritycheck.compare(a, b, profile="tf32")["verdict"] == "pass"
+    with pytest.raises(AssertionError) as e:
+        paritycheck.assert_parity(a, b)
+    assert "tensors fail" in str(e.value)
+
+
+def test_in_memory_figures():
+    """Tensors in memory: the max abs error and the mismatch count are numpy's."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = (x * np.float32(1.001)).astype(np.float32)
+    report = paritycheck.compare({"x": x}, {"x": y})
+    t = report["tensors"][0]
+    assert t["path"] == "/x"
+    assert t["max_abs"] == float(np.max(np.abs(y.astype(np.float64) - x.astype(np.float64))))
+    assert t["verdict"] == "drift"
+
+
+def test_assert_parity_names_the_tensor_and_reason():
+    a = {"good": np.ones(8, np.float32), "bad": np.zeros(8, np.float32)}
+    b = {"good": np.ones(8, np.float32), "bad": np.full(8, 0.5, np.float32)}
+    with pytest.raises(AssertionError) as e:
+        paritycheck.assert_parity(a, b)
+    msg = str(e.value)
+    assert "1 of 2 tensors fail" in msg
+    assert "/bad: drift" in msg and "/good" not in msg
+
+
+def test_bfloat16_tensors_compare_in_bfloat16():
+    """A torch bfloat16 tensor is written as the dumper writes it and judged in bfloat16: one
+    bfloat16 step (2^-7 at 1.0) is 1 ULP."""
+    a = {"w": torch.ones(4, dtype=torch.bfloat16)}
+    b = {"w": torch.full((4,), 1 + 2 ** -7, dtype=torch.bfloat16)}
+    t = paritycheck.compare(a, b)["tensors"][0]
+    assert t["dtype_a"] == "bfloat16" and t["compare_dtype"] == "bfloat16"
+    assert t["max_ulp"] == 1
+
+
+def test_unreadable_input_raises_parity_error(tmp_path):
+    junk = tmp_path / "junk.h5"
+    junk.write_bytes(b"not a dump at all")
+    with pytest.raises(paritycheck.ParityError) as e:
+        paritycheck.compare(str(junk), str(junk))
+    assert "not a tensor dump" in str(e.value)
+
+
+def test_convert_state_dict(tmp_path):
+    """convert: a torch.save state dict (nested, with a bfloat16 entry) becomes an HDF5 dump
+    with one dataset per tensor, values exact."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    state = {"model": model.state_dict(), "extra": [torch.arange(3), torch.ones(2).bfloat16()]}
+    src, out = tmp_path / "ckpt.pt", tmp_path / "ckpt.h5"
+    torch.save(state, src)
+    assert dump.main(["convert", str(src), str(out)]) == 0
+    with h5py.File(out, "r") as f:
+        np.testing.assert_array_equal(f["model/0.weight"][()], model[0].weight.detach().numpy())
+        np.testing.assert_array_equal(f["extra/0"][()], np.arange(3))
+        assert f["extra/1"].attrs["dtype"] == "bfloat16"
+    # the converted checkpoint compares with itself through the binary: two Linear layers'
+    # weight and bias, and the two extras
+    assert paritycheck.compare(str(out), str(out))["summary"]["tensors"] == 2 * 2 + 2
