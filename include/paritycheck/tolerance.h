@@ -114,41 +114,6 @@ int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err);
 int pc_tolset_load_string(pc_tolset *set, const char *name, const char *text, size_t len,
                           pc_error *err);
 
-/* What the tolerance model may know of a tensor besides its path and dtype
- * (docs/tolerance-model.md): the dumper's reduction hints and the magnitude of A. */
-typedef struct pc_tol_context {
-  uint64_t reduction_length; /* K, from the dataset attribute `reduction_length`; 0 = unknown */
-  pc_dtype accumulation;     /* attribute `accumulation_dtype`; PC_DTYPE_NONE = unknown */
-  bool has_magnitude;        /* max_abs_a and rms_a below were measured */
-  double max_abs_a;          /* max |a| over A's finite elements; 0 when there are none */
-  double rms_a;              /* sqrt(mean(a^2)) over the same elements */
-} pc_tol_context;
-
-/** True when the tolerance for this path and dtype depends on the magnitude of A, so that the
- * caller must measure it (one more pass over A) before pc_tolset_resolve_ctx. */
-bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare);
-
-/** The tolerance for dataset `path` compared in `compare`, given what is known of the tensor
- * (ctx may be NULL: nothing is known). Model coefficients that need what ctx does not give (K,
- * a measured magnitude) contribute nothing; for a compare dtype that is not a float the model
- * takes no part at all. */
-pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,
-                             const pc_tol_context *ctx);
-
-/** The tolerance for dataset `path` (e.g. "/enc/layer0/out") compared in dtype `compare`
- * (the component dtype for complex data); pc_tolset_resolve_ctx with nothing known. */
-pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare);
-
-/** Calls fn(user, glob) for each rule, in load order, whose glob matches none of the n paths
- * (it then changes no tolerance of a run over those paths); stops at and returns the first
- * nonzero return of fn, else PC_OK. */
-int pc_tolset_unused_rules(const pc_tolset *set, const char *const *paths, size_t n,
-                           int (*fn)(void *user, const char *glob), void *user);
-
-/** The bound on |scale_error| over n > 0 finite pairs of relative RMS error rel_rms:
- * max_scale + (max_scale_sqrt_n + scale_z rel_rms) / sqrt(n). */
-double pc_tol_scale_limit(const pc_tol *tol, uint64_t n, double rel_rms);
-
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,7 @@
  *   - a refused file gives PC_EPARSE (or PC_ENOMEM) and a message "NAME:LINE:COLUMN: why";
  *   - an accepted file resolves, for any path and dtype, to criteria inside the schema's ranges.
  * A violation aborts, which libFuzzer reports as a crash with its input. */
-#include <paritycheck/tolerance.h>
+#include "tol_resolve.h"
 
 #include <math.h>   /* isfinite */
 #include <stdio.h>  /* fprintf */

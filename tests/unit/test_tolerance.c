@@ -1,7 +1,7 @@
 /* Unit tests of src/lib/judge/tol_parse.c and tol_resolve.c: resolution order, the built-in profile
  * against torch's published defaults, and every error path with its exact position. Error positions
  * were counted by hand from the YAML text (1-based line:column of the offending node). */
-#include <paritycheck/tolerance.h>
+#include "tol_resolve.h"
 
 #include <setjmp.h> /* cmocka needs these four before cmocka.h */
 #include <stdarg.h>

@@ -7,12 +7,13 @@
 #include "judge.h"
 #include "kernel.h"
 #include "loader.h"
-#include "numerics.h"
 #include "metrics.h"
 #include "names.h"
+#include "numerics.h"
 #include "pairing.h"
 #include "pc_internal.h"
 #include "stream.h"
+#include "tol_resolve.h"
 
 #include <paritycheck/compare.h>
 

@@ -1,5 +1,6 @@
 /* The judge (judge.h); the criteria and allowances are those of docs/tolerance-model.md. */
 #include "judge.h"
+#include "tol_resolve.h"
 
 #include "pc_internal.h"
 

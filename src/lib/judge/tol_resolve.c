@@ -1,6 +1,7 @@
 /* Rule resolution of the tolerance model (include/paritycheck/tolerance.h): walks the layers
  * that tol_parse.c built and allocates nothing, so any number of threads may resolve against one
  * set. Resolution order: docs/tolerances.md; the model's terms: docs/tolerance-model.md. */
+#include "tol_resolve.h"
 #include "tol_internal.h"
 
 #include <fnmatch.h> /* fnmatch */
