@@ -21,7 +21,6 @@ expected.json:
   Non-finite numbers are the strings "inf", "-inf", "nan", as in paritycheck's JSON report.
 """
 
-import fnmatch
 import json
 import os
 import sys
@@ -30,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'oracle'))
 import pc_reference as ref  # noqa: E402
+import tolerance_model as tm  # noqa: E402
 
 import h5py  # noqa: E402
 
@@ -57,21 +57,10 @@ CRITERIA = ('atol', 'rtol', 'max_ulp', 'max_mismatch_fraction')
 
 
 def resolve_tolerance(spec, path, compare_dtype):
-    """docs/tolerances.md resolution for a file that sets or nulls every criterion of every key:
-    defaults ("all" then the dtype's key), then each matching rule in order."""
-    key = compare_dtype if compare_dtype in ref.FORMATS else 'integer'
-    tol = {k: None for k in CRITERIA}
-
-    def apply(layer):
-        for k in ('all', key):
-            for c, v in (layer.get(k) or {}).items():
-                tol[c] = v
-
-    apply(spec.get('defaults', {}))
-    for rule in spec.get('rules', []):
-        if fnmatch.fnmatchcase(path, rule['match']):
-            apply(rule)
-    return {k: v for k, v in tol.items() if v is not None}
+    """The element criteria one tensor gets from the tolerance document `spec`, by the one
+    Python resolution (tests/oracle/tolerance_model.py)."""
+    raw = tm.resolve_raw(tm.spec_layers(spec, path), compare_dtype)
+    return {k: raw[k] for k in CRITERIA if raw.get(k) is not None}
 
 
 # --------------------------------------------------------------------------------------------

@@ -623,7 +623,7 @@ def expected_cascade(path_a, path_b):
     """Everything the reports must show, computed here in numpy from the two files and the
     profile's YAML: per tensor the reasons (criterion, value, limit) in the judge's order, the
     root cause, the execution index; and the first divergence."""
-    import tolerance_model as score  # the numpy tolerance model: element tolerances atol, rtol
+    import tolerance_model as score  # the numpy tolerance model (tests/oracle): atol, rtol
     coef = cascade_coefficients()
     u = 2.0 ** -11  # precision tf32: 10 stored mantissa bits, coarser than float32's 2^-24
     assert coef['precision'] == 'tf32'

@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-"""The per-tensor tolerance model of docs/tolerance-model.md in numpy, independent of the C code:
-how a profile's keys resolve into atol and rtol for one tensor (its K, accumulation dtype and
-RMS(A)), the aggregate figures rel_rms and scale_error, and the element test. The report tests
-check paritycheck's figures and reasons against it. The run-level allowances (trend, noise floor,
-reference) are the judge's, tested by hand in tests/unit/test_judge.c.
+"""The per-tensor tolerance model of docs/tolerances.md and docs/tolerance-model.md in numpy,
+independent of the C code: how a tolerance file's layers (defaults, then matching rules) resolve
+for one tensor, how a profile's keys turn into atol and rtol (its K, accumulation dtype and
+RMS(A)) and the tensor-level limits (max_rel_rms, max_scale), the aggregate figures rel_rms and
+scale_error, and the element test. With pc_reference.py (element figures, ULPs, dtypes) it is the
+one Python reference of the tests: the fixture generator, the report and CLI tests use it. The
+run-level allowances (trend, noise floor, reference) are the judge's, tested by hand in
+tests/unit/test_judge.c.
 """
 
+import fnmatch
 import math
 import os
 import sys
@@ -15,8 +19,8 @@ import numpy as np
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 import pc_reference as ref  # noqa: E402
 
 TOLERANCES = os.path.join(ROOT, "tolerances")
@@ -46,19 +50,33 @@ def load_layers(profile=None):
     return layers
 
 
+def spec_layers(spec, path):
+    """The layers of one tolerance document (a parsed YAML file) that apply to `path`: its
+    defaults, then each rule whose glob matches, in order (docs/tolerances.md)."""
+    return [spec.get("defaults") or {}] + [
+        rule for rule in spec.get("rules") or [] if fnmatch.fnmatchcase(path, rule["match"])]
+
+
 def _dtype_key(compare):
     return compare if compare in ref.FORMATS else "integer"
 
 
-def resolve(layers, compare, K=None, acc=None, rms=None):
-    """The tolerance of one tensor (docs/tolerances.md, docs/tolerance-model.md) as a dict:
-    atol, rtol (None = unset), fraction, max_rel_rms, max_scale, max_scale_sqrt_n (None =
-    unset)."""
+def resolve_raw(layers, compare):
+    """The keys the layers set for a compare dtype: each layer's "all", then its dtype key, a
+    later one winning; a key set to None (YAML null) is unset again."""
     raw = {}
     for layer in layers:
         for key in ("all", _dtype_key(compare)):
             raw.update(layer.get(key) or {})
-    tol = {k: raw.get(k) for k in ("atol", "rtol")}
+    return raw
+
+
+def resolve(layers, compare, K=None, acc=None, rms=None):
+    """The tolerance of one tensor (docs/tolerances.md, docs/tolerance-model.md) as a dict:
+    atol, rtol, max_ulp (None = unset), fraction, max_rel_rms, max_scale, max_scale_sqrt_n (None
+    = unset)."""
+    raw = resolve_raw(layers, compare)
+    tol = {k: raw.get(k) for k in ("atol", "rtol", "max_ulp")}
     tol["fraction"] = raw.get("max_mismatch_fraction") or 0.0
     tol.update(max_rel_rms=None, max_scale=None, max_scale_sqrt_n=None)
     if compare not in ref.FORMATS:
