@@ -206,8 +206,8 @@ typedef struct pc_tensor {
   pc_context context;
   pc_vs_reference vs_reference; /* three-way mode; present false without a reference */
   pc_metric_result metrics[PC_METRIC_COUNT_]; /* product metrics, by pc_metric */
-  char *did_you_mean;           /* missing: the closest unpaired path of the other side (a few edits
-                                   away, docs/report-json.md), or NULL */
+  char *did_you_mean; /* missing: the closest unpaired path of the other side (a few edits
+                         away, docs/report-json.md), or NULL */
 } pc_tensor;
 
 /** The dataset's own path in its file: t->path after "FILE:" in folder mode ("" for a tensor
