@@ -208,6 +208,16 @@ static bool pc_logical_dtype(pc_dataset *d, hid_t dset, char why[PC_ATTR_WHY]) {
   return true;
 }
 
+/* Closes what an attribute probe opened; negative ids were never opened. */
+static void pc_attr_close(hid_t attr, hid_t type, hid_t space) {
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  if (attr >= 0)
+    H5Aclose(attr);
+}
+
 /* A scalar integer attribute: 1; 0 when it is absent or not one integer; -1, with why, when it
  * is one that cannot be read. */
 static int pc_read_int_attr(hid_t dset, const char *name, long long *out, char why[PC_ATTR_WHY]) {
@@ -220,12 +230,7 @@ static int pc_read_int_attr(hid_t dset, const char *name, long long *out, char w
       type >= 0 && H5Tget_class(type) == H5T_INTEGER && H5Sget_simple_extent_npoints(space) == 1;
   if (ok && H5Aread(attr, H5T_NATIVE_LLONG, out) < 0)
     ok = pc_attr_failed(why);
-  if (type >= 0)
-    H5Tclose(type);
-  if (space >= 0)
-    H5Sclose(space);
-  if (attr >= 0)
-    H5Aclose(attr);
+  pc_attr_close(attr, type, space);
   return ok;
 }
 
@@ -533,12 +538,7 @@ static bool pc_attr_text(hid_t obj, const char *name, char *buf, size_t size, pc
   hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
   if (type >= 0 && space >= 0 && H5Sget_simple_extent_npoints(space) == 1)
     ok = pc_number_attr(attr, type, buf, size, kind);
-  if (type >= 0)
-    H5Tclose(type);
-  if (space >= 0)
-    H5Sclose(space);
-  if (attr >= 0)
-    H5Aclose(attr);
+  pc_attr_close(attr, type, space);
   return ok;
 }
 
