@@ -13,8 +13,6 @@
 #include <stdlib.h>  /* calloc, free */
 #include <string.h>  /* memcpy, memset */
 
-/* Ranks of an element for the choice of the worst one (docs/metrics.md, "worst"). */
-enum { PC_CLASS_PASS = 0, PC_CLASS_MISMATCH = 1, PC_CLASS_NONFINITE = 2 };
 
 /* The figures of one element. */
 typedef struct pc_elem {
@@ -24,12 +22,6 @@ typedef struct pc_elem {
   bool nan_mis; /* NaN on one side only */
   bool inf_mis; /* an inf the other side does not match */
 } pc_elem;
-
-double pc_stats_mean_ulp(const pc_stats *s) {
-  if (s->ulp_terms == 0)
-    return 0;
-  return (ldexp((double)s->ulp_sum_hi, 64) + (double)s->ulp_sum_lo) / (double)s->ulp_terms;
-}
 
 static bool pc_tol_passes(const pc_tol *t, const pc_elem *e, double abs_a) {
   if (e->equal)
@@ -562,81 +554,6 @@ void pc_kernel_identical(const pc_kernel_args *k, const double *a) {
   if (k->hist)
     for (int h = 0; h < PC_NHISTS; h++)
       pc_qhist_add_zeros(k->hist[h], k->n);
-}
-
-/* True when src's worst element should replace dst's: a higher class, or the same class with a
- * larger abs (non-finite: any), ties to the lower index. */
-static bool pc_merge_worse(const pc_stats *dst, const pc_stats *src) {
-  if (!src->has_worst)
-    return false;
-  if (!dst->has_worst || src->worst_class != dst->worst_class)
-    return !dst->has_worst || src->worst_class > dst->worst_class;
-  if (src->worst_class != PC_CLASS_NONFINITE && src->worst_abs != dst->worst_abs)
-    return src->worst_abs > dst->worst_abs;
-  return src->worst_index < dst->worst_index;
-}
-
-int pc_hists_new(pc_qhist *h[PC_NHISTS]) {
-  for (int i = 0; i < PC_NHISTS; i++)
-    h[i] = NULL;
-  for (int i = 0; i < PC_NHISTS; i++) {
-    h[i] = calloc(1, sizeof *h[i]);
-    if (!h[i])
-      return PC_ENOMEM;
-    pc_qhist_reset(h[i]);
-  }
-  return PC_OK;
-}
-
-void pc_hists_free(pc_qhist *h[PC_NHISTS]) {
-  for (int i = 0; i < PC_NHISTS; i++)
-    free(h[i]);
-}
-
-void pc_stats_quantiles(pc_stats *s, pc_qhist *const h[PC_NHISTS]) {
-  double *q[PC_NHISTS] = {s->q_abs, s->q_rel, s->q_ulp};
-  bool ok = true;
-  for (int i = 0; i < PC_NHISTS && ok; i++)
-    ok = pc_qhist_quantiles(h[i], pc_quantile_levels, PC_NQUANTILES, q[i]) == PC_OK;
-  s->has_quantiles = ok;
-}
-
-void pc_stats_merge(pc_stats *dst, const pc_stats *src) {
-  dst->count += src->count;
-  dst->mismatches += src->mismatches;
-  dst->nan_mismatches += src->nan_mismatches;
-  dst->inf_mismatches += src->inf_mismatches;
-  dst->not_representable_a += src->not_representable_a;
-  dst->not_representable_b += src->not_representable_b;
-  dst->max_abs = src->max_abs > dst->max_abs ? src->max_abs : dst->max_abs;
-  dst->max_rel = src->max_rel > dst->max_rel ? src->max_rel : dst->max_rel;
-  dst->max_ulp = src->max_ulp > dst->max_ulp ? src->max_ulp : dst->max_ulp;
-  dst->ulp_sum_lo += src->ulp_sum_lo;
-  dst->ulp_sum_hi += src->ulp_sum_hi + (dst->ulp_sum_lo < src->ulp_sum_lo);
-  dst->ulp_terms += src->ulp_terms;
-  dst->finite_terms += src->finite_terms;
-  dst->sum_sq_a += src->sum_sq_a;
-  dst->sum_sq_b += src->sum_sq_b;
-  dst->sum_ab += src->sum_ab;
-  dst->sum_sq_diff += src->sum_sq_diff;
-  dst->sum_a_diff += src->sum_a_diff;
-  dst->sum_abs += src->sum_abs;
-  dst->sum_rel += src->sum_rel;
-  for (int i = 0; i < PC_ULP_BUCKETS; i++)
-    dst->ulp_hist[i] += src->ulp_hist[i];
-  if (pc_merge_worse(dst, src)) {
-    dst->has_worst = true;
-    dst->worst_class = src->worst_class;
-    dst->worst_index = src->worst_index;
-    memcpy(dst->worst_a, src->worst_a, sizeof dst->worst_a);
-    memcpy(dst->worst_b, src->worst_b, sizeof dst->worst_b);
-    dst->worst_is_int = src->worst_is_int;
-    memcpy(dst->worst_int_neg, src->worst_int_neg, sizeof dst->worst_int_neg);
-    memcpy(dst->worst_int_mag, src->worst_int_mag, sizeof dst->worst_int_mag);
-    dst->worst_abs = src->worst_abs;
-    dst->worst_rel = src->worst_rel;
-    dst->worst_ulp = src->worst_ulp;
-  }
 }
 
 static double pc_int_to_double(int64_t v, bool u64) {

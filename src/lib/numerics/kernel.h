@@ -21,6 +21,9 @@
 #define PC_ELEMENT_PASSES(equal, abs, abs_a, atol, rtol, ulp_ok)                                   \
   ((equal) | ((abs) <= (atol)) | ((abs) <= (rtol) * (abs_a)) | (ulp_ok))
 
+/* Ranks of an element for the choice of the worst one (docs/metrics.md, "worst"). */
+enum { PC_CLASS_PASS = 0, PC_CLASS_MISMATCH = 1, PC_CLASS_NONFINITE = 2 };
+
 enum { PC_HIST_ABS = 0, PC_HIST_REL = 1, PC_HIST_ULP = 2, PC_NHISTS = 3 };
 
 typedef struct pc_kernel_args {
