@@ -3,7 +3,8 @@
 elsewhere, then from there: --profile finds the installed profiles, a C client builds with
 pkg-config against the installed library and runs, the man page renders, and Debian's python3
 imports the installed package, which finds the installed binary.
-Usage: test_install.py BUILD_DIR SOURCE_DIR"""
+Usage: test_install.py BUILD_DIR SOURCE_DIR [--sanitized]   (--sanitized: the build has ASan and
+UBSan, so the C client is built with them too)"""
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ sys.path.insert(0, os.path.join(HERE, '..'))
 from checks import check, run_tests  # noqa: E402
 
 BUILD = SRC = TMP = None
+SANITIZED = False
 CLIENT = r'''
 #include <paritycheck/paritycheck.h>
 #include <stdio.h>
@@ -86,7 +88,8 @@ def test_c_client_with_pkg_config():
     flags = sh(['pkg-config', '--define-prefix', '--cflags', '--libs', 'paritycheck'], env=env)
     check('pkg-config knows paritycheck', flags.returncode == 0, flags.stderr)
     exe = os.path.join(TMP, 'client')
-    cc = sh(['cc', '-std=c11', src, '-o', exe] + flags.stdout.split(), env=env)
+    sanitize = ['-fsanitize=address,undefined'] if SANITIZED else []
+    cc = sh(['cc', '-std=c11'] + sanitize + [src, '-o', exe] + flags.stdout.split(), env=env)
     check('a C client builds against the installed library', cc.returncode == 0, cc.stderr)
     env['LD_LIBRARY_PATH'] = os.path.join(prefix(), 'lib')
     a = fixture('attention_cpu_fp32.h5')
@@ -124,8 +127,9 @@ def test_python_package():
 
 
 def main(argv):
-    global BUILD, SRC, TMP
+    global BUILD, SRC, TMP, SANITIZED
     BUILD, SRC = os.path.abspath(argv[1]), os.path.abspath(argv[2])
+    SANITIZED = '--sanitized' in argv[3:]
     with tempfile.TemporaryDirectory(prefix='pc_install_') as tmp:
         TMP = tmp
         install_and_move()

@@ -13,7 +13,6 @@
 #include <stdlib.h>  /* calloc, free */
 #include <string.h>  /* memcpy, memset */
 
-
 /* The figures of one element. */
 typedef struct pc_elem {
   double abs, rel;
