@@ -22,13 +22,17 @@ extern "C" {
 
 typedef struct pc_approvals pc_approvals;
 
-/* Who signs, and which tensors. */
+/* Who signs, and which tensors. pc_approvals_save refuses (PC_EUSAGE) another version. */
+#define PC_APPROVE_OPTIONS_VERSION 1
 typedef struct pc_approve_options {
+  int version;        /* PC_APPROVE_OPTIONS_VERSION */
   const char *by;     /* required: the reviewer's name */
   const char *reason; /* required: why the deltas are acceptable */
   const char *only; /* a glob (fnmatch, '*' crosses '/'): approve only matching paths; NULL: all */
   const char *date; /* "YYYY-MM-DD"; NULL: today (UTC, or SOURCE_DATE_EPOCH when set) */
 } pc_approve_options;
+#define PC_APPROVE_OPTIONS_INIT                                                                    \
+  { PC_APPROVE_OPTIONS_VERSION, NULL, NULL, NULL, NULL }
 
 /** Write the approval file at `path`: every tensor of `run` that drifts (and matches
  * opts->only) with its figures, opts' signature and the content hashes of both inputs; the

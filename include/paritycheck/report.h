@@ -73,6 +73,11 @@ int pc_report_junit(const char *path, const pc_run *run, const pc_report_options
 int pc_report_html(const char *path, const pc_run *run, const pc_report_options *opts,
                    pc_error *err);
 
+/** GitHub Actions annotations: "::error" a failing tensor with its reason, "::warning" for one
+ * the gate accepts and for the run's warnings (docs/reports.md, "GitHub"). */
+int pc_report_github(const char *path, const pc_run *run, const pc_report_options *opts,
+                     pc_error *err);
+
 /* Where untrusted text (a dataset name, a file path, a message built from file content) is
  * going (docs/reports.md, "Untrusted names"). */
 typedef enum pc_escape_context {

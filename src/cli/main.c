@@ -67,7 +67,8 @@ enum {
   OPT_BY,
   OPT_REASON,
   OPT_ONLY,
-  OPT_APPROVED
+  OPT_APPROVED,
+  OPT_GITHUB
 };
 
 typedef struct outputs {
@@ -79,6 +80,7 @@ typedef struct outputs {
   size_t max_rows;                /* 0 until given: PC_REPORT_MAX_ROWS */
   pc_sort sort;
   bool verbose;
+  bool github; /* --github: annotations on stdout after the text report */
 } outputs;
 
 /* The name options in command-line order (room for argc each). */
@@ -129,6 +131,8 @@ static void usage(FILE *out) {
         "      --junit FILE       also write JUnit XML, one testcase per tensor\n"
         "      --html FILE        also write a self-contained HTML page\n"
         "                         (\"-\" for any one of these: stdout, instead of the text)\n"
+        "      --github           also print GitHub Actions annotations on stdout: ::error per\n"
+        "                         failing tensor with its reason, ::warning for the rest\n"
         "      --sort worst|order row order of the Markdown and HTML tables (default worst)\n",
         out);
   fprintf(out,
@@ -259,6 +263,7 @@ static const struct option long_opts[] = {
     {"only", required_argument, NULL, OPT_ONLY},
     {"approved", required_argument, NULL, OPT_APPROVED},
     {"max-rows", required_argument, NULL, OPT_MAX_ROWS},
+    {"github", no_argument, NULL, OPT_GITHUB},
     {"quiet", no_argument, NULL, 'q'},
     {"no-color", no_argument, NULL, OPT_NO_COLOR},
     {"block-elems", required_argument, NULL, OPT_BLOCK},
@@ -275,7 +280,7 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0}};
 
 static bool is_output_option(int opt) {
-  return opt == 'v' || (opt >= OPT_MARKDOWN && opt <= OPT_APPROVED);
+  return opt == 'v' || (opt >= OPT_MARKDOWN && opt <= OPT_GITHUB);
 }
 
 /* False (after the message) for a bad value. */
@@ -283,6 +288,8 @@ static bool parse_output_option(int opt, const char *arg, outputs *o) {
   char *end;
   if (opt == 'v')
     o->verbose = true;
+  else if (opt == OPT_GITHUB)
+    o->github = true;
   else if (opt == OPT_MARKDOWN)
     o->markdown = arg;
   else if (opt == OPT_JUNIT)
@@ -558,6 +565,8 @@ static int check_outputs(const cli *c) {
   const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
   if (stdout_users(c) > 1)
     return usage_error("only one report can go to standard output (\"-\")", NULL);
+  if (o->github && stdout_users(c))
+    return usage_error("--github prints to standard output: no other report can go there", NULL);
   if (o->baseline && (o->approved || o->approve))
     return usage_error("--baseline and approvals (--approve, --approved) are two gates: use one",
                        NULL);
@@ -656,6 +665,8 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   ro.quiet = c->quiet;
   ro.verbose = o->verbose;
   if (!stdout_users(c) && pc_report_text("-", run, &ro, &err) < 0)
+    return fail(&err);
+  if (o->github && pc_report_github("-", run, &ro, &err) < 0)
     return fail(&err);
   /* A stop signal waits while a report file is written: the file is then in place or was never
    * made, and no temporary file stays behind (docs/robustness.md, "Faults"). */
@@ -816,7 +827,8 @@ static void free_cli(cli *c) {
 
 int main(int argc, char **argv) {
   pc_error err;
-  cli c = {.stall_s = DEFAULT_STALL_S}; /* every other field zero, NULL or false */
+  cli c = {.stall_s = DEFAULT_STALL_S, /* every other field zero, NULL or false */
+           .out = {.sign = PC_APPROVE_OPTIONS_INIT}};
   pc_tolset *tols = pc_tolset_new();
   size_t n = (size_t)argc;
   c.tol_files = calloc(n, sizeof *c.tol_files);

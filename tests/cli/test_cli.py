@@ -394,6 +394,31 @@ def test_help_defaults():
     check('--help: max memory default', '(default %s;' % shown in text, (shown, text))
 
 
+def test_github_annotations():
+    """--github: one ::error per failing tensor (here the two built to drift, by numpy's count),
+    none for the passing one; a name's '%' and newline cannot end or forge a command."""
+    a, b = os.path.join(TMP, 'gh_a.h5'), os.path.join(TMP, 'gh_b.h5')
+    x = np.arange(1, 9, dtype=np.float32)
+    names = ['ok', 'drift', 'evil%0A::error::forged\nline']
+    with h5py.File(a, 'w') as fa, h5py.File(b, 'w') as fb:
+        for n in names:
+            fa[n] = x
+            fb[n] = x if n == 'ok' else x * np.float32(1.5)
+    want_fail = sum(1 for n in names if n != 'ok')  # 1.5x is far outside the strict defaults
+    p = run(['--github', a, b])
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith('::')]
+    check('--github: exit 1 (drift)', p.returncode == 1, short(p))
+    check('--github: one ::error per failing tensor',
+          len(lines) == want_fail and all(ln.startswith('::error title=paritycheck DRIFT::')
+                                          for ln in lines), lines)
+    check('--github: the passing tensor has none', not any('::/ok' in ln for ln in lines), lines)
+    evil = [ln for ln in lines if 'evil' in ln]
+    check('--github: % escaped as %25 and the newline shown as \\n, in one line',
+          len(evil) == 1 and '/evil%250A::error::forged\\nline: ' in evil[0], evil)
+    p = run(['--github', '--json', '-', a, b])
+    check('--github with a report on stdout: usage error', p.returncode == 2, short(p))
+
+
 def test_lzf():
     a, b = pair_paths('layouts')
     p = run(['-t', STRICT, a, b])
@@ -872,6 +897,7 @@ TESTS = [
     test_usage_errors,
     test_help_version,
     test_help_defaults,
+    test_github_annotations,
     test_lzf,
     test_text_order,
     test_quiet,

@@ -104,6 +104,30 @@ def test_c_client_with_pkg_config():
     check('the client uses the shared library', 'libparitycheck.so' in ldd.stdout, ldd.stdout)
 
 
+def test_c_client_with_find_package():
+    """A CMake project finds the moved install with find_package(paritycheck)."""
+    proj = os.path.join(TMP, 'cmake_client')
+    os.makedirs(proj)
+    with open(os.path.join(proj, 'client.c'), 'w') as fh:
+        fh.write(CLIENT)
+    with open(os.path.join(proj, 'CMakeLists.txt'), 'w') as fh:
+        fh.write('cmake_minimum_required(VERSION 3.18)\nproject(client C)\n'
+                 'find_package(paritycheck 0.1 REQUIRED)\nadd_executable(client client.c)\n'
+                 'target_link_libraries(client PRIVATE paritycheck::paritycheck)\n')
+    flags = '-fsanitize=address,undefined' if SANITIZED else ''
+    env = env_without_overrides()
+    conf = sh(['cmake', '-S', proj, '-B', os.path.join(proj, 'b'), '-DCMAKE_PREFIX_PATH=' + prefix(),
+               '-DCMAKE_C_FLAGS=' + flags], env=env)
+    check('find_package(paritycheck) configures against the moved prefix', conf.returncode == 0,
+          conf.stdout[-300:] + conf.stderr[-500:])
+    build = sh(['cmake', '--build', os.path.join(proj, 'b')], env=env)
+    check('the find_package client builds', build.returncode == 0, build.stderr[-500:])
+    a = fixture('attention_cpu_fp32.h5')
+    run = sh([os.path.join(proj, 'b', 'client'), a, a], env=env)
+    check('the find_package client runs (the library found by its RPATH): pass',
+          run.returncode == 0 and run.stdout.split()[1:] == ['pass'], run.stdout + run.stderr)
+
+
 def test_man_page():
     page = os.path.join(prefix(), 'share', 'man', 'man1', 'paritycheck.1')
     check('man page installed', os.path.exists(page), page)
@@ -134,7 +158,7 @@ def main(argv):
         TMP = tmp
         install_and_move()
         return run_tests([test_profile_from_moved_install, test_c_client_with_pkg_config,
-                          test_man_page, test_python_package])
+                          test_c_client_with_find_package, test_man_page, test_python_package])
 
 
 if __name__ == '__main__':

@@ -80,3 +80,27 @@ def test_convert_state_dict(tmp_path):
     # the converted checkpoint compares with itself through the binary: two Linear layers'
     # weight and bias, and the two extras
     assert paritycheck.compare(str(out), str(out))["summary"]["tensors"] == 2 * 2 + 2
+
+
+def test_assert_parity_on_a_torch_model():
+    """The pytest helper on a real torch model (Debian's CPU torch): the same small MLP in
+    float64 and in float32, every layer's output, judged by the CPU-vs-CUDA float32 profile,
+    which allows float32 rounding; a bug (a layer skipped) fails and is named."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    x = torch.randn(4, 16)
+
+    def run(m, inp, skip=False):
+        outs, h = {}, inp
+        for i, layer in enumerate(m):
+            h = h if (skip and i == 1) else layer(h)
+            outs["layer%d" % i] = h.detach()
+        return outs
+
+    ref = {k: v.double().numpy().astype(np.float32) for k, v in
+           run(model.double(), x.double()).items()}
+    model = model.float()
+    paritycheck.assert_parity(ref, run(model, x), profile="cpu-vs-cuda-fp32")
+    with pytest.raises(AssertionError) as e:
+        paritycheck.assert_parity(ref, run(model, x, skip=True), profile="cpu-vs-cuda-fp32")
+    assert "/layer1: drift" in str(e.value)

@@ -242,6 +242,9 @@ static int collect(approval *v, size_t *n, const pc_run *run, const pc_approvals
 int pc_approvals_save(const char *path, const pc_run *run, const pc_approvals *previous,
                       const pc_approve_options *opts, pc_error *err) {
   char date[16];
+  if (opts && opts->version != PC_APPROVE_OPTIONS_VERSION)
+    return pc_error_set(err, PC_EUSAGE, "pc_approvals_save: options of version %d, not %d",
+                        opts->version, PC_APPROVE_OPTIONS_VERSION);
   if (!path || !run || !opts || !opts->by || !*opts->by || !opts->reason || !*opts->reason)
     return pc_error_set(err, PC_EUSAGE, "approving needs a file, a run, --by NAME and --reason");
   if (today(date, opts) < 0)
