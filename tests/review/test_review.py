@@ -122,20 +122,31 @@ def test_hand_edited_errors():
     run(['--approve', ap, '--by', 'Ada', '--reason', 'r', A, B])
     good = open(ap).read()
     lines = good.splitlines()
+    # the inputs' file attributes are recorded, as h5py reads them, under attributes.a and .b
+    doc = yaml.safe_load(good)
+    for side, path in (('a', A), ('b', B)):
+        with h5py.File(path, 'r') as f:
+            want = {k: v for k, v in f.attrs.items() if isinstance(v, str)}
+        got = (doc.get('attributes') or {}).get(side) or {}
+        check('approval file: the string attributes of %s' % side,
+              want and all(got.get(k) == v for k, v in want.items()), (want, got))
     fig_line = next(i for i, l in enumerate(lines) if 'rel_rms:' in l)
     hash_line = next(i for i, l in enumerate(lines) if l.strip().startswith('a: "fnv1a64'))
+    by_line = next(i for i, l in enumerate(lines) if l == '    by: "Ada"')
+    dtype_line = next(i for i, l in enumerate(lines) if 'compare_dtype: float32' in l)
     cases = [
         # (edit, 1-based line:column, words)
         (good.replace('approvals:\n', 'approvals:\n  - tensor: [\n', 1), None, 'invalid YAML'),
         (good.replace('version: 1', 'version: 2'), '2:10', "'version' must be 1"),
-        (good.replace('    by: "Ada"', '    by: "Ada"\n    signed: yes', 1), '8:5',
+        (good.replace('    by: "Ada"', '    by: "Ada"\n    signed: yes', 1), '%d:5' % (by_line + 2),
          "unknown key 'signed' in an approval"),
         ('\n'.join(lines[:fig_line] + [lines[fig_line].replace(lines[fig_line].split(': ')[1],
                                                                  'lots')] + lines[fig_line + 1:]),
          '%d:16' % (fig_line + 1), "'rel_rms' must be a number >= 0"),
         ('\n'.join(lines[:hash_line] + ['      a: "md5:0"'] + lines[hash_line + 1:]),
          '%d:10' % (hash_line + 1), "'provenance.a' must be \"fnv1a64:\" and 16 hex digits"),
-        (good.replace('compare_dtype: float32', 'compare_dtype: float33', 1), '10:20',
+        (good.replace('compare_dtype: float32', 'compare_dtype: float33', 1),
+         '%d:20' % (dtype_line + 1),
          "'compare_dtype' is not a dtype name"),
     ]
     for i, (text, at, words) in enumerate(cases):

@@ -144,6 +144,27 @@ static void put_approval(FILE *f, const approval *a) {
           HASH_PREFIX, a->hash_a, HASH_PREFIX, a->hash_b);
 }
 
+/* The file attributes of both inputs when the approval was written (the dumpers' backend, torch
+ * version, device ...), for the reviewer: provenance beside the content hashes, which alone
+ * decide staleness (an attribute such as a date differs on every rerun). */
+static void put_attributes(FILE *f, const pc_run *run) {
+  if (!run->provenance[0].n && !run->provenance[1].n)
+    return;
+  fputs("attributes:\n", f);
+  for (int side = 0; side < 2; side++) {
+    const pc_provenance *p = &run->provenance[side];
+    fputs(side ? "  b:" : "  a:", f);
+    fputs(p->n ? "\n" : " {}\n", f);
+    for (size_t i = 0; i < p->n; i++) {
+      fputs("    ", f);
+      put_quoted(f, p->attrs[i].name);
+      fputs(": ", f);
+      put_quoted(f, p->attrs[i].value);
+      fputc('\n', f);
+    }
+  }
+}
+
 static int write_file(const char *path, const approval *v, size_t n, const pc_run *run,
                       pc_error *err) {
   pc_report_file rf;
@@ -155,7 +176,9 @@ static int write_file(const char *path, const approval *v, size_t n, const pc_ru
   put_quoted(rf.f, run->path_a);
   fputs("\nb: ", rf.f);
   put_quoted(rf.f, run->path_b);
-  fputs(n ? "\napprovals:\n" : "\napprovals: []\n", rf.f);
+  fputc('\n', rf.f);
+  put_attributes(rf.f, run);
+  fputs(n ? "approvals:\n" : "approvals: []\n", rf.f);
   for (size_t i = 0; i < n; i++)
     put_approval(rf.f, &v[i]);
   return pc_report_close(&rf, "the approval file", err);
@@ -398,12 +421,15 @@ static int read_approval(const reader *r, const yaml_node_t *m, approval *a) {
 }
 
 static int read_root(const reader *r, pc_approvals *ap) {
-  static const char *const keys[] = {"version", "a", "b", "approvals"};
+  static const char *const keys[] = {"version", "a", "b", "attributes", "approvals"};
   yaml_node_t *root = yaml_document_get_root_node((yaml_document_t *)&r->doc);
   if (!root || root->type != YAML_MAPPING_NODE)
     return pc_error_set(r->err, PC_EPARSE, "%s:1:1: not an approval file (no mapping)", r->path);
-  int rc = known_keys(r, root, keys, 4, "the top level");
+  int rc = known_keys(r, root, keys, 5, "the top level");
   const yaml_node_t *version = get(r, root, "version"), *list = get(r, root, "approvals");
+  const yaml_node_t *attrs = get(r, root, "attributes");
+  if (rc == PC_OK && attrs && attrs->type != YAML_MAPPING_NODE)
+    rc = bad_at(r, attrs, "'attributes' must be a mapping (a and b: the inputs' attributes)");
   if (rc == PC_OK && (!scalar(version) || strcmp(scalar(version), "1") != 0))
     rc = bad_at(r, version ? version : root, "'version' must be %d", APPROVAL_VERSION);
   if (rc == PC_OK && (!list || list->type != YAML_SEQUENCE_NODE))
