@@ -515,6 +515,20 @@ int pc_report_check(const pc_run *run, const pc_report_options *opts, const char
   return PC_OK;
 }
 
+int pc_report_write(const char *path, const pc_run *run, const pc_report_options *opts,
+                    const char *who, const char *what, pc_report_put_fn put, pc_error *err) {
+  int rc = pc_report_check(run, opts, who, err);
+  if (rc < 0 || !path)
+    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "%s: a path is required", who);
+  pc_report_file f;
+  if ((rc = pc_report_open(&f, path, err)) < 0)
+    return rc;
+  bool oom = put(f.f, run, opts) < 0;
+  f.failed = f.failed || oom; /* no partial report stays behind */
+  rc = pc_report_close(&f, what, err);
+  return oom ? pc_error_set(err, PC_ENOMEM, "out of memory writing %s", what) : rc;
+}
+
 const char *pc_report_profile(const pc_report_options *opts) {
   return opts && opts->profile ? opts->profile : "default";
 }

@@ -170,6 +170,15 @@ void pc_report_closer_text(char *buf, size_t size, const pc_tensor *t);
 /** Three-way mode: "a closer on 20 tensors, b on 3, 1 tie; 2 not compared with R". */
 void pc_report_closer_tally(char *buf, size_t size, const pc_run *run);
 
+/* What a writer puts in its file: PC_OK, or PC_ENOMEM (then no file is left). */
+typedef int (*pc_report_put_fn)(FILE *out, const pc_run *run, const pc_report_options *opts);
+
+/** A writer's whole body: pc_report_check (as `who`), then the file opened, put, and closed
+ * (pc_report_open/close: whole or not at all); a put out of memory is PC_ENOMEM naming `what`
+ * ("the JUnit report"). */
+int pc_report_write(const char *path, const pc_run *run, const pc_report_options *opts,
+                    const char *who, const char *what, pc_report_put_fn put, pc_error *err);
+
 /** The writers' common checks: a run, options of this version (or NULL), a gate made for this
  * run. PC_EUSAGE naming `who`. */
 int pc_report_check(const pc_run *run, const pc_report_options *opts, const char *who,

@@ -47,7 +47,8 @@ static int put_tensor(FILE *out, const pc_tensor *t, bool accepted) {
   return rc;
 }
 
-static int put_annotations(FILE *out, const pc_run *run, const pc_gate *gate) {
+static int put_annotations(FILE *out, const pc_run *run, const pc_report_options *opts) {
+  const pc_gate *gate = opts ? opts->gate : NULL;
   int rc = PC_OK;
   for (size_t i = 0; rc == PC_OK && i < run->ntensors; i++) {
     const pc_tensor *t = &run->tensors[i];
@@ -64,14 +65,6 @@ static int put_annotations(FILE *out, const pc_run *run, const pc_gate *gate) {
 
 int pc_report_github(const char *path, const pc_run *run, const pc_report_options *opts,
                      pc_error *err) {
-  int rc = pc_report_check(run, opts, "pc_report_github", err);
-  if (rc < 0 || !path)
-    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_github: a path is required");
-  pc_report_file f;
-  if ((rc = pc_report_open(&f, path, err)) < 0)
-    return rc;
-  bool oom = put_annotations(f.f, run, opts ? opts->gate : NULL) < 0;
-  f.failed = f.failed || oom;
-  rc = pc_report_close(&f, "the GitHub annotations", err);
-  return oom ? pc_error_set(err, PC_ENOMEM, "out of memory writing the GitHub annotations") : rc;
+  return pc_report_write(path, run, opts, "pc_report_github", "the GitHub annotations",
+                         put_annotations, err);
 }

@@ -302,7 +302,7 @@ static void put_testcase(FILE *out, const pc_run *run, const pc_gate *gate, size
   fputs("    </testcase>\n", out);
 }
 
-static void put_junit(FILE *out, const pc_run *run, const pc_report_options *opts) {
+static int put_junit(FILE *out, const pc_run *run, const pc_report_options *opts) {
   const pc_gate *gate = opts ? opts->gate : NULL;
   fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"paritycheck\"", out);
   put_counts(out, run, gate);
@@ -317,17 +317,10 @@ static void put_junit(FILE *out, const pc_run *run, const pc_report_options *opt
   for (size_t i = 0; i < run->ntensors; i++)
     put_testcase(out, run, gate, i);
   fputs("  </testsuite>\n</testsuites>\n", out);
+  return PC_OK;
 }
 
 int pc_report_junit(const char *path, const pc_run *run, const pc_report_options *opts,
                     pc_error *err) {
-  int rc = pc_report_check(run, opts, "pc_report_junit", err);
-  if (rc < 0 || !path)
-    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_junit: a path is required");
-  pc_report_file f;
-  rc = pc_report_open(&f, path, err);
-  if (rc < 0)
-    return rc;
-  put_junit(f.f, run, opts);
-  return pc_report_close(&f, "the JUnit report", err);
+  return pc_report_write(path, run, opts, "pc_report_junit", "the JUnit report", put_junit, err);
 }

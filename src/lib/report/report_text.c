@@ -533,17 +533,12 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   return PC_OK;
 }
 
+static int put_text(FILE *out, const pc_run *run, const pc_report_options *opts) {
+  static const pc_report_options defaults = PC_REPORT_OPTIONS_INIT;
+  return put_report(out, run, opts ? opts : &defaults);
+}
+
 int pc_report_text(const char *path, const pc_run *run, const pc_report_options *opts,
                    pc_error *err) {
-  static const pc_report_options defaults = PC_REPORT_OPTIONS_INIT;
-  int rc = pc_report_check(run, opts, "pc_report_text", err);
-  if (rc < 0 || !path)
-    return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_text: a path is required");
-  pc_report_file f;
-  if ((rc = pc_report_open(&f, path, err)) < 0)
-    return rc;
-  bool oom = put_report(f.f, run, opts ? opts : &defaults) < 0;
-  f.failed = f.failed || oom; /* no partial report stays behind */
-  rc = pc_report_close(&f, "the text report", err);
-  return oom ? pc_error_set(err, PC_ENOMEM, "out of memory writing the text report") : rc;
+  return pc_report_write(path, run, opts, "pc_report_text", "the text report", put_text, err);
 }
