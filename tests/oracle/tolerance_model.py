@@ -2,8 +2,8 @@
 """The per-tensor tolerance model of docs/tolerances.md and docs/tolerance-model.md in numpy,
 independent of the C code: how a tolerance file's layers (defaults, then matching rules) resolve
 for one tensor, how a profile's keys turn into atol and rtol (its K, accumulation dtype and
-RMS(A)) and the tensor-level limits (max_rel_rms, max_scale), the aggregate figures rel_rms and
-scale_error, and the element test. With pc_reference.py (element figures, ULPs, dtypes) it is the
+RMS(A)) and the tensor-level limits (max_rel_rms, max_scale), and the element test (the
+aggregate figures are pc_reference.py's). With pc_reference.py (element figures, ULPs, dtypes) it is the
 one Python reference of the tests: the fixture generator, the report and CLI tests use it. The
 run-level allowances (trend, noise floor, reference) are the judge's, tested by hand in
 tests/unit/test_judge.c.
@@ -103,21 +103,6 @@ def resolve(layers, compare, K=None, acc=None, rms=None):
         tol["max_scale"] = (c1 or 0) * u
         tol["max_scale_sqrt_n"] = (c2 or 0) * u
     return tol
-
-
-def aggregates(a, b):
-    """(n, rel_rms, scale_error) over the pairs where both are finite (docs/metrics.md)."""
-    fin = np.isfinite(a) & np.isfinite(b)
-    a, b = a[fin], b[fin]
-    saa, sbb = float(np.dot(a, a)), float(np.dot(b, b))
-    sdd, sab = float(np.dot(b - a, b - a)), float(np.dot(a, b))
-    if saa == 0:
-        rel_rms = 0.0 if sdd == 0 else math.inf
-        scale = 0.0 if sbb == 0 else math.inf
-    else:
-        rel_rms = math.sqrt(sdd / saa)
-        scale = sab / saa - 1
-    return int(a.size), rel_rms, scale
 
 
 def element_mismatches(a, b, atol, rtol):
