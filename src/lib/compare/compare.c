@@ -2,6 +2,7 @@
  * folder mode, streams each pair through the element kernels of docs/metrics.md and judges it
  * against the tolerance. Files are compared one pair at a time, so that a folder of many dumps
  * never holds more than two open. */
+#include "comparator.h"
 #include "fill.h"
 #include "folder.h"
 #include "judge.h"
@@ -127,16 +128,6 @@ static bool pc_pre_verdict(pc_tensor *t, const pc_dataset *a, const pc_dataset *
 }
 
 /* --- one pair ---------------------------------------------------------------------------- */
-
-typedef struct pc_pair {
-  pc_file *fa, *fb;
-  const pc_dataset *a, *b;
-  pc_tensor *t;
-  size_t block;
-  pc_stream *stream;
-  uint64_t max_memory; /* pc_options.max_memory, its default applied */
-  bool quantiles;      /* not pc_options.skip_quantiles */
-} pc_pair;
 
 /* Folds A's elements into m block by block, skipping (pc_reader_seek) the elements that A
  * never wrote: those are its fill value (pc_fill_magnitude). */
@@ -287,8 +278,9 @@ static int pc_nomem(int rc, const pc_tensor *t, pc_error *err) {
   return rc == PC_ENOMEM ? pc_error_set(err, rc, "%s: out of memory", t->path) : rc;
 }
 
-static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
+int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
   pc_tensor *t = p->t;
+  *data = false;
   t->dtype_a = pc_numeric_dtype(p->a);
   t->dtype_b = pc_numeric_dtype(p->b);
   pc_copy_shape(&t->rank, t->dims, p->a ? p->a : p->b);
@@ -298,13 +290,19 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
   int rc;
   if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))
     return pc_nomem(rc, t, err);
-  bool cross = false;
   t->reduction_length = p->a->reduction_length ? p->a->reduction_length : p->b->reduction_length;
   t->accumulation = p->a->accumulation ? p->a->accumulation : p->b->accumulation;
   t->is_complex = p->a->kind == PC_KIND_COMPLEX;
-  t->compare = pc_dtype_compare(t->dtype_a, t->dtype_b, &cross);
+  t->compare = pc_dtype_compare(t->dtype_a, t->dtype_b, &p->cross);
+  *data = true;
+  return PC_OK;
+}
+
+int pc_pair_data(pc_pair *p, const pc_tolset *tols, uint64_t from, uint64_t to, pc_error *err) {
+  pc_tensor *t = p->t;
+  int rc;
   if ((rc = pc_resolve_tol(p, tols)) < 0 || t->verdict == PC_VERDICT_ERROR ||
-      (rc = pc_note(t, cross)) < 0)
+      (rc = pc_note(t, p->cross)) < 0)
     return pc_nomem(rc, t, err);
   if (t->tol.metrics.set && ((rc = pc_compute_metrics(p)) < 0 || t->verdict == PC_VERDICT_ERROR))
     return pc_nomem(rc, t, err);
@@ -314,7 +312,13 @@ static int pc_compare_pair(pc_pair *p, const pc_tolset *tols, pc_error *err) {
     pc_tensor_done(NULL, t);
     return PC_OK;
   }
-  return pc_stream_tensor(p->stream, t, p->fa, p->a, p->fb, p->b, err);
+  return pc_stream_range(p->stream, t, p->fa, p->a, p->fb, p->b, from, to, err);
+}
+
+bool pc_pair_splittable(const pc_pair *p, const pc_tolset *tols) {
+  pc_tol_context ctx = {p->t->reduction_length, p->t->accumulation, false, 0, 0};
+  pc_tol tol = pc_tolset_resolve_ctx(tols, pc_tensor_dataset(p->t), p->t->compare, &ctx);
+  return !p->a->sparse && !p->b->sparse && !tol.metrics.set;
 }
 
 /* --- the run ---------------------------------------------------------------------------- */
@@ -324,6 +328,7 @@ typedef struct pc_cmp {
   pc_run *run;
   size_t cap; /* room in run->tensors */
   const pc_options *o;
+  const pc_pair_sink *sink; /* NULL: read each pair */
   pc_pair p;
   uint64_t budget;               /* for suggestions (names.h) */
   size_t a_count, b_count, both; /* tensors (and lone files) of each side, and on both */
@@ -395,7 +400,11 @@ static int pc_run_match(pc_cmp *c, const pc_pairing *pr, size_t i, const char *f
   t->context.exec_index = (m->a ? m->a : m->b)->exec_index;
   if (m->suggest >= 0 && !(t->did_you_mean = pc_display(file, pr->m[m->suggest].name)))
     return pc_error_set(err, PC_ENOMEM, "out of memory");
-  int rc = pc_compare_pair(&c->p, c->o->tols, err);
+  bool data = false;
+  int rc = pc_pair_setup(&c->p, &data, err);
+  if (rc == PC_OK && data)
+    rc = c->sink ? c->sink->add(c->sink->user, &c->p, c->run->ntensors - 1, err)
+                 : pc_pair_data(&c->p, c->o->tols, 0, m->a->count, err);
   if (rc == PC_OK && m->renamed && (rc = pc_renamed(t, m->b->path)) < 0)
     pc_error_set(err, rc, "out of memory");
   return rc;
@@ -682,10 +691,17 @@ static int pc_check_args(const char *path_a, const char *path_b, const pc_option
   return PC_OK;
 }
 
+int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err) {
+  int rc = pc_judge_run(run);
+  if (rc < 0)
+    return pc_error_set(err, rc, "out of memory");
+  return pc_warn_unused_rules(run, tols, err);
+}
+
 static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool dirs, pc_error *err) {
   const pc_options *o = c->o;
   size_t block = o->block_elems ? o->block_elems : PC_DEFAULT_BLOCK_ELEMS;
-  pc_stream_config cfg = {.threads = pc_threads(o),
+  pc_stream_config cfg = {.threads = c->sink ? 1 : pc_threads(o), /* a sink reads nothing */
                           .block_elems = block,
                           .done = pc_tensor_done,
                           .progress = o->progress,
@@ -701,21 +717,19 @@ static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool di
   pc_stream_free(c->p.stream);
   if (rc == PC_OK)
     rc = pc_check_common(c, err);
-  if (rc == PC_OK && (rc = pc_judge_run(c->run)) < 0)
-    pc_error_set(err, rc, "out of memory");
-  if (rc == PC_OK)
-    rc = pc_warn_unused_rules(c->run, o->tols, err);
+  if (rc == PC_OK && !c->sink)
+    rc = pc_run_conclude(c->run, o->tols, err);
   return rc;
 }
 
-int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
-                     pc_error *err) {
+int pc_compare_walk(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
+                    const pc_pair_sink *sink, pc_error *err) {
   bool dirs = false;
   *out = NULL;
   int rc = pc_check_args(path_a, path_b, opts, &dirs, err);
   if (rc < 0)
     return rc;
-  pc_cmp c = {.o = opts, .budget = PC_SUGGEST_BUDGET};
+  pc_cmp c = {.o = opts, .sink = sink, .budget = PC_SUGGEST_BUDGET};
   if (!(c.run = calloc(1, sizeof *c.run)) || !(c.run->path_a = pc_strdup(path_a)) ||
       !(c.run->path_b = pc_strdup(path_b)))
     rc = pc_error_set(err, PC_ENOMEM, "out of memory");
@@ -729,6 +743,11 @@ int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const
   }
   *out = c.run;
   return PC_OK;
+}
+
+int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
+                     pc_error *err) {
+  return pc_compare_walk(out, path_a, path_b, opts, NULL, err);
 }
 
 void pc_run_free(pc_run *run) {

@@ -252,7 +252,7 @@ static void pc_tensor_fail(pc_tensor *t, const char *why) {
 static void pc_tensor_close(pc_stream *s, pc_tensor *t) {
   if (t->verdict == PC_VERDICT_ERROR) {
     memset(&t->stats, 0, sizeof t->stats);
-  } else if (s->cfg.quantiles) {
+  } else if (s->cfg.quantiles && !s->cfg.partial) {
     pc_stats_quantiles(&t->stats, s->hist);
     if (!t->stats.has_quantiles && !s->nomem) /* only an allocation fails there */
       s->nomem = t;
@@ -269,7 +269,9 @@ static void pc_merge_slot(pc_stream *s, pc_slot *sl) {
     pc_tensor_fail(t, sl->nomem ? "out of memory" : sl->why);
   if (sl->nomem && !s->nomem)
     s->nomem = t;
-  if (t->verdict != PC_VERDICT_ERROR) {
+  if (t->verdict != PC_VERDICT_ERROR && s->cfg.partial) {
+    s->cfg.partial(s->cfg.partial_user, t, &sl->part, pc_slot_hists(s, sl));
+  } else if (t->verdict != PC_VERDICT_ERROR) {
     pc_stats_merge(&t->stats, &sl->part);
     for (int i = 0; i < PC_NHISTS; i++)
       pc_qhist_merge(s->hist[i], sl->hist[i]);
@@ -386,7 +388,14 @@ typedef struct pc_job {
   pc_side sides[2];
   size_t cursor[2]; /* pc_dataset_next_written's, of A and B */
   uint64_t base;    /* the next block's first element */
+  uint64_t end;     /* stop at the first block start at or after it, unless it is the count */
 } pc_job;
+
+/* Whether the job goes on: to the closing (empty) block when it runs to the tensor's end, else
+ * up to its end. */
+static bool pc_job_more(const pc_job *j, size_t n) {
+  return n && (j->end >= j->a->count || j->base < j->end);
+}
 
 static pc_slot *pc_job_slot(pc_stream *s, const pc_job *j) {
   pc_slot *sl = pc_acquire(s);
@@ -423,7 +432,7 @@ static int pc_stream_blocks(pc_stream *s, pc_job *j) {
   pc_error e = {PC_OK, ""};
   size_t cap = pc_reader_max_block(j->sides[0].r), n = 1;
   int rc = PC_OK;
-  while (n) {
+  while (pc_job_more(j, n)) {
     pc_stream_skip(s, j);
     pc_slot *sl = pc_job_slot(s, j);
     rc = pc_read_block(sl, j->sides, cap, &n, &e);
@@ -440,15 +449,17 @@ static int pc_stream_blocks(pc_stream *s, pc_job *j) {
   return rc == PC_ENOMEM ? rc : PC_OK;
 }
 
-int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
-                     const pc_dataset *b, pc_error *err) {
+int pc_stream_range(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
+                    const pc_dataset *b, uint64_t from, uint64_t to, pc_error *err) {
   pc_error e = {PC_OK, ""};
   pc_reader *ra = NULL, *rb = NULL;
   int rc = pc_reader_open(&ra, fa, a, s->cfg.block_elems, NULL, &e);
   if (rc == PC_OK)
     rc = pc_reader_open(&rb, fb, b, s->cfg.block_elems, ra, &e);
   if (rc == PC_OK) {
-    pc_job j = {t, a, b, {{ra, fa}, {rb, fb}}, {0, 0}, 0};
+    uint64_t at = pc_reader_seek(ra, from);
+    pc_reader_seek(rb, from); /* cut alike: the same block start */
+    pc_job j = {t, a, b, {{ra, fa}, {rb, fb}}, {0, 0}, at, to};
     rc = pc_stream_blocks(s, &j);
   } else if (rc != PC_ENOMEM) {
     /* Nothing of this tensor is queued: close it at once. */
@@ -462,6 +473,11 @@ int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *
   if (rc == PC_ENOMEM)
     return pc_error_set(err, rc, "%s: out of memory", t->path);
   return s->nomem ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", s->nomem->path) : PC_OK;
+}
+
+int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
+                     const pc_dataset *b, pc_error *err) {
+  return pc_stream_range(s, t, fa, a, fb, b, 0, a->count, err);
 }
 
 void pc_stream_expect(pc_stream *s, uint64_t bytes) {

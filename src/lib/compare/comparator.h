@@ -1,0 +1,60 @@
+/* The comparator's steps, shared by pc_compare_files (compare.c) and the plans that spread one
+ * run over several processes (plan.c): the walk that pairs the datasets, the set-up of a pair
+ * that needs no data, reading and folding it, and the run-level judgement at the end. Internal
+ * to the library. */
+#ifndef PC_COMPARATOR_H
+#define PC_COMPARATOR_H
+
+#include "loader.h"
+#include "stream.h"
+
+#include <paritycheck/compare.h>
+
+#include <stdbool.h> /* bool */
+#include <stdint.h>  /* uint64_t */
+
+/* One pair being compared: A's and B's datasets (either may be NULL: missing) in their files. */
+typedef struct pc_pair {
+  pc_file *fa, *fb;
+  const pc_dataset *a, *b;
+  pc_tensor *t;
+  size_t block;
+  pc_stream *stream;
+  uint64_t max_memory; /* pc_options.max_memory, its default applied */
+  bool quantiles;      /* not pc_options.skip_quantiles */
+  bool cross;          /* set by pc_pair_setup: A's and B's dtypes are compared in a third */
+} pc_pair;
+
+/** Everything decided without reading data: the dtypes, shapes and compare dtype, and the
+ * verdicts missing, skipped, error, dtype and shape mismatch. *data is true when the pair still
+ * has to be read (pc_pair_data). PC_ENOMEM naming the tensor. */
+int pc_pair_setup(pc_pair *p, bool *data, pc_error *err);
+
+/** After pc_pair_setup said so: the tolerance (reading A's magnitude where the tolerance model
+ * needs it), the product metrics, then elements [from, to) of the pair through p->stream (or
+ * the fill values, when neither side was written), judged once done (a whole tensor, outside
+ * partial mode). `from` is a block start (pc_reader_seek). */
+int pc_pair_data(pc_pair *p, const pc_tolset *tols, uint64_t from, uint64_t to, pc_error *err);
+
+/** Whether a set-up pair may be read in parts by several processes, whose blocks merge into the
+ * figures of one read: not when a side is sparse (runs of fill pairs are cut where the read
+ * starts) nor when product metrics read it whole. */
+bool pc_pair_splittable(const pc_pair *p, const pc_tolset *tols);
+
+/* Instead of reading each pair that needs data, the walk can hand it over: add(user, p, index)
+ * with run->tensors[index] == p->t, while p's files are open. */
+typedef struct pc_pair_sink {
+  int (*add)(void *user, const pc_pair *p, size_t index, pc_error *err);
+  void *user;
+} pc_pair_sink;
+
+/** pc_compare_files with a sink: walks, pairs and sets up every tensor as pc_compare_files does,
+ * hands each pair that needs data to the sink, and leaves the run unjudged (pc_run_conclude). */
+int pc_compare_walk(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
+                    const pc_pair_sink *sink, pc_error *err);
+
+/** The end of pc_compare_files once every tensor is done: the run-level judgement and the
+ * warnings about tolerance rules that match nothing. */
+int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err);
+
+#endif
