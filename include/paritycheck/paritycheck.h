@@ -8,6 +8,7 @@
 #include <paritycheck/compare.h>
 #include <paritycheck/dtype.h>
 #include <paritycheck/error.h>
+#include <paritycheck/plan.h>
 #include <paritycheck/report.h>
 #include <paritycheck/result.h>
 #include <paritycheck/tolerance.h>

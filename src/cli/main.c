@@ -4,6 +4,7 @@
  * One convention, the library's: every step returns PC_OK to go on, or a negative pc_status
  * once it has printed why it cannot; only main() and the run turn that into an exit code. */
 #include "isolate.h"
+#include "mpi_run.h"
 
 #include <paritycheck/paritycheck.h>
 
@@ -661,7 +662,8 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   ro.sort = o->sort;
   ro.max_rows = o->max_rows;
   ro.gate = gate;
-  ro.color = !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout));
+  ro.color =
+      !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout)) && !pc_cli_mpi_launched();
   ro.quiet = c->quiet;
   ro.verbose = o->verbose;
   if (!stdout_users(c) && pc_report_text("-", run, &ro, &err) < 0)
@@ -802,19 +804,24 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
     pc_baseline_free(base);
     return EXIT_ERROR;
   }
-  if ((rc = pc_compare_files(&run, c->path_a, c->path_b, &opts, &err)) == PC_OK && c->reference)
+  /* Under an MPI launcher, the ranks compare together and rank 0 reports (mpi_run.h). */
+  int rank = pc_cli_mpi_start();
+  prog.tty = prog.tty && rank <= 0;
+  rc = rank < 0 ? pc_compare_files(&run, c->path_a, c->path_b, &opts, &err)
+                : pc_cli_mpi_compare(&run, c->path_a, c->path_b, &opts, &err);
+  if (rc == PC_OK && run && c->reference)
     rc = pc_compare_reference(run, c->reference, &opts, &err);
   if (prog.shown)
     fputs("\r\033[K", stderr); /* the report starts on a clean line */
-  if (rc == PC_OK)
+  if (rc == PC_OK && run)
     print_warnings(run);
   if (rc < 0)
     fail(&err);
-  int code = rc < 0 ? EXIT_ERROR : report(c, base, ap, run);
+  int code = rc < 0 ? EXIT_ERROR : run ? report(c, base, ap, run) : EXIT_PASS;
   pc_run_free(run);
   pc_baseline_free(base);
   pc_approvals_free(ap);
-  return code;
+  return pc_cli_mpi_end(code);
 }
 
 static void free_cli(cli *c) {
