@@ -5,7 +5,10 @@
 #   bash scripts/install-deps.sh --test   also everything the tests use: cmocka, clang and its
 #                                         sanitizer runtime, valgrind, h5py/numpy/torch/pytest
 #                                         for the Python tests and the dumper, Chromium for the
-#                                         HTML report test, help2man for the man page
+#                                         HTML report test, help2man for the man page,
+#                                         OpenMPI for the MPI build's tests
+#   bash scripts/install-deps.sh --mpi    what to build with -DPC_MPI=ON: OpenMPI's library
+#                                         and mpirun (docs/scale-out.md)
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 pkgs=(build-essential cmake pkg-config
@@ -15,9 +18,12 @@ if [[ ${1:-} == --test ]]; then
          python3-h5py python3-numpy python3-yaml python3-pytest
          python3-torch               # the dumper and the Python package's tests (CPU)
          libxml2-utils chromium python3-pil # report tests: xmllint, headless Chromium, PNG decoding
-         help2man man-db)            # the man page, built from --help, rendered by man -l
+         help2man man-db             # the man page, built from --help, rendered by man -l
+         libopenmpi-dev openmpi-bin) # the MPI build (.ci/test.sh builds build-test with it)
+elif [[ ${1:-} == --mpi ]]; then
+  pkgs+=(libopenmpi-dev openmpi-bin)
 elif [[ $# -gt 0 ]]; then
-  echo "usage: bash scripts/install-deps.sh [--test]" >&2
+  echo "usage: bash scripts/install-deps.sh [--test | --mpi]" >&2
   exit 2
 fi
 missing=()

@@ -79,6 +79,11 @@ static int child_result(int status, const char *what) {
   }
   if (WIFEXITED(status))
     return WEXITSTATUS(status);
+  if (sig == SIGKILL) { /* no crash: the kernel's out-of-memory killer, or someone's kill -9 */
+    fprintf(stderr, "paritycheck: %s: the comparison was killed (signal %d, %s)\n", what, sig,
+            strsignal(sig));
+    return EXIT_ERROR;
+  }
   fprintf(stderr,
           "paritycheck: %s: the comparison crashed (signal %d, %s), most likely inside the HDF5 "
           "library on a corrupt file (docs/robustness.md)\n",

@@ -6,6 +6,8 @@
  *
  *   PC_FAIL_READ_MATCH=TEXT  only reads of files whose path contains TEXT are counted
  *   PC_FAIL_READ=K           the Kth counted read (1-based) fails with EIO; later ones succeed
+ *   PC_STALL_READ=K          the Kth counted read never returns (a rank that hangs: the MPI
+ *                            tests stop or kill it there)
  *   PC_READ_LOG=FILE         at exit, append "PID COUNT" to FILE, and at the failed read
  *                            "fail PATH OFFSET SIZE" (OFFSET -1 for read: the file position)
  *
@@ -27,7 +29,8 @@ typedef ssize_t (*read_fn)(int, void *, size_t);
 typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 
 static atomic_ullong count;
-static unsigned long long fail_at; /* 0: never */
+static unsigned long long fail_at;  /* 0: never */
+static unsigned long long stall_at; /* 0: never */
 static const char *match;
 
 static void log_line(const char *line) {
@@ -48,7 +51,9 @@ static void report_count(void) {
 
 __attribute__((constructor)) static void read_fail_init(void) {
   const char *at = getenv("PC_FAIL_READ");
+  const char *stall = getenv("PC_STALL_READ");
   fail_at = at ? strtoull(at, NULL, 10) : 0;
+  stall_at = stall ? strtoull(stall, NULL, 10) : 0;
   match = getenv("PC_FAIL_READ_MATCH");
   atexit(report_count);
 }
@@ -77,7 +82,10 @@ static void next_symbol(const char *name, void *fn, size_t size) {
 static bool should_fail(int fd, long long offset, size_t size) {
   char path[4096], line[4200];
   int saved = errno;
-  if (!counted(fd, path, sizeof path) || atomic_fetch_add(&count, 1) + 1 != fail_at) {
+  unsigned long long k = counted(fd, path, sizeof path) ? atomic_fetch_add(&count, 1) + 1 : 0;
+  while (k && k == stall_at)
+    pause();
+  if (!k || k != fail_at) {
     errno = saved;
     return false;
   }
