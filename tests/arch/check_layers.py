@@ -14,7 +14,7 @@ ROOMS = ['', 'numerics', 'load', 'judge', 'compare', 'report']
 # The public headers a room may include, by the lowest room that may: the result model and its
 # vocabulary everywhere; the comparator's entry points from compare up; reports' from report.
 PUBLIC = {'error.h': '', 'dtype.h': '', 'tolerance.h': '', 'result.h': '',
-          'compare.h': 'compare', 'baseline.h': 'report', 'approval.h': 'report',
+          'compare.h': 'compare', 'plan.h': 'compare', 'baseline.h': 'report', 'approval.h': 'report',
           'report.h': 'report',
           'paritycheck.h': 'report'}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)

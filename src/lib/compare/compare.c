@@ -480,10 +480,11 @@ static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, p
   c->p.fa = fa;
   c->p.fb = fb;
   rc = pc_reserve(c, pr.n, err);
-  pc_stream_expect(c->p.stream, pc_pairing_bytes(&pr));
+  if (c->p.stream) /* none with a sink */
+    pc_stream_expect(c->p.stream, pc_pairing_bytes(&pr));
   for (size_t i = 0; i < pr.n && rc == PC_OK; i++)
     rc = pc_run_match(c, &pr, i, file, err);
-  int fin = pc_stream_finish(c->p.stream, err);
+  int fin = c->p.stream ? pc_stream_finish(c->p.stream, err) : PC_OK;
   pc_pairing_free(&pr);
   return rc < 0 ? rc : fin;
 }
@@ -701,7 +702,7 @@ int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err) {
 static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool dirs, pc_error *err) {
   const pc_options *o = c->o;
   size_t block = o->block_elems ? o->block_elems : PC_DEFAULT_BLOCK_ELEMS;
-  pc_stream_config cfg = {.threads = c->sink ? 1 : pc_threads(o), /* a sink reads nothing */
+  pc_stream_config cfg = {.threads = pc_threads(o),
                           .block_elems = block,
                           .done = pc_tensor_done,
                           .progress = o->progress,
@@ -711,7 +712,7 @@ static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool di
   c->p = (pc_pair){.block = block,
                    .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY,
                    .quantiles = !o->skip_quantiles};
-  int rc = pc_stream_new(&c->p.stream, &cfg, err);
+  int rc = c->sink ? PC_OK : pc_stream_new(&c->p.stream, &cfg, err); /* a sink reads nothing */
   if (rc == PC_OK)
     rc = dirs ? pc_run_folders(c, path_a, path_b, err) : pc_run_single(c, path_a, path_b, err);
   pc_stream_free(c->p.stream);

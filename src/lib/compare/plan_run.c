@@ -352,8 +352,9 @@ static void pc_runner_free(pc_runner *r) {
   free(r->file);
 }
 
-/* How many tasks of the plan (from b's position, n of them) are process proc's. */
-static uint64_t pc_count_tasks(pc_rbuf b, unsigned proc, uint64_t n, bool *nomem) {
+/* How many tasks of the plan (from b's position, n of them) are process proc's; *bad when the
+ * plan is malformed, so that nothing of it is run. */
+static uint64_t pc_count_tasks(pc_rbuf b, unsigned proc, uint64_t n, bool *nomem, bool *bad) {
   uint64_t mine = 0;
   for (uint64_t i = 0; i < n && !b.bad && !*nomem; i++) {
     pc_task k;
@@ -361,17 +362,20 @@ static uint64_t pc_count_tasks(pc_rbuf b, unsigned proc, uint64_t n, bool *nomem
     mine += k.proc == proc;
     pc_task_free(&k);
   }
+  *bad = b.bad || b.at != b.n;
   return mine;
 }
 
 static int pc_runner_start(pc_runner *r, pc_rbuf *b, unsigned proc, uint64_t *n, pc_error *err) {
   uint64_t nprocs = 0;
-  bool nomem = false;
-  if (!pc_plan_header(b, r, &nprocs, n) || proc >= nprocs)
+  bool nomem = false, bad = true;
+  uint64_t mine = pc_plan_header(b, r, &nprocs, n) && proc < nprocs
+                      ? pc_count_tasks(*b, proc, *n, &nomem, &bad)
+                      : 0;
+  if (bad && !nomem)
     return pc_error_set(err, PC_EUSAGE,
                         "the plan is malformed, or made for other options (block size, "
                         "quantiles) or fewer processes");
-  uint64_t mine = pc_count_tasks(*b, proc, *n, &nomem);
   r->t = calloc(mine ? mine : 1, sizeof *r->t);
   r->tasks = calloc(mine ? mine : 1, sizeof *r->tasks);
   if (nomem || !r->t || !r->tasks)
