@@ -19,6 +19,8 @@ static int fail(const char *what, const pc_error *err) {
   return 2;
 }
 
+static size_t results_bytes; /* of every process, for the stdout line */
+
 /* Process k's share, its results carried over as bytes would be. */
 static int run_share(pc_plan *plan, unsigned k, const char *a, const char *b, const pc_options *o) {
   pc_error err;
@@ -34,6 +36,7 @@ static int run_share(pc_plan *plan, unsigned k, const char *a, const char *b, co
   free(copy);
   if (rc < 0)
     return fail("pc_plan_run", &err);
+  results_bytes += rsize;
   rc = pc_plan_merge(plan, results, rsize, &err);
   free(results);
   return rc < 0 ? fail("pc_plan_merge", &err) : 0;
@@ -88,6 +91,12 @@ int main(int argc, char **argv) {
     rc = run_share(plan, k, argv[2], argv[3], &o);
   if (rc == 0 && pc_plan_finish(plan, &run, &err) < 0)
     rc = fail("pc_plan_finish", &err);
+  if (rc == 0) {
+    const void *bytes;
+    size_t size;
+    pc_plan_bytes(plan, &bytes, &size);
+    printf("tensors %zu plan bytes %zu results bytes %zu\n", run->ntensors, size, results_bytes);
+  }
   if (rc == 0)
     rc = write_reports(run, argv[4]);
   pc_run_free(run);
