@@ -29,8 +29,10 @@ static int run_share(pc_plan *plan, unsigned k, const char *a, const char *b, co
   void *results = NULL;
   pc_plan_bytes(plan, &bytes, &size);
   void *copy = malloc(size ? size : 1);
-  if (!copy)
+  if (!copy) {
+    fputs("plan_sim: out of memory\n", stderr);
     return 2;
+  }
   memcpy(copy, bytes, size);
   int rc = pc_plan_run(&results, &rsize, copy, size, k, a, b, o, &err);
   free(copy);
@@ -63,7 +65,7 @@ static int write_reports(const pc_run *run, const char *dir) {
 }
 
 int main(int argc, char **argv) {
-  pc_error err;
+  pc_error err, oom = {PC_ENOMEM, "out of memory"};
   if (argc < 7) {
     fputs("usage: plan_sim N A B OUTDIR BLOCK_ELEMS THREADS [NO_QUANTILES] [TOLERANCES...]\n",
           stderr);
@@ -76,7 +78,9 @@ int main(int argc, char **argv) {
   o.block_elems = strtoul(argv[5], NULL, 10);
   o.threads = (unsigned)strtoul(argv[6], NULL, 10);
   o.skip_quantiles = argc > 7 && strcmp(argv[7], "1") == 0;
-  int rc = tols && pc_tolset_load_builtin(tols, &err) == PC_OK ? 0 : 2;
+  int rc = !tols                                         ? fail("tolerances", &oom)
+           : pc_tolset_load_builtin(tols, &err) != PC_OK ? fail("built-in tolerances", &err)
+                                                         : 0;
   for (int i = 8; rc == 0 && i < argc; i++)
     rc = pc_tolset_load_file(tols, argv[i], &err) == PC_OK ? 0 : fail(argv[i], &err);
   pc_plan *plan = NULL;

@@ -263,7 +263,7 @@ static int pc_run_part(pc_runner *r, const pc_task *k, pc_error *err) {
   if (rc == PC_OK)
     pc_put_part(r, k, &t);
   pc_tensor_clear(&t);
-  return rc == PC_ENOMEM && !err->message[0] ? pc_error_set(err, rc, "out of memory") : rc;
+  return rc;
 }
 
 /* The whole tensor of the last task kept (r->tasks[r->nt - 1]). */
@@ -284,12 +284,17 @@ static int pc_run_task(pc_runner *r, pc_task *k, pc_error *err) {
   int rc = pc_runner_files(r, k, err);
   if (k->npieces > 1) {
     rc = rc == PC_OK ? pc_run_part(r, k, err) : rc;
-    pc_task_free(k);
-    return rc;
+  } else {
+    r->tasks[r->nt] = *k;
+    memset(&r->t[r->nt++], 0, sizeof *r->t);
+    rc = rc == PC_OK ? pc_run_whole(r, err) : rc;
   }
-  r->tasks[r->nt] = *k;
-  memset(&r->t[r->nt++], 0, sizeof *r->t);
-  return rc == PC_OK ? pc_run_whole(r, err) : rc;
+  /* Some steps fail for want of memory without a message: every such failure names the tensor. */
+  if (rc == PC_ENOMEM)
+    pc_error_set(err, rc, "%s: out of memory", k->path);
+  if (k->npieces > 1)
+    pc_task_free(k);
+  return rc;
 }
 
 /* --- the plan ---------------------------------------------------------------------------- */
@@ -321,19 +326,21 @@ static int pc_runner_plan(pc_runner *r, pc_rbuf *b, unsigned proc, uint64_t n, p
   int rc = PC_OK;
   for (uint64_t i = 0; rc == PC_OK && i < n; i++) {
     pc_task k;
+    bool mine = false; /* pc_run_task takes k */
     if (!pc_get_task(b, &k))
       rc = pc_error_set(err, PC_ENOMEM, "out of memory");
     else if (b->bad)
       rc = pc_error_set(err, PC_EUSAGE, "malformed plan at byte %zu", b->at);
-    else if (k.proc == proc)
+    else if ((mine = k.proc == proc))
       rc = pc_run_task(r, &k, err);
-    if (rc < 0 || k.proc != proc)
+    if (!mine)
       pc_task_free(&k);
   }
-  int fin = pc_flush_wholes(r, err);
+  if (rc == PC_OK)
+    rc = pc_flush_wholes(r, err);
   if (rc == PC_OK && r->out.nomem)
     rc = pc_error_set(err, PC_ENOMEM, "out of memory");
-  return rc < 0 ? rc : fin;
+  return rc;
 }
 
 static void pc_runner_free(pc_runner *r) {
