@@ -21,36 +21,36 @@ import time
 
 import h5py
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import plan_cases  # noqa: E402
+from checks import check, run_tests  # noqa: E402
 
 CLI, MPIRUN, SHIM = sys.argv[1:4]
 MPI = [MPIRUN, "-q", "--allow-run-as-root", "--oversubscribe"]
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
+TMP = None
+CASES = None
 
 
 def mpi_cmd(n, args):
     return MPI + ["-n", str(n), CLI] + args
 
 
-def identical_runs(tmp, cases):
-    for name, (a, b, args) in cases.items():
-        ref = os.path.join(tmp, name + "-ref")
+def test_identical_runs():
+    for name, (a, b, args) in CASES.items():
+        ref = os.path.join(TMP, name + "-ref")
         code, err = plan_cases.run_cli([CLI] + args + plan_cases.report_args(ref) + [a, b], ref)
-        check(code in (0, 1), "%s: single process exited %d: %s" % (name, code, err))
+        check("%s: single process exits 0 or 1" % name, code in (0, 1), err)
         for n, jobs in ((1, "2"), (2, "1"), (2, "2"), (4, "1")):
-            out = os.path.join(tmp, "%s-%d-%s" % (name, n, jobs))
+            out = os.path.join(TMP, "%s-%d-%s" % (name, n, jobs))
             cmd = mpi_cmd(n, ["-j", jobs] + args + plan_cases.report_args(out) + [a, b])
             got, err = plan_cases.run_cli(cmd, out)
-            check(got == code, "%s -n %d -j %s: exit %d, single process %d: %s" %
-                  (name, n, jobs, got, code, err))
+            label = "%s -n %d -j %s" % (name, n, jobs)
+            check(label + ": the single process's exit code", got == code,
+                  "exit %d, single process %d: %s" % (got, code, err))
             for d in plan_cases.differences(ref, out):
-                check(False, "%s -n %d -j %s: %s differs" % (name, n, jobs, d))
+                check("%s: %s as the single process's" % (label, d), False)
 
 
 def corrupt_chunk(path, dataset, index):
@@ -63,24 +63,24 @@ def corrupt_chunk(path, dataset, index):
         f.write(bytes(info.size // 2))
 
 
-def unreadable_dataset(tmp, cases):
-    a, b, args = cases["big"]
-    bad = os.path.join(tmp, "bad_b.h5")
+def test_unreadable_dataset():
+    a, b, args = CASES["big"]
+    bad = os.path.join(TMP, "bad_b.h5")
     shutil.copy(b, bad)
     corrupt_chunk(bad, "act/gz", 5)
-    ref = os.path.join(tmp, "bad-ref")
+    ref = os.path.join(TMP, "bad-ref")
     code, _ = plan_cases.run_cli([CLI] + args + plan_cases.report_args(ref) + [a, bad], ref)
-    check(code == 2, "corrupt chunk, single process: exit %d, not 2" % code)
+    check("corrupt chunk, single process: exit 2", code == 2, code)
     text = open(os.path.join(ref, "report.txt")).read()
-    check(bad in text and "/act/gz" in text,
-          "corrupt chunk: the report does not name the file and the dataset:\n" + text)
+    check("corrupt chunk: the report names the file and the dataset",
+          bad in text and "/act/gz" in text, text)
     for n in (2, 4):
-        out = os.path.join(tmp, "bad-%d" % n)
+        out = os.path.join(TMP, "bad-%d" % n)
         got, err = plan_cases.run_cli(mpi_cmd(n, args + plan_cases.report_args(out) + [a, bad]),
                                       out)
-        check(got == 2, "corrupt chunk, -n %d: exit %d, not 2: %s" % (n, got, err))
+        check("corrupt chunk, -n %d: exit 2" % n, got == 2, err)
         for d in plan_cases.differences(ref, out):
-            check(False, "corrupt chunk, -n %d: %s differs" % (n, d))
+            check("corrupt chunk, -n %d: %s as the single process's" % (n, d), False)
 
 
 def rank1_hangs(a, b, extra):
@@ -114,47 +114,43 @@ def finish(p, what, timeout=120):
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
-        check(False, what + ": mpirun still running after %d s (a hang)" % timeout)
+        check(what + ": mpirun ends within %d s (no hang)" % timeout, False)
         return None, ""
     return p.returncode, err.decode(errors="replace")
 
 
-def killed_rank(cases):
-    a, b, args = cases["shards"]
+def test_killed_rank():
+    a, b, args = CASES["shards"]
     p = rank1_hangs(a, b, args)
     pid, deadline = None, time.time() + 60
     while pid is None and time.time() < deadline and p.poll() is None:
         time.sleep(0.2)
         pid = rank_process(1)
-    check(pid is not None, "killed rank: rank 1's process never appeared")
+    check("killed rank: rank 1's process is found", pid is not None)
     if pid is not None:
         time.sleep(1)  # it is then hanging in its read
         os.kill(pid, signal.SIGKILL)
     code, err = finish(p, "killed rank")
-    check(code == 2, "killed rank: mpirun exit %s, not 2: %s" % (code, err))
-    check("killed (signal 9" in err, "killed rank: stderr does not say so: " + err)
+    check("killed rank: mpirun exits 2", code == 2, err)
+    check("killed rank: stderr says so", "killed (signal 9" in err, err)
 
 
-def stalled_rank(cases):
-    a, b, args = cases["shards"]
+def test_stalled_rank():
+    a, b, args = CASES["shards"]
     start = time.time()
     code, err = finish(rank1_hangs(a, b, ["--stall-timeout", "3"] + args), "stalled rank")
-    check(code == 2, "stalled rank: mpirun exit %s, not 2: %s" % (code, err))
-    check("no progress for 3 s" in err, "stalled rank: stderr does not say so: " + err)
-    check(time.time() - start < 60, "stalled rank: took %.0f s" % (time.time() - start))
+    check("stalled rank: mpirun exits 2", code == 2, err)
+    check("stalled rank: stderr says so", "no progress for 3 s" in err, err)
+    check("stalled rank: ends within a minute", time.time() - start < 60, time.time() - start)
 
 
 def main():
+    global TMP, CASES
     with tempfile.TemporaryDirectory() as tmp:
-        cases = plan_cases.make_cases(tmp)
-        identical_runs(tmp, cases)
-        unreadable_dataset(tmp, cases)
-        killed_rank(cases)
-        stalled_rank(cases)
-    for f in failures:
-        print("FAIL:", f)
-    print("%d failures" % len(failures))
-    return 1 if failures else 0
+        TMP = tmp
+        CASES = plan_cases.make_cases(tmp)
+        return run_tests([test_identical_runs, test_unreadable_dataset, test_killed_rank,
+                          test_stalled_rank])
 
 
 if __name__ == "__main__":

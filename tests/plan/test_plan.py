@@ -11,8 +11,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import plan_cases  # noqa: E402
+from checks import check, summary  # noqa: E402
 
 
 def sim_args(case_args):
@@ -28,13 +31,11 @@ def sim_args(case_args):
 
 def main():
     cli, sim = sys.argv[1], sys.argv[2]
-    failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (a, b, args) in plan_cases.make_cases(tmp).items():
             ref = os.path.join(tmp, name + "-ref")
             code, err = plan_cases.run_cli([cli] + args + plan_cases.report_args(ref) + [a, b], ref)
-            if code not in (0, 1):
-                failures.append("%s: the CLI exited %d: %s" % (name, code, err))
+            if not check("%s: the CLI exits 0 or 1" % name, code in (0, 1), err):
                 continue
             block, tols = sim_args(args)
             for n in (1, 2, 3, 4, 7):
@@ -43,17 +44,17 @@ def main():
                     os.makedirs(out)
                     p = subprocess.run([sim, str(n), a, b, out, block, threads, "0"] + tols,
                                        capture_output=True, text=True, timeout=300)
-                    if p.returncode != 0:
-                        failures.append("%s n=%d -j%s: plan_sim: %s" % (name, n, threads, p.stderr))
+                    label = "%s n=%d -j%s" % (name, n, threads)
+                    if not check(label + ": plan_sim exits 0", p.returncode == 0, p.stderr):
                         continue
                     split = int(re.search(r"split (\d+)", p.stdout).group(1))
                     # /act/big holds 1064960 float32 elements a side, more than a third of the
                     # pair's bytes: from 3 processes on it exceeds one share and is cut.
-                    if name == "big" and (split == 0) != (n < 3):
-                        failures.append("big n=%d: %d tensors cut, expected %s" %
-                                        (n, split, "none" if n < 3 else "some"))
+                    if name == "big":
+                        check(label + ": a tensor is cut from 3 processes on",
+                              (split > 0) == (n >= 3), split)
                     for d in plan_cases.differences(ref, out):
-                        failures.append("%s n=%d -j%s: %s differs" % (name, n, threads, d))
+                        check("%s: %s as the CLI's" % (label, d), False)
         # Without quantiles (a gate run writes only the text report): the same text.
         a, b, args = plan_cases.make_cases(tmp)["big"]
         gate = os.path.join(tmp, "gate-ref")
@@ -63,13 +64,10 @@ def main():
         block, tols = sim_args(args)
         subprocess.run([sim, "4", a, b, out, block, "2", "1"] + tols, check=True,
                        capture_output=True)
-        if open(os.path.join(gate, "report.txt"), "rb").read() != \
-                open(os.path.join(out, "report.txt"), "rb").read():
-            failures.append("gate run without quantiles: the text report differs")
-    for f in failures:
-        print("FAIL:", f)
-    print("%d failures" % len(failures))
-    return 1 if failures else 0
+        check("gate run without quantiles: the CLI's text report",
+              open(os.path.join(gate, "report.txt"), "rb").read() ==
+              open(os.path.join(out, "report.txt"), "rb").read())
+    return summary()
 
 
 if __name__ == "__main__":

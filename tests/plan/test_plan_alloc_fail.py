@@ -15,7 +15,10 @@ import tempfile
 import h5py
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "faults"))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, TESTS)
+sys.path.insert(0, os.path.join(TESTS, "faults"))
+from checks import check, summary  # noqa: E402
 from fault_run import SANITIZER_WORDS, sanitizer_env  # noqa: E402
 
 EVERY_UP_TO = 3000
@@ -65,15 +68,15 @@ def run(binary, tmp, n):
 
 def main():
     binary = sys.argv[1]
-    failures = []
     with tempfile.TemporaryDirectory() as tmp:
         make_inputs(tmp)
         rc0, err0, reports0, total = run(binary, tmp, 0)
         if rc0 != 0 or sorted(reports0) != sorted(REPORTS) or "split 1" not in \
                 subprocess.run([binary, "4", os.path.join(tmp, "a.h5"), os.path.join(tmp, "b.h5"),
                                 tmp, "4096", "1", "0"], capture_output=True, text=True).stdout:
-            print("FAIL: the clean run (exit %d, %s): %s" % (rc0, sorted(reports0), err0))
-            return 1
+            check("the clean run: exit 0, every report, a tensor cut", False,
+                  "exit %d, %s: %s" % (rc0, sorted(reports0), err0))
+            return summary()
         ns = list(range(1, min(total, EVERY_UP_TO) + 1))
         if total > EVERY_UP_TO:
             ns += list(range(EVERY_UP_TO + 1, total + 1,
@@ -81,18 +84,18 @@ def main():
         recovered = 0
         with concurrent.futures.ThreadPoolExecutor(max(1, min(4, os.cpu_count() or 1))) as pool:
             for n, (rc, err, reports, _) in zip(ns, pool.map(lambda k: run(binary, tmp, k), ns)):
-                what = "allocation %d: exit %d: %s" % (n, rc, err[-800:])
-                if rc not in (0, 2) or any(w in err for w in SANITIZER_WORDS):
-                    failures.append("crash or sanitizer report, " + what)
-                elif rc == 2 and "out of memory" not in err:
-                    failures.append("exit 2 without 'out of memory', " + what)
-                elif rc == 0 and reports != reports0:
-                    failures.append("recovered with other reports, " + what)
+                what = "exit %d: %s" % (rc, err[-800:])
+                check("allocation %d: no crash, no sanitizer report" % n,
+                      rc in (0, 2) and not any(w in err for w in SANITIZER_WORDS), what)
+                if rc == 2:
+                    check("allocation %d: exit 2 says out of memory" % n,
+                          "out of memory" in err, what)
+                else:
+                    check("allocation %d: recovered: the clean reports" % n,
+                          reports == reports0, what)
                 recovered += rc == 0
         print("%d allocations, %d runs, %d recovered" % (total, len(ns), recovered))
-    for f in failures:
-        print("FAIL:", f)
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -53,6 +53,9 @@ typedef struct pc_pair_sink {
 int pc_compare_walk(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
                     const pc_pair_sink *sink, pc_error *err);
 
+/** Free the strings a tensor of a run owns (path, file, message, note, did_you_mean). */
+void pc_tensor_clear(pc_tensor *t);
+
 /** The end of pc_compare_files once every tensor is done: the run-level judgement and the
  * warnings about tolerance rules that match nothing. */
 int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err);

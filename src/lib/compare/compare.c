@@ -751,16 +751,19 @@ int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const
   return pc_compare_walk(out, path_a, path_b, opts, NULL, err);
 }
 
+void pc_tensor_clear(pc_tensor *t) {
+  free(t->path);
+  free(t->file);
+  free(t->message);
+  free(t->note);
+  free(t->did_you_mean);
+}
+
 void pc_run_free(pc_run *run) {
   if (!run)
     return;
-  for (size_t i = 0; i < run->ntensors; i++) {
-    free(run->tensors[i].path);
-    free(run->tensors[i].file);
-    free(run->tensors[i].message);
-    free(run->tensors[i].note);
-    free(run->tensors[i].did_you_mean);
-  }
+  for (size_t i = 0; i < run->ntensors; i++)
+    pc_tensor_clear(&run->tensors[i]);
   for (int side = 0; side < 2; side++) {
     for (size_t i = 0; i < run->provenance[side].n; i++) {
       free(run->provenance[side].attrs[i].name);

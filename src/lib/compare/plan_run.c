@@ -51,14 +51,6 @@ static void pc_task_free(pc_task *k) {
   free(k->b_path);
 }
 
-static void pc_tensor_clear(pc_tensor *t) {
-  free(t->path);
-  free(t->file);
-  free(t->message);
-  free(t->note);
-  free(t->did_you_mean);
-}
-
 /* --- the two streams --------------------------------------------------------------------- */
 
 static void pc_runner_judge(void *user, pc_tensor *t) {
