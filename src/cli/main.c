@@ -12,6 +12,7 @@
 #include <errno.h>    /* errno, ENOENT */
 #include <float.h>    /* DBL_MAX */
 #include <getopt.h>   /* getopt_long */
+#include <poll.h>     /* poll, POLLERR */
 #include <signal.h>   /* signal, SIGPIPE */
 #include <stdio.h>    /* fprintf */
 #include <stdlib.h>   /* strtoull, strtod, getenv */
@@ -192,7 +193,9 @@ static void usage(FILE *out) {
         "Exit status: 0 every tensor within tolerance; 1 drift, a missing dataset, a shape or\n"
         "dtype mismatch; 2 an error (bad usage, an unreadable file or dataset, a report\n"
         "that cannot be written, A and B with no tensor name in common); 128 + N stopped by\n"
-        "signal N (130 SIGINT, 143 SIGTERM). Warnings (a tolerance rule that matches no\n"
+        "signal N (130 SIGINT, 143 SIGTERM). A reader of standard output that leaves\n"
+        "(| head) ends that report quietly; the exit status is still the run's. Warnings (a "
+        "tolerance rule that matches no\n"
         "tensor, a baseline of another profile) go to stderr and into the JSON report.\n"
         "Figures are defined in docs/metrics.md.\n",
         out);
@@ -653,6 +656,20 @@ static int judge(const cli *c, const pc_baseline *base, const pc_approvals *ap, 
   return PC_OK;
 }
 
+/* Whether standard output is a pipe whose reader has left (paritycheck ... | head): Linux marks
+ * its write end with POLLERR. */
+static bool stdout_gone(void) {
+  struct pollfd p = {STDOUT_FILENO, 0, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+/* A report to standard output that a reader who left cut short ends quietly, as in other Unix
+ * tools: no message, the report files are still written and the exit code is still the run's
+ * (docs/robustness.md, "Faults"). Any other write error is the run's error. */
+static int report_rc(int rc, const char *path) {
+  return rc < 0 && is_stdout(path) && stdout_gone() ? PC_OK : rc;
+}
+
 /* Every report from the one run. */
 static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   pc_error err;
@@ -666,9 +683,9 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
       !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout)) && !pc_cli_mpi_launched();
   ro.quiet = c->quiet;
   ro.verbose = o->verbose;
-  if (!stdout_users(c) && pc_report_text("-", run, &ro, &err) < 0)
+  if (!stdout_users(c) && report_rc(pc_report_text("-", run, &ro, &err), "-") < 0)
     return fail(&err);
-  if (o->github && pc_report_github("-", run, &ro, &err) < 0)
+  if (o->github && report_rc(pc_report_github("-", run, &ro, &err), "-") < 0)
     return fail(&err);
   /* A stop signal waits while a report file is written: the file is then in place or was never
    * made, and no temporary file stays behind (docs/robustness.md, "Faults"). */
@@ -685,6 +702,7 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
          : k == 2 ? pc_report_junit(files[k], run, &ro, &err)
          : k == 3 ? pc_report_html(files[k], run, &ro, &err)
                   : pc_baseline_save(files[k], run, ro.profile, &err);
+    rc = report_rc(rc, files[k]);
     if (hold)
       pc_cli_hold_stop_signals(false);
   }
@@ -850,8 +868,8 @@ int main(int argc, char **argv) {
     free_cli(&c);
     return EXIT_ERROR;
   }
-  /* A reader that goes away (paritycheck ... | head) is a write error on standard output,
-   * exit 2 with a message, not a death by SIGPIPE that would read as a crash (issue 17). */
+  /* A reader that goes away (paritycheck ... | head) is a write error on standard output, which
+   * ends that report quietly (report_rc), not a death by SIGPIPE that would read as a crash. */
   signal(SIGPIPE, SIG_IGN);
   int code = EXIT_ERROR;
   if (pc_tolset_load_builtin(tols, &err) < 0) {
