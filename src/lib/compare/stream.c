@@ -318,10 +318,17 @@ static pc_slot *pc_acquire(pc_stream *s) {
   return sl;
 }
 
+/* Blocks of at most this many elements (and runs of fill pairs, folded at once whatever their
+ * length) are folded on the calling thread: handing one to a worker, a lock, a wake-up and a
+ * wait for the result, costs more than folding it (docs/performance.md, "Many small tensors"). */
+enum { PC_INLINE_ELEMS = 1 << 15 };
+
 static void pc_submit(pc_stream *s, pc_slot *sl) {
-  if (s->nthreads == 0) {
-    pc_worker_fold(&s->workers[0], sl);
+  if (s->nthreads == 0 || sl->n <= PC_INLINE_ELEMS) {
+    pc_worker_fold(&s->workers[s->nthreads], sl); /* the calling thread's own scratch */
+    pthread_mutex_lock(&s->mu);
     sl->state = PC_SLOT_DONE;
+    pthread_mutex_unlock(&s->mu);
     return;
   }
   pthread_mutex_lock(&s->mu);
@@ -492,8 +499,13 @@ int pc_stream_finish(pc_stream *s, pc_error *err) {
 
 /* --- set-up ------------------------------------------------------------------------------- */
 
+/* The worker threads' scratch, and one more for the calling thread (pc_submit). */
+static unsigned pc_scratch_count(const pc_stream *s) {
+  return (s->cfg.threads > 1 ? s->cfg.threads : 0) + 1;
+}
+
 static int pc_stream_alloc(pc_stream *s) {
-  unsigned nw = s->cfg.threads > 1 ? s->cfg.threads : 1;
+  unsigned nw = pc_scratch_count(s);
   s->nslots = s->cfg.threads > 1 ? 2 * (size_t)s->cfg.threads + 2 : 1;
   s->slots = calloc(s->nslots, sizeof *s->slots);
   s->workers = calloc(nw, sizeof *s->workers);
@@ -542,7 +554,7 @@ void pc_stream_free(pc_stream *s) {
   pthread_mutex_unlock(&s->mu);
   for (unsigned i = 0; i < s->nthreads; i++)
     pthread_join(s->workers[i].tid, NULL);
-  unsigned nw = s->cfg.threads > 1 ? s->cfg.threads : 1;
+  unsigned nw = pc_scratch_count(s);
   for (unsigned i = 0; s->workers && i < nw; i++)
     for (int side = 0; side < 2; side++) {
       free(s->workers[i].vals[side]);
