@@ -3,11 +3,14 @@
 
 Each case is a pair A/B of files holding 16 datasets; B is A with honest drift (a relative
 perturbation of a few float32 ULPs on most elements), so that every figure has work to do.
-  f32     2 x 1 GiB float32, contiguous            (the issue's reference case)
+  f32     2 x 1 GiB float32, contiguous            (the issue's reference case: mostly different)
+  f32eq   2 x 1 GiB float32, contiguous, B = A except about 10 % of the elements one ULP away
+          (mostly equal: h5diff's time depends on how many elements differ)
   bf16    2 x 512 MiB float32 tagged dtype="bfloat16" (values rounded to bfloat16)
   f16     2 x 512 MiB float16
   gzip    2 x 256 MiB float32, chunked, gzip level 1 + shuffle
-Usage: bench_gen.py DIR [--scale S]  (S multiplies the sizes; 1 = as above)
+Usage: bench_gen.py DIR [--scale S] [--cases C,...]  (S multiplies the sizes; 1 = as above;
+                                                       C: the cases to write, default all)
        bench_gen.py DIR --large GIB      (bench/bench_large: one float32 dataset of GIB GiB
                                           per file, mostly holes; see large_pair)
        bench_gen.py DIR --check-large REPORT   (the report's figures against numpy)
@@ -23,6 +26,7 @@ import numpy as np
 DATASETS = 16
 CASES = {  # name: (MiB per file, numpy dtype, h5py keyword arguments)
     'f32': (1024, np.float32, {}),
+    'f32eq': (1024, np.float32, {}),
     'bf16': (512, np.float32, {}),
     'f16': (512, np.float16, {}),
     'gzip': (256, np.float32, {'chunks': (1 << 16,), 'compression': 'gzip',
@@ -45,7 +49,12 @@ def pair(name, mib, dtype, kwargs, out, rng):
     with h5py.File(pa + '.tmp', 'w') as fa, h5py.File(pb + '.tmp', 'w') as fb:
         for i in range(DATASETS):
             a = rng.standard_normal(n, dtype=np.float32)
-            b = a * (1 + rng.standard_normal(n, dtype=np.float32) * np.float32(2e-7))
+            if name == 'f32eq':
+                b = a.copy()
+                moved = rng.random(n) < 0.1
+                b[moved] = np.nextafter(a[moved], np.float32(np.inf))
+            else:
+                b = a * (1 + rng.standard_normal(n, dtype=np.float32) * np.float32(2e-7))
             if name == 'bf16':
                 a, b = to_bf16(a), to_bf16(b)
             a, b = a.astype(dtype), b.astype(dtype)
@@ -116,6 +125,7 @@ def main():
     ap.add_argument('--scale', type=float, default=1.0)
     ap.add_argument('--large', type=int, metavar='GIB')
     ap.add_argument('--check-large', metavar='REPORT')
+    ap.add_argument('--cases', default=','.join(CASES))
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     rng = np.random.default_rng(20261122)
@@ -125,8 +135,14 @@ def main():
     if args.large:
         large_pair(args.large, args.dir, rng)
         return
-    for name, (mib, dtype, kwargs) in CASES.items():
-        pair(name, max(1, int(mib * args.scale)), dtype, kwargs, args.dir, rng)
+    for name in args.cases.split(','):
+        if name not in CASES:
+            sys.exit('bench_gen.py: no case %r (cases: %s)' % (name, ', '.join(CASES)))
+        mib, dtype, kwargs = CASES[name]
+        # Seeded per case, so that a case's files do not depend on which others are written.
+        seed = [20261122, list(CASES).index(name)]
+        pair(name, max(1, int(mib * args.scale)), dtype, kwargs, args.dir,
+             np.random.default_rng(seed))
 
 
 if __name__ == '__main__':
