@@ -5,6 +5,7 @@
  * once it has printed why it cannot; only main() and the run turn that into an exit code. */
 #include "isolate.h"
 #include "mpi_run.h"
+#include "report_files.h"
 
 #include <paritycheck/paritycheck.h>
 
@@ -687,26 +688,19 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
     return fail(&err);
   if (o->github && report_rc(pc_report_github("-", run, &ro, &err), "-") < 0)
     return fail(&err);
-  /* A stop signal waits while a report file is written: the file is then in place or was never
+  /* A stop signal waits while the report files are written: each is then in place or was never
    * made, and no temporary file stays behind (docs/robustness.md, "Faults"). */
-  const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
+  const char *files[PC_CLI_FILES_] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
+  int rcs[PC_CLI_FILES_];
+  pc_error errs[PC_CLI_FILES_];
+  pc_cli_write_files(files, run, &ro, rcs, errs);
   int rc = PC_OK;
-  for (size_t k = 0; rc == PC_OK && k < sizeof files / sizeof files[0]; k++) {
-    if (!files[k])
-      continue;
-    bool hold = !is_stdout(files[k]); /* standard output may block on a reader: not held */
-    if (hold)
-      pc_cli_hold_stop_signals(true);
-    rc = k == 0   ? pc_report_json(files[k], run, &ro, &err)
-         : k == 1 ? pc_report_markdown(files[k], run, &ro, &err)
-         : k == 2 ? pc_report_junit(files[k], run, &ro, &err)
-         : k == 3 ? pc_report_html(files[k], run, &ro, &err)
-                  : pc_baseline_save(files[k], run, ro.profile, &err);
-    rc = report_rc(rc, files[k]);
-    if (hold)
-      pc_cli_hold_stop_signals(false);
-  }
-  return rc < 0 ? fail(&err) : PC_OK;
+  for (int k = 0; k < PC_CLI_FILES_; k++) /* every file that failed, in this order */
+    if (report_rc(rcs[k], files[k]) < 0) {
+      int code = fail(&errs[k]);
+      rc = rc == PC_OK ? code : rc;
+    }
+  return rc;
 }
 
 /* The exit code of a run's or a gate's verdict. */

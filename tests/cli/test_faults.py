@@ -91,6 +91,30 @@ def test_full_disk():
     check('--json /dev/null: written directly, exit 1 (drift)', p.returncode == 1, short(p))
 
 
+def test_one_failure_spares_the_others():
+    """The report files are written side by side (docs/reports.md): a report that fails (JSON
+    and HTML to /dev/full) leaves the others whole, each byte for byte the file a run writing it
+    alone makes, and every failure is named, in the order JSON, Markdown, JUnit, HTML, baseline."""
+    d = fresh_dir('one_failure')
+    alone = {}
+    for opt, name in (('--markdown', 'r.md'), ('--junit', 'r.xml'), ('--save-baseline', 'b.json')):
+        p = run([opt, os.path.join(d, 'alone-' + name), path('many_a.h5'), path('many_b.h5')])
+        with open(os.path.join(d, 'alone-' + name), 'rb') as fh:
+            alone[name] = fh.read()
+    p = run(['--json', '/dev/full', '--markdown', os.path.join(d, 'r.md'), '--junit',
+             os.path.join(d, 'r.xml'), '--html', '/dev/full', '--save-baseline',
+             os.path.join(d, 'b.json'), path('many_a.h5'), path('many_b.h5')])
+    check('two reports to /dev/full: exit 2', p.returncode == 2, short(p))
+    lines = [line for line in p.stderr.splitlines() if '/dev/full' in line]
+    check('both failures named, JSON first, then HTML',
+          len(lines) == 2 and 'JSON report' in lines[0] and 'HTML report' in lines[1], p.stderr)
+    for name, data in sorted(alone.items()):
+        f = os.path.join(d, name)
+        written = open(f, 'rb').read() if os.path.exists(f) else None
+        check('%s still written, as a run writing it alone writes it' % name, written == data)
+    check('no temporary file left', temp_files(d) == [], temp_files(d))
+
+
 def test_file_size_limit():
     """ulimit -f 1 (1 KiB) with SIGXFSZ ignored: the report's write fails half-way with EFBIG.
     The old file stays byte for byte; a new one is never made; no temporary file is left."""
@@ -250,6 +274,7 @@ def test_closed_pipe():
 
 TESTS = [
     test_full_disk,
+    test_one_failure_spares_the_others,
     test_file_size_limit,
     test_unwritable,
     test_success_leaves_no_temporaries,

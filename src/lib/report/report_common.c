@@ -9,6 +9,7 @@
 #include <inttypes.h> /* PRIu64 */
 #include <math.h>     /* isnan, INFINITY */
 #include <stdarg.h>   /* va_list */
+#include <stdatomic.h> /* atomic_ulong, atomic_fetch_add */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, qsort */
 #include <string.h>   /* strcmp, strlen, strerror */
@@ -564,11 +565,11 @@ void pc_report_put_escaped(FILE *out, const char *s, pc_escape_context ctx) {
  * a clash harmless; it is only tried again). */
 static void temp_suffix(char *out) {
   static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  static unsigned long counter;
+  static atomic_ulong counter; /* report files may be written on several threads at once */
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   uint64_t x = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^
-               (uint64_t)(uintptr_t)&now ^ ((uint64_t)++counter * 0x9E3779B97F4A7C15u);
+               (uint64_t)(uintptr_t)&now ^ ((uint64_t)(atomic_fetch_add(&counter, 1) + 1) * 0x9E3779B97F4A7C15u);
   x ^= x >> 31; /* splitmix64's finaliser */
   x *= 0xBF58476D1CE4E5B9u;
   x ^= x >> 27;
