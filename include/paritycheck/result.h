@@ -188,10 +188,13 @@ typedef struct pc_tensor {
   pc_dtype dtype_b;
   pc_dtype compare; /* compare dtype (component dtype for complex); NONE when not compared */
   bool is_complex;
-  int rank; /* A's shape (B's when missing in A); -1 when unknown */
-  uint64_t dims[PC_MAX_RANK];
-  int rank_b; /* B's shape, for shape_mismatch */
-  uint64_t dims_b[PC_MAX_RANK];
+  /* Shapes: rank entries each, owned by the tensor (NULL when the rank is 0 or unknown). Not
+   * arrays of PC_MAX_RANK: two of those were a quarter of a tensor's record, 10 MB of a run
+   * over 20,000 tensors that are nearly all of rank 1 to 4 (docs/performance.md). */
+  int rank;       /* A's shape (B's when missing in A); -1 when unknown */
+  uint64_t *dims; /* rank entries */
+  int rank_b;     /* B's shape, for shape_mismatch; -1 when unknown */
+  uint64_t *dims_b;
   uint64_t reduction_length; /* K from the dataset's attributes (A's, else B's); 0 = unknown */
   pc_dtype accumulation;     /* accumulation dtype from the attributes; NONE = unknown */
   pc_tol tol;                /* the tolerance applied */

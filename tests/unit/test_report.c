@@ -23,10 +23,15 @@ enum { T_PASS, T_DRIFT, T_COMPLEX, T_ONLY_B, T_ONLY_A, T_SHAPE, T_SKIP, T_ERROR,
 static pc_tensor tensors[T_COUNT];
 static pc_run run;
 
+/* The tensors' shapes (pc_tensor.dims points to rank entries), one room per tensor; B's shape
+ * of the shape mismatch. */
+static uint64_t shapes[T_COUNT][PC_MAX_RANK];
+static uint64_t reshaped_b[] = {3, 2};
+
 static void set_dims(pc_tensor *t, int rank, const uint64_t *dims) {
+  uint64_t *room = shapes[t - tensors];
   t->rank = rank;
-  if (rank > 0)
-    memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+  t->dims = rank > 0 ? memcpy(room, dims, (size_t)rank * sizeof *dims) : NULL;
 }
 
 /* A pass whose figures exercise round-tripping: 0.1, 1/3, the smallest subnormal and -0. Its
@@ -151,7 +156,7 @@ static void make_uncompared(void) {
                                  .dtype_a = PC_DTYPE_FLOAT64,
                                  .dtype_b = PC_DTYPE_FLOAT64,
                                  .rank_b = 2,
-                                 .dims_b = {3, 2}};
+                                 .dims_b = reshaped_b};
   set_dims(&tensors[T_SHAPE], 2, (const uint64_t[]){2, 3});
   tensors[T_SKIP] = (pc_tensor){.path = "/meta/names",
                                 .verdict = PC_VERDICT_SKIPPED,

@@ -21,8 +21,8 @@
 #include <inttypes.h> /* PRIu64 */
 #include <math.h>     /* sqrt, INFINITY */
 #include <stdio.h>    /* snprintf */
-#include <stdlib.h>   /* calloc, realloc, free */
-#include <string.h>   /* strcmp, strchr */
+#include <stdlib.h>   /* calloc, malloc, realloc, free */
+#include <string.h>   /* strcmp, strchr, memcpy */
 #include <sys/stat.h> /* stat, S_ISDIR */
 #include <unistd.h>   /* sysconf */
 
@@ -56,9 +56,18 @@ void pc_set_debug(bool on) {
 
 /* --- tensor set-up ---------------------------------------------------------------------- */
 
-static void pc_copy_shape(int *rank, uint64_t *dims, const pc_dataset *d) {
+/* d's shape into a tensor's; PC_ENOMEM. */
+static int pc_copy_shape(int *rank, uint64_t **dims, const pc_dataset *d) {
+  free(*dims);
+  *dims = NULL;
   *rank = d->rank;
-  memcpy(dims, d->dims, (size_t)d->rank * sizeof *dims);
+  if (d->rank <= 0)
+    return PC_OK;
+  *dims = malloc((size_t)d->rank * sizeof **dims);
+  if (!*dims)
+    return PC_ENOMEM;
+  memcpy(*dims, d->dims, (size_t)d->rank * sizeof **dims);
+  return PC_OK;
 }
 
 static bool pc_same_shape(const pc_dataset *a, const pc_dataset *b) {
@@ -283,11 +292,12 @@ int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
   *data = false;
   t->dtype_a = pc_numeric_dtype(p->a);
   t->dtype_b = pc_numeric_dtype(p->b);
-  pc_copy_shape(&t->rank, t->dims, p->a ? p->a : p->b);
+  int rc = pc_copy_shape(&t->rank, &t->dims, p->a ? p->a : p->b);
   t->rank_b = -1;
-  if (p->a && p->b)
-    pc_copy_shape(&t->rank_b, t->dims_b, p->b);
-  int rc;
+  if (rc == PC_OK && p->a && p->b)
+    rc = pc_copy_shape(&t->rank_b, &t->dims_b, p->b);
+  if (rc < 0)
+    return pc_nomem(rc, t, err);
   if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))
     return pc_nomem(rc, t, err);
   t->reduction_length = p->a->reduction_length ? p->a->reduction_length : p->b->reduction_length;
@@ -752,6 +762,8 @@ int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const
 }
 
 void pc_tensor_clear(pc_tensor *t) {
+  free(t->dims);
+  free(t->dims_b);
   free(t->path);
   free(t->file);
   free(t->message);

@@ -52,6 +52,19 @@ int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_ki
   return PC_OK;
 }
 
+int pc_dataset_set_shape(pc_dataset *d, int rank, const uint64_t *dims) {
+  free(d->dims);
+  d->dims = NULL;
+  d->rank = rank;
+  if (rank <= 0)
+    return PC_OK;
+  d->dims = malloc((size_t)rank * sizeof *d->dims);
+  if (!d->dims)
+    return PC_ENOMEM;
+  memcpy(d->dims, dims, (size_t)rank * sizeof *d->dims);
+  return PC_OK;
+}
+
 int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why) {
   d->kind = kind;
   free(d->reason);
@@ -186,6 +199,7 @@ void pc_file_close(pc_file *f) {
     free(f->ds[i].path);
     free(f->ds[i].reason);
     free(f->ds[i].written);
+    free(f->ds[i].dims);
   }
   for (size_t i = 0; i < f->nattrs; i++) {
     free(f->attrs[i].name);

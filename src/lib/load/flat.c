@@ -50,17 +50,17 @@ int pc_flat_add(pc_file *f, pc_dataset **d, pc_flat_array **a, const char *path,
   return PC_OK;
 }
 
-bool pc_flat_shape(pc_dataset *d, int rank, const uint64_t *dims) {
+int pc_flat_shape(pc_dataset *d, int rank, const uint64_t *dims) {
   uint64_t count = 1;
   bool overflow = false;
   for (int i = 0; i < rank; i++) {
-    d->dims[i] = dims[i];
     overflow = overflow || (dims[i] && count > UINT64_MAX / dims[i]);
     count *= dims[i];
   }
-  d->rank = rank;
   d->count = count;
-  return !overflow && (d->elem_size == 0 || count <= UINT64_MAX / d->elem_size);
+  if (pc_dataset_set_shape(d, rank, dims) < 0)
+    return PC_ENOMEM;
+  return !overflow && (d->elem_size == 0 || count <= UINT64_MAX / d->elem_size) ? PC_OK : PC_EDATA;
 }
 
 void pc_flat_set_fortran(pc_dataset *d, pc_flat_array *a, bool fortran) {

@@ -89,6 +89,11 @@ enum { PC_FILE_ATTRS_MAX = 256 };
  * PC_ENOMEM. */
 int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_kind kind);
 
+/** Sets d's rank and a copy of its dims (rank <= PC_MAX_RANK); PC_ENOMEM. Each dataset holds
+ * only its own rank's entries: an array of PC_MAX_RANK in every entry of a walk over 20,000
+ * datasets was 10 MB of its peak memory (docs/performance.md). */
+int pc_dataset_set_shape(pc_dataset *d, int rank, const uint64_t *dims);
+
 /** Marks d skipped (not numeric) or of another kind, with a reason; PC_ENOMEM. */
 int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why);
 

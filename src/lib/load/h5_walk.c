@@ -255,7 +255,8 @@ static bool pc_reduction_attrs(pc_dataset *d, hid_t dset, char why[PC_ATTR_WHY])
 
 /* --- shape and storage ------------------------------------------------------------------ */
 
-/* The shape; *overflow when the declared dimensions hold more than 2^64 - 1 elements. */
+/* The shape; *overflow when the declared dimensions hold more than 2^64 - 1 elements. PC_EDATA
+ * (HDF5's error), PC_ENOMEM. */
 static int pc_read_shape(pc_dataset *d, hid_t dset, bool *overflow) {
   hid_t space = H5Dget_space(dset);
   if (space < 0)
@@ -267,16 +268,16 @@ static int pc_read_shape(pc_dataset *d, hid_t dset, bool *overflow) {
     H5Sclose(space);
     return PC_EDATA;
   }
-  d->rank = rank;
+  uint64_t shape[PC_MAX_RANK];
   d->count = cls == H5S_NULL ? 0 : 1;
   *overflow = false;
   for (int i = 0; i < rank; i++) {
-    d->dims[i] = dims[i];
+    shape[i] = dims[i];
     *overflow = *overflow || (dims[i] && d->count > UINT64_MAX / dims[i]);
     d->count *= dims[i];
   }
   H5Sclose(space);
-  return PC_OK;
+  return pc_dataset_set_shape(d, rank, shape);
 }
 
 /* Numeric datasets only: the checks that decide whether it can be read, and how. */
@@ -298,7 +299,10 @@ static int pc_describe_dataset(pc_file *f, hid_t dset, const char *path, pc_erro
   char h5err[256];
   bool overflow = false;
   hid_t type = H5Dget_type(dset);
-  if (type < 0 || pc_read_shape(d, dset, &overflow) < 0)
+  int shape = type < 0 ? PC_EDATA : pc_read_shape(d, dset, &overflow);
+  if (shape == PC_ENOMEM)
+    rc = shape;
+  else if (shape < 0)
     rc = pc_dataset_set_error(f, d, pc_h5_error(h5err, sizeof h5err));
   else if (overflow)
     rc = pc_dataset_set_error(f, d, "declared shape has more than 2^64 elements");

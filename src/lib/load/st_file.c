@@ -68,8 +68,11 @@ static bool pc_st_uints(const json_t *arr, uint64_t *v, size_t max, size_t *n) {
   return true;
 }
 
+/* pc_st_describe's answer when memory ran out: the run's error, not the tensor's. */
+static const char pc_st_nomem[] = "out of memory";
+
 /* Why tensor d (its JSON entry `t`) cannot be read, in why, or NULL when it can: then its dtype,
- * shape and place (a->offset, absolute) are set. */
+ * shape and place (a->offset, absolute) are set. pc_st_nomem when memory ran out. */
 static const char *pc_st_describe(pc_dataset *d, pc_flat_array *a, const json_t *t,
                                   uint64_t data_at, uint64_t buffer, char *why, size_t size) {
   uint64_t dims[PC_MAX_RANK], off[2];
@@ -87,8 +90,9 @@ static const char *pc_st_describe(pc_dataset *d, pc_flat_array *a, const json_t 
     if (strcmp(dtype, pc_st_dtypes[i].name) == 0)
       d->stored = pc_st_dtypes[i].dt;
   d->elem_size = pc_dtype_size(d->stored);
-  if (!pc_flat_shape(d, (int)rank, dims))
-    return "declared shape has more than 2^64 bytes";
+  int shape = pc_flat_shape(d, (int)rank, dims);
+  if (shape < 0)
+    return shape == PC_ENOMEM ? pc_st_nomem : "declared shape has more than 2^64 bytes";
   if (off[0] > off[1] || off[1] > buffer) {
     snprintf(why, size,
              "data_offsets [%" PRIu64 ", %" PRIu64 "] lie outside the data buffer of %" PRIu64
@@ -119,7 +123,9 @@ static int pc_st_tensor(pc_file *f, const char *name, const json_t *t, uint64_t 
   if (rc < 0)
     return rc;
   const char *problem = pc_st_describe(d, a, t, data_at, f->size - data_at, why, sizeof why);
-  if (problem) {
+  if (problem == pc_st_nomem) {
+    rc = PC_ENOMEM;
+  } else if (problem) {
     a->in_file = false;
     rc = pc_dataset_set_error(f, d, problem);
   } else if (d->stored == PC_DTYPE_NONE) {
