@@ -1,6 +1,7 @@
-/* The report files of one run, written side by side (report_files.h). At 20,000 small tensors
- * writing JSON, Markdown, JUnit and HTML one after the other took most of a full run on one
- * core while the comparison's other cores idled (docs/performance.md, "Many small tensors"). */
+/* The report files of one run, written side by side (report_files.h). Over 2,000 small tensors,
+ * writing JSON, Markdown, JUnit and HTML one after the other was 40 % of a full run's
+ * instructions, on one core while the others idled (docs/performance.md, "Many small
+ * tensors"); side by side, the run waits only for the longest, the JSON report. */
 #include "report_files.h"
 #include "isolate.h"
 
@@ -49,8 +50,12 @@ void pc_cli_write_files(const char *const paths[PC_CLI_FILES_], const pc_run *ru
     rc[k] = PC_OK;
     if (!paths[k])
       continue;
-    job j = {.kind = (pc_cli_file)k, .path = paths[k], .run = run, .opts = opts,
-             .rc = &rc[k], .err = &err[k]};
+    job j = {.kind = (pc_cli_file)k,
+             .path = paths[k],
+             .run = run,
+             .opts = opts,
+             .rc = &rc[k],
+             .err = &err[k]};
     if (strcmp(paths[k], "-") == 0) /* standard output may block on a reader: not held */
       run_job(&j);
     else

@@ -244,8 +244,9 @@ int pc_npy_describe(const pc_file *f, pc_dataset *d, pc_flat_array *a, const pc_
   }
   int shape = pc_flat_shape(d, h->rank, h->dims);
   if (shape < 0)
-    return shape == PC_ENOMEM ? shape
-                              : pc_dataset_set_error(f, d, "declared shape has more than 2^64 bytes");
+    return shape == PC_ENOMEM
+               ? shape
+               : pc_dataset_set_error(f, d, "declared shape has more than 2^64 bytes");
   if (d->count * d->elem_size > available) {
     snprintf(why, sizeof why, "npy data holds %" PRIu64 " bytes, dtype %s and shape need %" PRIu64,
              available, h->descr, d->count * d->elem_size);

@@ -4,18 +4,18 @@
 
 #include "pc_internal.h"
 
-#include <errno.h>    /* errno */
-#include <fcntl.h>    /* open, O_EXCL */
-#include <inttypes.h> /* PRIu64 */
-#include <math.h>     /* isnan, INFINITY */
-#include <stdarg.h>   /* va_list */
+#include <errno.h>     /* errno */
+#include <fcntl.h>     /* open, O_EXCL */
+#include <inttypes.h>  /* PRIu64 */
+#include <math.h>      /* isnan, INFINITY */
+#include <stdarg.h>    /* va_list */
 #include <stdatomic.h> /* atomic_ulong, atomic_fetch_add */
-#include <stdio.h>    /* snprintf */
-#include <stdlib.h>   /* malloc, qsort */
-#include <string.h>   /* strcmp, strlen, strerror */
-#include <sys/stat.h> /* stat, lstat, fchmod */
-#include <time.h>     /* clock_gettime */
-#include <unistd.h>   /* fsync, unlink, getpid, fchown */
+#include <stdio.h>     /* snprintf */
+#include <stdlib.h>    /* malloc, qsort */
+#include <string.h>    /* strcmp, strlen, strerror */
+#include <sys/stat.h>  /* stat, lstat, fchmod */
+#include <time.h>      /* clock_gettime */
+#include <unistd.h>    /* fsync, unlink, getpid, fchown */
 
 /* Significant digits of the figures in tables, and the most a double ever needs. */
 enum { READING_DIGITS = 3, ROUND_TRIP_DIGITS = 17 };
@@ -569,7 +569,8 @@ static void temp_suffix(char *out) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   uint64_t x = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^
-               (uint64_t)(uintptr_t)&now ^ ((uint64_t)(atomic_fetch_add(&counter, 1) + 1) * 0x9E3779B97F4A7C15u);
+               (uint64_t)(uintptr_t)&now ^
+               ((uint64_t)(atomic_fetch_add(&counter, 1) + 1) * 0x9E3779B97F4A7C15u);
   x ^= x >> 31; /* splitmix64's finaliser */
   x *= 0xBF58476D1CE4E5B9u;
   x ^= x >> 27;
