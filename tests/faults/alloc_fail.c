@@ -4,8 +4,9 @@
  * allocation paritycheck's own code makes comes here; jansson's allocations come here too, through
  * json_set_alloc_funcs. HDF5, libyaml, GSL and libc's internal allocations (fopen, realpath) are
  * not counted: they are linked from shared libraries that --wrap does not reach. Nor are
- * jansson's allocations inside json_loadf (--wrap=json_loadf): its parser turns a failed
- * allocation into a syntax error ("invalid token"), which no caller can tell from a bad file.
+ * jansson's allocations inside json_loadf and json_loadb (--wrap=json_loadf,json_loadb): its
+ * parser turns a failed allocation into a syntax error ("invalid token"), which no caller can
+ * tell from a bad file.
  *
  *   PC_FAIL_ALLOC=N       the Nth counted allocation (1-based) returns NULL; later ones succeed
  *   PC_FAIL_ALLOC_STACK=1 also print the failed allocation's stack on stderr (ASan builds only)
@@ -35,6 +36,8 @@ char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 json_t *__real_json_loadf(FILE *f, size_t flags, json_error_t *error);
 json_t *__wrap_json_loadf(FILE *f, size_t flags, json_error_t *error);
+json_t *__real_json_loadb(const char *buffer, size_t len, size_t flags, json_error_t *error);
+json_t *__wrap_json_loadb(const char *buffer, size_t len, size_t flags, json_error_t *error);
 
 /* The sanitizer runtime's, where there is one (a debugging aid). */
 void __sanitizer_print_stack_trace(void) __attribute__((weak));
@@ -89,6 +92,14 @@ char *__wrap_strndup(const char *s, size_t max) {
 json_t *__wrap_json_loadf(FILE *f, size_t flags, json_error_t *error) {
   paused++;
   json_t *root = __real_json_loadf(f, flags, error);
+  paused--;
+  return root;
+}
+
+/* The safetensors header's parser, paused for the same reason as json_loadf's. */
+json_t *__wrap_json_loadb(const char *buffer, size_t len, size_t flags, json_error_t *error) {
+  paused++;
+  json_t *root = __real_json_loadb(buffer, len, flags, error);
   paused--;
   return root;
 }

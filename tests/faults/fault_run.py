@@ -2,8 +2,10 @@
 stage of a comparison, the command line that writes every report, and one run in a fresh
 folder."""
 
+import json
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 
@@ -41,6 +43,29 @@ def make_inputs(tmp):
         fh.write('version: 1\nrules:\n  - match: "/grp/*"\n    float32: {atol: 1.0e-6}\n')
 
 
+def make_flat_inputs(tmp):
+    """a.npz (compressed) and b.safetensors, the loaders that are not HDF5: B drifts in x, y is
+    2-D, i integer, only_a only in A."""
+    rng = np.random.default_rng(19)
+    x = rng.standard_normal(300).astype(np.float32)
+    y = rng.standard_normal((6, 5)).astype(np.float32)
+    i = np.arange(40, dtype=np.int32)
+    np.savez_compressed(os.path.join(tmp, 'a.npz'), x=x, y=y, i=i, only_a=x[:7])
+    xb = x.copy()
+    xb[::5] *= np.float32(1.01)
+    tensors, blobs, off = {}, [], 0
+    for name, arr, code in (('x', xb, 'F32'), ('y', y, 'F32'), ('i', i, 'I32')):
+        raw = arr.astype(arr.dtype.newbyteorder('<')).tobytes()
+        tensors[name] = {'dtype': code, 'shape': list(arr.shape),
+                         'data_offsets': [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    text = json.dumps(tensors).encode()
+    text += b' ' * (-len(text) % 8)
+    with open(os.path.join(tmp, 'b.safetensors'), 'wb') as fh:
+        fh.write(struct.pack('<Q', len(text)) + text + b''.join(blobs))
+
+
 def make_baseline(binary, tmp, env):
     """base.json: A against itself, where every tensor that A and B share passes, so that the
     gate sees /x drift further than the baseline allows. True when it was made."""
@@ -52,7 +77,9 @@ def make_baseline(binary, tmp, env):
 
 def arguments(reference):
     """Every report file, the tolerance file and the baseline, from a folder inside tmp; -j 1:
-    one worker thread, so that the Nth allocation or read is the same one on every run."""
+    one worker thread, so that the Nth allocation or read of the comparison is the same one on
+    every run (the report files are written side by side, so among their allocations the order
+    may vary: each run is judged by its outcome alone)."""
     ref = ['--reference', '../r.h5'] if reference else []
     return ['-j', '1', '-t', '../tol.yaml', '--baseline', '../base.json'] + ref + [
         '--json', 'o.json', '--markdown', 'o.md', '--junit', 'o.xml', '--html', 'o.html',

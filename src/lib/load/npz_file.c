@@ -47,7 +47,10 @@ static int pc_npz_open_zip(pc_file *f, pc_error *err) {
   return PC_OK;
 }
 
-/* Reads the member's npy header into h; NULL, or why not. */
+/* pc_npz_header's answer when memory ran out: the run's error, not the member's. */
+static const char pc_npz_nomem[] = "out of memory";
+
+/* Reads the member's npy header into h; NULL, or why not (pc_npz_nomem when memory ran out). */
 static const char *pc_npz_header(zip_t *z, zip_uint64_t i, pc_npy_header *h, char *why,
                                  size_t size) {
   unsigned char prefix[PC_NPY_PREFIX];
@@ -62,7 +65,7 @@ static const char *pc_npz_header(zip_t *z, zip_uint64_t i, pc_npy_header *h, cha
   problem = got < 0 ? "cannot read the member" : pc_npy_prefix(prefix, (size_t)got, &total);
   unsigned char *b = problem ? NULL : malloc((size_t)total);
   if (!problem && !b)
-    problem = "out of memory";
+    problem = pc_npz_nomem;
   if (!problem) {
     memcpy(b, prefix, (size_t)got);
     zip_int64_t more = total > (uint64_t)got ? zip_fread(zf, b + got, total - (uint64_t)got) : 0;
@@ -96,7 +99,9 @@ static int pc_npz_member(pc_file *f, zip_uint64_t i, const zip_stat_t *st, pc_er
       (st->valid & ZIP_STAT_ENCRYPTION_METHOD) && st->encryption_method != ZIP_EM_NONE
           ? "member is encrypted"
           : pc_npz_header(pc_npz_zip(f), i, &h, why, sizeof why);
-  if (problem) {
+  if (problem == pc_npz_nomem) {
+    rc = PC_ENOMEM;
+  } else if (problem) {
     snprintf(text, sizeof text, "member %s: %s", st->name, problem);
     rc = pc_dataset_set_error(f, d, text);
   } else {
