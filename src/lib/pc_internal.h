@@ -5,6 +5,7 @@
 #include <paritycheck/error.h>
 
 #include <stddef.h> /* size_t */
+#include <stdint.h> /* uint64_t */
 
 /** Fill err (which may be NULL) with code and a printf-style message; returns (int)code so that
  * callers can write `return pc_error_set(err, PC_EIO, "...")`. */
@@ -13,6 +14,10 @@ int pc_error_set(pc_error *err, pc_status code, const char *fmt, ...)
 
 /** strdup that returns NULL on NULL input. */
 char *pc_strdup(const char *s);
+
+/** A shape as the loaders and pc_tensor hold it: sets *rank and replaces *dims (freed) with a
+ * copy of src's rank entries (NULL when rank <= 0). PC_ENOMEM, *dims then NULL. */
+int pc_shape_set(int *rank, uint64_t **dims, int src_rank, const uint64_t *src);
 
 /** Why `glob` is not a well-formed tolerance-rule glob (fnmatch syntax, flags 0: '*' and '?'
  * match '/' too), or NULL when it is. Every glob the library matches is checked by this. */

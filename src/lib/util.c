@@ -1,7 +1,7 @@
 /* Small allocation helpers shared by the modules. */
 #include "pc_internal.h"
 
-#include <stdlib.h> /* malloc */
+#include <stdlib.h> /* malloc, free */
 #include <string.h> /* strlen, memcpy */
 
 char *pc_strdup(const char *s) {
@@ -12,4 +12,17 @@ char *pc_strdup(const char *s) {
   if (copy)
     memcpy(copy, s, n);
   return copy;
+}
+
+int pc_shape_set(int *rank, uint64_t **dims, int src_rank, const uint64_t *src) {
+  free(*dims);
+  *dims = NULL;
+  *rank = src_rank;
+  if (src_rank <= 0)
+    return PC_OK;
+  *dims = malloc((size_t)src_rank * sizeof **dims);
+  if (!*dims)
+    return PC_ENOMEM;
+  memcpy(*dims, src, (size_t)src_rank * sizeof **dims);
+  return PC_OK;
 }

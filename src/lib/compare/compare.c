@@ -21,8 +21,8 @@
 #include <inttypes.h> /* PRIu64 */
 #include <math.h>     /* sqrt, INFINITY */
 #include <stdio.h>    /* snprintf */
-#include <stdlib.h>   /* calloc, malloc, realloc, free */
-#include <string.h>   /* strcmp, strchr, memcpy */
+#include <stdlib.h>   /* calloc, realloc, free */
+#include <string.h>   /* strcmp, strchr */
 #include <sys/stat.h> /* stat, S_ISDIR */
 #include <unistd.h>   /* sysconf */
 
@@ -55,20 +55,6 @@ void pc_set_debug(bool on) {
 }
 
 /* --- tensor set-up ---------------------------------------------------------------------- */
-
-/* d's shape into a tensor's; PC_ENOMEM. */
-static int pc_copy_shape(int *rank, uint64_t **dims, const pc_dataset *d) {
-  free(*dims);
-  *dims = NULL;
-  *rank = d->rank;
-  if (d->rank <= 0)
-    return PC_OK;
-  *dims = malloc((size_t)d->rank * sizeof **dims);
-  if (!*dims)
-    return PC_ENOMEM;
-  memcpy(*dims, d->dims, (size_t)d->rank * sizeof **dims);
-  return PC_OK;
-}
 
 static bool pc_same_shape(const pc_dataset *a, const pc_dataset *b) {
   if (a->rank != b->rank || a->count != b->count)
@@ -292,10 +278,11 @@ int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
   *data = false;
   t->dtype_a = pc_numeric_dtype(p->a);
   t->dtype_b = pc_numeric_dtype(p->b);
-  int rc = pc_copy_shape(&t->rank, &t->dims, p->a ? p->a : p->b);
+  const pc_dataset *shape = p->a ? p->a : p->b;
+  int rc = pc_shape_set(&t->rank, &t->dims, shape->rank, shape->dims);
   t->rank_b = -1;
   if (rc == PC_OK && p->a && p->b)
-    rc = pc_copy_shape(&t->rank_b, &t->dims_b, p->b);
+    rc = pc_shape_set(&t->rank_b, &t->dims_b, p->b->rank, p->b->dims);
   if (rc < 0)
     return pc_nomem(rc, t, err);
   if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))

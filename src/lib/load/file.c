@@ -53,16 +53,7 @@ int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_ki
 }
 
 int pc_dataset_set_shape(pc_dataset *d, int rank, const uint64_t *dims) {
-  free(d->dims);
-  d->dims = NULL;
-  d->rank = rank;
-  if (rank <= 0)
-    return PC_OK;
-  d->dims = malloc((size_t)rank * sizeof *d->dims);
-  if (!d->dims)
-    return PC_ENOMEM;
-  memcpy(d->dims, dims, (size_t)rank * sizeof *d->dims);
-  return PC_OK;
+  return pc_shape_set(&d->rank, &d->dims, rank, dims);
 }
 
 int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why) {
