@@ -31,8 +31,9 @@ typedef enum pc_sort {
 enum { PC_REPORT_MAX_ROWS = 50 };
 
 /* Options of every writer; a NULL pointer means every default (PC_REPORT_OPTIONS_INIT). A
- * writer refuses (PC_EUSAGE) options of another version. */
-#define PC_REPORT_OPTIONS_VERSION 1
+ * writer refuses (PC_EUSAGE) options of another version; version 1 (without `threads`) is still
+ * read, as one thread. */
+#define PC_REPORT_OPTIONS_VERSION 2
 typedef struct pc_report_options {
   int version;         /* PC_REPORT_OPTIONS_VERSION */
   const char *profile; /* tolerance profile named in headers; NULL means "default" */
@@ -42,9 +43,13 @@ typedef struct pc_report_options {
   bool color;          /* text: ANSI colours (the CLI sets it only on a TTY) */
   bool quiet;          /* text: only failing tensors and the summary */
   bool verbose;        /* text: a line of error statistics under every compared tensor */
+  /* Threads that format the rows of the text, JSON and HTML reports, the calling thread among
+   * them (0: one per core, as pc_options.threads; 1: the calling thread alone). The bytes do
+   * not depend on it. */
+  unsigned threads;
 } pc_report_options;
 #define PC_REPORT_OPTIONS_INIT                                                                     \
-  { PC_REPORT_OPTIONS_VERSION, NULL, PC_SORT_WORST, 0, NULL, false, false, false }
+  { PC_REPORT_OPTIONS_VERSION, NULL, PC_SORT_WORST, 0, NULL, false, false, false, 0 }
 
 /* Each writer below has this signature: it writes to `path`, or to standard output when path
  * is "-", and returns PC_EIO (naming the path) when it cannot write. A report file is written

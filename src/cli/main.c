@@ -684,6 +684,7 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
       !c->no_color && !getenv("NO_COLOR") && isatty(fileno(stdout)) && !pc_cli_mpi_launched();
   ro.quiet = c->quiet;
   ro.verbose = o->verbose;
+  ro.threads = (unsigned)c->jobs; /* -j formats the reports' rows too */
   if (!stdout_users(c) && report_rc(pc_report_text("-", run, &ro, &err), "-") < 0)
     return fail(&err);
   if (o->github && report_rc(pc_report_github("-", run, &ro, &err), "-") < 0)

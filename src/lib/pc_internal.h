@@ -19,6 +19,9 @@ char *pc_strdup(const char *s);
  * copy of src's rank entries (NULL when rank <= 0). PC_ENOMEM, *dims then NULL. */
 int pc_shape_set(int *rank, uint64_t **dims, int src_rank, const uint64_t *src);
 
+/** Threads to use when `requested` (0: one per online core) were asked for; at least 1. */
+unsigned pc_threads_or_cores(unsigned requested);
+
 /** Why `glob` is not a well-formed tolerance-rule glob (fnmatch syntax, flags 0: '*' and '?'
  * match '/' too), or NULL when it is. Every glob the library matches is checked by this. */
 const char *pc_glob_problem(const char *glob);

@@ -1,8 +1,9 @@
-/* Small allocation helpers shared by the modules. */
+/* Small helpers shared by the modules. */
 #include "pc_internal.h"
 
 #include <stdlib.h> /* malloc, free */
 #include <string.h> /* strlen, memcpy */
+#include <unistd.h> /* sysconf */
 
 char *pc_strdup(const char *s) {
   if (!s)
@@ -25,4 +26,9 @@ int pc_shape_set(int *rank, uint64_t **dims, int src_rank, const uint64_t *src) 
     return PC_ENOMEM;
   memcpy(*dims, src, (size_t)src_rank * sizeof **dims);
   return PC_OK;
+}
+
+unsigned pc_threads_or_cores(unsigned requested) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return requested ? requested : cores > 0 ? (unsigned)cores : 1;
 }

@@ -582,6 +582,34 @@ def test_threads_identical():
                 check('-j %s vs -j 1, --block-elems %s (%s): JSON identical' % (j, n, pair),
                       one is not None and one == many)
 
+def test_reports_threads_identical():
+    """Every report is the same bytes whatever -j: their rows are formatted on -j threads and
+    written in order (src/lib/report/ordered.c). Real dumps with cascades (fp16 autocast against
+    fp32) and a pass; text plain, quiet (root causes first) and verbose."""
+    real = os.path.join(HERE, '..', '..', 'fixtures', 'real')
+    pairs = [('attention_cpu_fp32.h5', 'attention_cuda_fp16.h5'),
+             ('mixer_cpu_fp32.h5', 'mixer_cuda_fp32.h5')]
+    files = ('json', 'md', 'xml', 'html')
+    for a, b in pairs:
+        for mode in ([], ['-q'], ['-v']):
+            got = {}
+            for j in ('1', '2', '5'):
+                out = os.path.join(TMP, 'threads_%s_%s' % (a, j))
+                args = ['-j', j, '--json', out + '.json', '--markdown', out + '.md',
+                        '--junit', out + '.xml', '--html', out + '.html']
+                proc = run(args + mode + [os.path.join(real, a), os.path.join(real, b)])
+                texts = [proc.stdout]
+                for ext in files:
+                    with open('%s.%s' % (out, ext)) as fh:
+                        texts.append(fh.read())
+                got[j] = (proc.returncode, texts)
+            label = '%s vs %s %s' % (a, b, ' '.join(mode) or 'plain')
+            check('%s: reports written, text has rows' % label,
+                  got['1'][0] in (0, 1) and got['1'][1][0].count('\n') > 10, got['1'][0])
+            for j in ('2', '5'):
+                check('%s: -j %s, every report identical to -j 1' % (label, j),
+                      got[j] == got['1'])
+
 
 # ------------------------------------------------------------------------------------------
 # Direct reads (docs/performance.md, "Direct reads")
@@ -909,6 +937,7 @@ TESTS = [
     test_partly_written_giant,
     test_exact_integers,
     test_quantiles_on_demand,
+    test_reports_threads_identical,
 ]
 
 

@@ -2,6 +2,8 @@
  * parsed back, and as text. Every expected value is derived by hand in the comments. */
 #include <paritycheck/report.h>
 
+#include "report_common.h" /* pc_report_put_ordered */
+
 #include <jansson.h>
 
 #include <float.h>  /* DBL_TRUE_MIN, DBL_MAX */
@@ -1248,6 +1250,139 @@ static void test_text_write_error(void **state) {
   assert_int_equal(pc_report_json("/dev/full", &run, &old, &err), PC_EUSAGE);
 }
 
+/* Row k of test_ordered_rows: its number and k % 13 letters, so that rows differ in length; rows
+ * listed in `fail` return their code instead (before writing anything). */
+typedef struct numbered {
+  size_t fail_at[2];
+  int fail_rc[2];
+} numbered;
+
+static int put_numbered(FILE *out, size_t k, void *ctx) {
+  const numbered *nb = ctx;
+  for (int i = 0; i < 2; i++)
+    if (nb && nb->fail_rc[i] && k == nb->fail_at[i])
+      return nb->fail_rc[i];
+  fprintf(out, "%zu %.*s\n", k, (int)(k % 13), "abcdefghijklm");
+  return PC_OK;
+}
+
+static char *render_rows(size_t n, unsigned threads, const numbered *nb, int *rc) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&text, &len);
+  assert_non_null(m);
+  *rc = pc_report_put_ordered(m, n, threads, put_numbered, (void *)nb);
+  assert_int_equal(fclose(m), 0);
+  return text;
+}
+
+/* pc_report_put_ordered writes exactly the rows in order whatever the thread count, and reports
+ * the first failing row in row order, whichever thread met it first. */
+static void test_ordered_rows(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  char *want = malloc(N * 32), *at = want;
+  assert_non_null(want);
+  for (size_t k = 0; k < N; k++) /* the rows, written out independently */
+    at += sprintf(at, "%zu %.*s\n", k, (int)(k % 13), "abcdefghijklm");
+  const unsigned threads[] = {0, 1, 2, 3, 7, 64};
+  const size_t counts[] = {0, 1, 2, 5, N};
+  for (size_t t = 0; t < sizeof threads / sizeof *threads; t++)
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+      int rc;
+      char *got = render_rows(counts[c], threads[t], NULL, &rc);
+      assert_int_equal(rc, PC_OK);
+      size_t len = (size_t)(strchr(want, '\0') - want);
+      for (size_t k = 0, nl = 0; k < len; k++) /* the prefix of want holding counts[c] rows */
+        if (want[k] == '\n' && ++nl == counts[c]) {
+          len = k + 1;
+          break;
+        }
+      assert_int_equal(strlen(got), counts[c] ? len : 0);
+      assert_memory_equal(got, want, strlen(got));
+      free(got);
+    }
+  /* rows 700 (PC_EDATA) and 300 (PC_EIO) fail: row 300's error, and only rows before it */
+  numbered nb = {{700, 300}, {PC_EDATA, PC_EIO}};
+  for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+    int rc;
+    char *got = render_rows(N, threads[t], &nb, &rc);
+    assert_int_equal(rc, PC_EIO);
+    const char *row300 = strstr(want, "\n300 ") + 1;
+    assert_true(strlen(got) <= (size_t)(row300 - want));
+    assert_memory_equal(got, want, strlen(got));
+    free(got);
+  }
+  free(want);
+}
+
+/* Every writer that formats rows on threads writes the bytes of one thread; options of version
+ * 1, which have no thread count, are still read. */
+static void test_report_threads(void **state) {
+  (void)state;
+  int (*const writers[])(const char *, const pc_run *, const pc_report_options *,
+                         pc_error *) = {pc_report_text, pc_report_json, pc_report_html};
+  for (size_t w = 0; w < sizeof writers / sizeof *writers; w++)
+    for (int quiet = 0; quiet < 2; quiet++) {
+      char *text[3];
+      const unsigned threads[] = {1, 3, 8};
+      for (int k = 0; k < 3; k++) {
+        pc_report_options opts = PC_REPORT_OPTIONS_INIT;
+        opts.quiet = quiet;
+        opts.verbose = !quiet;
+        opts.threads = threads[k];
+        const char *path = temp_path();
+        pc_error err = {0};
+        assert_int_equal(writers[w](path, &run, &opts, &err), PC_OK);
+        text[k] = slurp(path);
+        unlink(path);
+      }
+      assert_string_equal(text[0], text[1]);
+      assert_string_equal(text[0], text[2]);
+      pc_report_options v1 = PC_REPORT_OPTIONS_INIT;
+      v1.version = 1;
+      v1.quiet = quiet;
+      v1.verbose = !quiet;
+      const char *path = temp_path();
+      pc_error err = {0};
+      assert_int_equal(writers[w](path, &run, &v1, &err), PC_OK);
+      char *old = slurp(path);
+      unlink(path);
+      assert_string_equal(text[0], old);
+      free(old);
+      for (int k = 0; k < 3; k++)
+        free(text[k]);
+    }
+}
+
+/* The provenance block: a value of A longer than 40 characters does not widen A's column; the
+ * other lines align on the widest short value. Expected lines written out by hand. */
+static void test_text_provenance_width(void **state) {
+  (void)state;
+  char repr[61];
+  memset(repr, 'x', 60);
+  repr[60] = '\0';
+  pc_attr a[] = {{"backend", "cpu", PC_ATTR_STRING},
+                 {"model_repr", repr, PC_ATTR_STRING},
+                 {"device", "x86", PC_ATTR_STRING}};
+  pc_attr b[] = {{"backend", "cuda", PC_ATTR_STRING},
+                 {"model_repr", repr, PC_ATTR_STRING},
+                 {"device", "x86", PC_ATTR_STRING}};
+  pc_run r = run;
+  r.provenance[0] = (pc_provenance){a, 3};
+  r.provenance[1] = (pc_provenance){b, 3};
+  char *text = render_text(&r, false, false);
+  char want[512];
+  snprintf(want, sizeof want,
+           "provenance (A | B; * differs)\n"
+           "* backend     cpu | cuda\n"
+           "  model_repr  %s | %s\n"
+           "  device      x86 | x86\n\n",
+           repr, repr);
+  assert_int_equal(strncmp(text, want, strlen(want)), 0);
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_json_top_level, setup),
@@ -1286,6 +1421,9 @@ int main(void) {
       cmocka_unit_test(test_escape_contexts),
       cmocka_unit_test(test_escape_truncation),
       cmocka_unit_test_setup(test_text_untrusted_names, setup),
+      cmocka_unit_test(test_ordered_rows),
+      cmocka_unit_test_setup(test_text_provenance_width, setup),
+      cmocka_unit_test_setup(test_report_threads, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,6 @@
 #include <stdlib.h>   /* calloc, realloc, free */
 #include <string.h>   /* strcmp, strchr */
 #include <sys/stat.h> /* stat, S_ISDIR */
-#include <unistd.h>   /* sysconf */
 
 static const char *const pc_verdict_names[PC_VERDICT_COUNT_] = {
     "pass",           "drift",          "missing_in_a", "missing_in_b",
@@ -487,8 +486,7 @@ static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, p
 }
 
 static unsigned pc_threads(const pc_options *o) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return o->threads ? o->threads : cores > 0 ? (unsigned)cores : 1;
+  return pc_threads_or_cores(o->threads);
 }
 
 /* --- folder mode ------------------------------------------------------------------------- */

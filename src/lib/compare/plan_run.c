@@ -14,7 +14,6 @@
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* calloc, realloc, free */
 #include <string.h> /* strcmp, memset */
-#include <unistd.h> /* sysconf */
 
 /* One work of the plan (plan_record.h). */
 typedef struct pc_task {
@@ -78,10 +77,7 @@ static void pc_runner_partial(void *user, const pc_tensor *t, const pc_stats *pa
 }
 
 static int pc_runner_streams(pc_runner *r, pc_error *err) {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  pc_stream_config cfg = {.threads = r->o->threads ? r->o->threads
-                                     : cores > 0   ? (unsigned)cores
-                                                   : 1,
+  pc_stream_config cfg = {.threads = pc_threads_or_cores(r->o->threads),
                           .block_elems = r->block,
                           .done = pc_runner_judge,
                           .progress = r->o->progress,

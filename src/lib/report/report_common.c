@@ -508,7 +508,7 @@ int pc_report_check(const pc_run *run, const pc_report_options *opts, const char
   const pc_gate *gate = opts ? opts->gate : NULL;
   if (!run)
     return pc_error_set(err, PC_EUSAGE, "%s: a run is required", who);
-  if (opts && opts->version != PC_REPORT_OPTIONS_VERSION)
+  if (opts && opts->version != PC_REPORT_OPTIONS_VERSION && opts->version != 1)
     return pc_error_set(err, PC_EUSAGE, "%s: options of version %d, not %d", who, opts->version,
                         PC_REPORT_OPTIONS_VERSION);
   if (gate && gate->ntensors != run->ntensors)
@@ -528,6 +528,10 @@ int pc_report_write(const char *path, const pc_run *run, const pc_report_options
   f.failed = f.failed || oom; /* no partial report stays behind */
   rc = pc_report_close(&f, what, err);
   return oom ? pc_error_set(err, PC_ENOMEM, "out of memory writing %s", what) : rc;
+}
+
+unsigned pc_report_threads(const pc_report_options *opts) {
+  return opts && opts->version >= 2 ? pc_threads_or_cores(opts->threads) : 1;
 }
 
 const char *pc_report_profile(const pc_report_options *opts) {

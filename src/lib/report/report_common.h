@@ -224,4 +224,19 @@ int pc_report_open(pc_report_file *rf, const char *path, pc_error *err);
  * existing file at the path is left as it was. */
 int pc_report_close(pc_report_file *rf, const char *what, pc_error *err);
 
+/** The threads that format a report's rows: opts->threads, 0 meaning one per core (1 for
+ * options of version 1, which lack the field, and for NULL options). */
+unsigned pc_report_threads(const pc_report_options *opts);
+
+/** Writes row k of a report to out (a memory stream of pc_report_put_ordered); PC_OK or an
+ * error code, which ends the report. */
+typedef int (*pc_report_row_fn)(FILE *out, size_t k, void *ctx);
+
+/** Writes rows 0 to n - 1 to out in order, exactly the bytes that put(out, k, ctx) for k = 0,
+ * 1, ... would write, formatted by up to `threads` threads (this one among them; 0 or 1: put
+ * writes straight to out). put must only read shared state. Memory: a chunk of rows' text per
+ * thread. Returns PC_OK, the error of the first failing row in row order, or PC_ENOMEM; after
+ * an error out holds a prefix of the rows. Write errors stay in out. */
+int pc_report_put_ordered(FILE *out, size_t n, unsigned threads, pc_report_row_fn put, void *ctx);
+
 #endif

@@ -377,20 +377,31 @@ static void put_row(FILE *out, const page *pg, size_t i) {
   fputs("</tr>\n", out);
 }
 
-static void put_page(FILE *out, const page *pg, const pc_report_options *opts,
-                     const size_t *order) {
+/* The k-th tensor in `order` (pc_report_row_fn): a member of a cascade follows its root, so
+ * it has no row of its own here; a root brings its members. */
+typedef struct html_rows {
+  const page *pg;
+  const size_t *order;
+} html_rows;
+
+static int put_rows(FILE *out, size_t k, void *ctx) {
+  const html_rows *r = ctx;
+  const page *pg = r->pg;
+  size_t i = r->order[k];
+  if (pc_report_root(pg->run, i) >= 0)
+    return PC_OK;
+  put_row(out, pg, i);
+  for (size_t m = pg->cascades.first[i]; m < pg->cascades.first[i + 1]; m++)
+    put_row(out, pg, pg->cascades.members[m]);
+  return PC_OK;
+}
+
+static int put_page(FILE *out, const page *pg, const pc_report_options *opts, const size_t *order) {
   put_head(out, pg->run, pg->gate);
   put_summary(out, pg, opts);
   put_table_head(out, pg);
-  const pc_cascades *c = &pg->cascades;
-  for (size_t k = 0; k < pg->run->ntensors; k++) {
-    size_t i = order[k];
-    if (pc_report_root(pg->run, i) >= 0)
-      continue; /* right after its root */
-    put_row(out, pg, i);
-    for (size_t m = c->first[i]; m < c->first[i + 1]; m++)
-      put_row(out, pg, c->members[m]);
-  }
+  html_rows rows = {pg, order};
+  int rc = pc_report_put_ordered(out, pg->run->ntensors, pc_report_threads(opts), put_rows, &rows);
   fputs("</tbody>\n</table>\n<p class=\"legend\">Click a column header to sort; "
         "<b>verdict</b> sorts worst first, <b>#</b> in run order. ULP histogram: buckets 0, 1, "
         "2-3, 4-7, &hellip; from left to right, bar heights log-scaled; hover a bar for its "
@@ -399,6 +410,7 @@ static void put_page(FILE *out, const page *pg, const pc_report_options *opts,
         out);
   fputs(SCRIPT, out);
   fputs("</script>\n</body>\n</html>\n", out);
+  return rc;
 }
 
 static int widest_histogram(const pc_run *run) {
@@ -434,8 +446,11 @@ int pc_report_html(const char *path, const pc_run *run, const pc_report_options 
   if (rc == PC_OK) {
     for (size_t k = 0; k < run->ntensors; k++)
       pg.rank_of[worst[k]] = k;
-    put_page(f.f, &pg, opts, order);
+    bool oom = put_page(f.f, &pg, opts, order) < 0;
+    f.failed = f.failed || oom; /* no partial report stays behind */
     rc = pc_report_close(&f, "the HTML report", err);
+    if (oom)
+      rc = pc_error_set(err, PC_ENOMEM, "out of memory writing the HTML report");
   }
   free(worst);
   free(order);

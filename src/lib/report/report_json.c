@@ -343,18 +343,29 @@ static json_t *summary_json(const pc_run *run) {
   return pc_json_finish(o, rc);
 }
 
+/* One element of the tensors array, with the separator before it (pc_report_row_fn). */
+typedef struct tensor_rows {
+  const pc_run *run;
+  const pc_gate *gate;
+} tensor_rows;
+
+static int put_tensor(FILE *out, size_t i, void *ctx) {
+  const tensor_rows *r = ctx;
+  json_t *t = tensor_json(r->run, i, r->gate ? &r->gate->tensors[i] : NULL);
+  fputs(i ? ",\n    " : "\n    ", out);
+  int rc = t ? pc_json_put_nested(out, t, 4) : PC_ENOMEM;
+  json_decref(t);
+  return rc;
+}
+
 /* The tensors array, written one tensor at a time, each built, written and freed before the
- * next: the report of a run of 200,000 tensors never exists as one tree. The bytes are those
- * jansson writes for the whole array at that depth (two spaces a level). */
-static int put_tensors(FILE *f, const pc_run *run, const pc_gate *gate) {
-  int rc = PC_OK;
+ * next, on `threads` threads in order (pc_report_put_ordered): the report of a run of 200,000
+ * tensors never exists as one tree. The bytes are those jansson writes for the whole array at
+ * that depth (two spaces a level). */
+static int put_tensors(FILE *f, const pc_run *run, const pc_gate *gate, unsigned threads) {
+  tensor_rows rows = {run, gate};
   fputs(run->ntensors ? "[" : "[]", f);
-  for (size_t i = 0; rc == PC_OK && i < run->ntensors; i++) {
-    json_t *t = tensor_json(run, i, gate ? &gate->tensors[i] : NULL);
-    fputs(i ? ",\n    " : "\n    ", f);
-    rc = t ? pc_json_put_nested(f, t, 4) : PC_ENOMEM;
-    json_decref(t);
-  }
+  int rc = pc_report_put_ordered(f, run->ntensors, threads, put_tensor, &rows);
   if (run->ntensors)
     fputs("\n  ]", f);
   return rc;
@@ -469,7 +480,7 @@ int pc_report_json(const char *path, const pc_run *run, const pc_report_options 
   else if ((rc = pc_report_open(&f, path, err)) == PC_OK) {
     size_t head = (size_t)(at - text) + sizeof marker - 3; /* up to the array */
     fwrite(text, 1, head, f.f);
-    bool oom = put_tensors(f.f, run, opts ? opts->gate : NULL) < 0;
+    bool oom = put_tensors(f.f, run, opts ? opts->gate : NULL, pc_report_threads(opts)) < 0;
     f.failed = f.failed || oom; /* no partial report stays behind */
     fprintf(f.f, "%s\n", at + sizeof marker - 1);
     rc = pc_report_close(&f, "the JSON report", err);

@@ -341,6 +341,28 @@ static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
     put_statistics(out, &t->stats, indent);
 }
 
+/* Row k of the tensor lines (pc_report_row_fn): tensor k mod n in pass k / n, where quiet mode's
+ * first pass shows the root causes (and errors) and its second the tensors they explain. */
+typedef struct text_rows {
+  const view *v;
+  const widths *w;
+} text_rows;
+
+static int put_row(FILE *out, size_t k, void *ctx) {
+  const text_rows *r = ctx;
+  const pc_run *run = r->v->run;
+  bool quiet = r->v->opts->quiet;
+  size_t i = k % run->ntensors, pass = k / run->ntensors;
+  if (is_shown(run->tensors[i].verdict, quiet) &&
+      (!quiet || (pc_report_root(run, i) >= 0) == (pass == 1)))
+    put_tensor(out, r->v, i, r->w);
+  return PC_OK;
+}
+
+/* A value of A wider than this does not widen A's column: its own line runs on instead of
+ * every line (a dump's model_repr is a thousand characters). */
+enum { PROV_WIDTH_MAX = 40 };
+
 /* The files' attributes side by side, a differing one marked '*' (docs/reports.md,
  * "Provenance"); nothing when neither side has any. */
 static int put_provenance(FILE *out, const pc_run *run) {
@@ -349,17 +371,19 @@ static int put_provenance(FILE *out, const pc_run *run) {
   if (pc_report_provenance(run, &rows, &n) < 0)
     return PC_ENOMEM;
   for (size_t i = 0; i < n; i++) {
+    size_t la = rendered_len(pc_report_prov_value(&rows[i], 0));
     wn = max_size(wn, rendered_len(rows[i].name));
-    wa = max_size(wa, rendered_len(pc_report_prov_value(&rows[i], 0)));
+    wa = la <= PROV_WIDTH_MAX ? max_size(wa, la) : wa;
   }
   if (n)
     fputs("provenance (A | B; * differs)\n", out);
   for (size_t i = 0; i < n; i++) {
+    size_t la = rendered_len(pc_report_prov_value(&rows[i], 0));
     fputs(rows[i].differs ? "* " : "  ", out);
     put_untrusted(out, rows[i].name);
     fprintf(out, "%*s", (int)(wn - rendered_len(rows[i].name) + 2), "");
     put_untrusted(out, pc_report_prov_value(&rows[i], 0));
-    fprintf(out, "%*s| ", (int)(wa - rendered_len(pc_report_prov_value(&rows[i], 0)) + 1), "");
+    fprintf(out, "%*s| ", (int)(la < wa ? wa - la + 1 : 1), "");
     put_untrusted(out, pc_report_prov_value(&rows[i], 1));
     fputc('\n', out);
   }
@@ -511,12 +535,12 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   if (shown)
     put_header(out, &w, opts->gate != NULL);
   /* run order; quiet: the root causes (and errors) first, then the tensors they explain */
-  for (int pass = 0; pass < (opts->quiet ? 2 : 1); pass++)
-    for (size_t i = 0; i < run->ntensors; i++)
-      if (is_shown(run->tensors[i].verdict, opts->quiet) &&
-          (!opts->quiet || (pc_report_root(run, i) >= 0) == (pass == 1)))
-        put_tensor(out, &v, i, &w);
+  text_rows rows = {&v, &w};
+  size_t n = run->ntensors * (opts->quiet ? 2 : 1);
+  int rc = pc_report_put_ordered(out, n, pc_report_threads(opts), put_row, &rows);
   pc_report_cascades_free(&cascades);
+  if (rc < 0)
+    return rc;
   if (run->verdict == PC_RUN_PASS)
     put_pass_summary(out, run, opts->color);
   else
