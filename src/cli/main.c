@@ -525,10 +525,6 @@ static int load_tolerances(const cli *c, pc_tolset *tols) {
   return rc;
 }
 
-static bool is_stdout(const char *path) {
-  return path && strcmp(path, "-") == 0;
-}
-
 /* Whether any report of this run shows quantiles: -v, JSON, Markdown (p99 ULP) and HTML do;
  * the plain text report, JUnit and the baseline do not, and a run without them is faster. */
 static bool shows_quantiles(const cli *c) {
@@ -538,14 +534,15 @@ static bool shows_quantiles(const cli *c) {
 /* How many reports go to stdout; when one does, the text report stays away from it. */
 static int stdout_users(const cli *c) {
   const outputs *o = &c->out;
-  return is_stdout(c->json) + is_stdout(o->markdown) + is_stdout(o->junit) + is_stdout(o->html);
+  return pc_cli_is_stdout(c->json) + pc_cli_is_stdout(o->markdown) + pc_cli_is_stdout(o->junit) +
+         pc_cli_is_stdout(o->html);
 }
 
 /* An output file must be writable: an existing one itself, else its folder. Checked before the
  * data, so that a typo does not throw away a long comparison; the writers still report a file
  * that cannot be opened or written. */
 static int check_output(const char *path) {
-  if (!path || is_stdout(path))
+  if (!path || pc_cli_is_stdout(path))
     return PC_OK;
   const char *slash = strrchr(path, '/');
   char dir[4096];
@@ -668,7 +665,7 @@ static bool stdout_gone(void) {
  * tools: no message, the report files are still written and the exit code is still the run's
  * (docs/robustness.md, "Faults"). Any other write error is the run's error. */
 static int report_rc(int rc, const char *path) {
-  return rc < 0 && is_stdout(path) && stdout_gone() ? PC_OK : rc;
+  return rc < 0 && pc_cli_is_stdout(path) && stdout_gone() ? PC_OK : rc;
 }
 
 /* Every report from the one run. */

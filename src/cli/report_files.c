@@ -20,6 +20,10 @@ typedef struct job {
   bool threaded;
 } job;
 
+bool pc_cli_is_stdout(const char *path) {
+  return path && strcmp(path, "-") == 0;
+}
+
 static int write_one(const job *j) {
   switch (j->kind) {
   case PC_CLI_JSON:
@@ -56,7 +60,7 @@ void pc_cli_write_files(const char *const paths[PC_CLI_FILES_], const pc_run *ru
              .opts = opts,
              .rc = &rc[k],
              .err = &err[k]};
-    if (strcmp(paths[k], "-") == 0) /* standard output may block on a reader: not held */
+    if (pc_cli_is_stdout(paths[k])) /* standard output may block on a reader: not held */
       run_job(&j);
     else
       jobs[n++] = j;

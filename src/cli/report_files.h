@@ -4,6 +4,8 @@
 
 #include <paritycheck/paritycheck.h>
 
+#include <stdbool.h> /* bool */
+
 /* The report files the CLI writes, in the order their errors are printed. */
 typedef enum pc_cli_file {
   PC_CLI_JSON,
@@ -13,6 +15,9 @@ typedef enum pc_cli_file {
   PC_CLI_BASELINE,
   PC_CLI_FILES_ /* number of kinds; not a kind */
 } pc_cli_file;
+
+/** Whether a report path names standard output ("-"). */
+bool pc_cli_is_stdout(const char *path);
 
 /** Writes report k to paths[k] for every k whose path is not NULL; rc[k] and err[k] receive each
  * writer's result (PC_OK where paths[k] is NULL). A path "-" (standard output) is written

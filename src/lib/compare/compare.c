@@ -485,10 +485,6 @@ static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, p
   return rc < 0 ? rc : fin;
 }
 
-static unsigned pc_threads(const pc_options *o) {
-  return pc_threads_or_cores(o->threads);
-}
-
 /* --- folder mode ------------------------------------------------------------------------- */
 
 /* A file that stands for itself in the run: on one side only, not a dump, or unreadable; the
@@ -697,7 +693,7 @@ int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err) {
 static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool dirs, pc_error *err) {
   const pc_options *o = c->o;
   size_t block = o->block_elems ? o->block_elems : PC_DEFAULT_BLOCK_ELEMS;
-  pc_stream_config cfg = {.threads = pc_threads(o),
+  pc_stream_config cfg = {.threads = pc_threads_or_cores(o->threads),
                           .block_elems = block,
                           .done = pc_tensor_done,
                           .progress = o->progress,

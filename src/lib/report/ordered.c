@@ -88,6 +88,9 @@ int pc_report_put_ordered(FILE *out, size_t n, unsigned threads, pc_report_row_f
     return rc;
   }
   ordered o = {.out = out, .n = n, .chunk = chunk_rows(n, threads), .put = put, .ctx = ctx};
+  size_t chunks = (n + o.chunk - 1) / o.chunk;
+  if (threads > chunks) /* a thread without a chunk would only be started and joined */
+    threads = (unsigned)chunks;
   pthread_t *tids = malloc((threads - 1) * sizeof *tids);
   if (!tids || pthread_mutex_init(&o.lock, NULL) != 0) {
     free(tids);

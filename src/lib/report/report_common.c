@@ -531,7 +531,9 @@ int pc_report_write(const char *path, const pc_run *run, const pc_report_options
 }
 
 unsigned pc_report_threads(const pc_report_options *opts) {
-  return opts && opts->version >= 2 ? pc_threads_or_cores(opts->threads) : 1;
+  if (opts && opts->version < 2) /* no such field */
+    return 1;
+  return pc_threads_or_cores(opts ? opts->threads : 0); /* NULL: PC_REPORT_OPTIONS_INIT's 0 */
 }
 
 const char *pc_report_profile(const pc_report_options *opts) {

@@ -224,8 +224,8 @@ int pc_report_open(pc_report_file *rf, const char *path, pc_error *err);
  * existing file at the path is left as it was. */
 int pc_report_close(pc_report_file *rf, const char *what, pc_error *err);
 
-/** The threads that format a report's rows: opts->threads, 0 meaning one per core (1 for
- * options of version 1, which lack the field, and for NULL options). */
+/** The threads that format a report's rows: opts->threads, 0 (and NULL options, the
+ * defaults) meaning one per core; 1 for options of version 1, which lack the field. */
 unsigned pc_report_threads(const pc_report_options *opts);
 
 /** Writes row k of a report to out (a memory stream of pc_report_put_ordered); PC_OK or an
