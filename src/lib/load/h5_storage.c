@@ -226,22 +226,19 @@ static const char *pc_fill_problem(pc_file *f, pc_dataset *d, hid_t dset, hid_t 
 }
 
 /* Contiguous data must lie inside the file: a size the file cannot hold means a truncated or
- * corrupt file, said before any read. */
-static const char *pc_extent_problem(const pc_file *f, pc_dataset *d, hid_t dset, hid_t dcpl,
-                                     char *why, size_t size) {
+ * corrupt file, said before any read. `at` is the data's address (H5Dget_offset: user block
+ * included), HADDR_UNDEF when the data is not contiguous in this file. */
+static const char *pc_extent_problem(const pc_file *f, const pc_dataset *d, haddr_t at, char *why,
+                                     size_t size) {
   if (d->count > UINT64_MAX / d->elem_size) {
     snprintf(why, size, "declared size of %" PRIu64 " elements of %zu bytes exceeds 2^64 bytes",
              d->count, d->elem_size);
     return why;
   }
-  if (H5Pget_layout(dcpl) != H5D_CONTIGUOUS || d->all_fill)
-    return NULL;
-  const pc_h5 *h = pc_h5_of(f);
-  haddr_t at = H5Dget_offset(dset);
-  uint64_t bytes = d->count * d->elem_size;
-  H5Eclear2(H5E_DEFAULT);
   if (at == HADDR_UNDEF)
     return NULL;
+  const pc_h5 *h = pc_h5_of(f);
+  uint64_t bytes = d->count * d->elem_size;
   if (at > f->size || bytes > f->size - at) {
     snprintf(why, size,
              "declares %" PRIu64 " bytes of data at byte %" PRIu64
@@ -278,36 +275,29 @@ pc_h5_store *pc_h5_store_of(pc_file *f, const pc_dataset *d) {
   return &h->store[i];
 }
 
-/* Contiguous storage without filters or external files, all of it written, lying inside the
+/* Contiguous storage at `at` (pc_h5_describe_contiguous), all of it written, lying inside the
  * file and the end HDF5 recorded (where HDF5 itself stops reading), in the very file HDF5
  * opened: then a block's stored bytes are the file's bytes from offset + first element *
  * elem_size, the very bytes H5Dread copies (the memory type is the file type: no conversion). */
-static bool pc_h5_is_direct(const pc_file *f, const pc_dataset *d, hid_t dset, hid_t dcpl,
-                            uint64_t *offset) {
+static bool pc_h5_is_direct(const pc_file *f, const pc_dataset *d, hid_t dset, haddr_t at) {
   const pc_h5 *h = pc_h5_of(f);
-  if (d->all_fill || d->count == 0 || !h->same_fd || d->count > UINT64_MAX / d->elem_size ||
-      H5Pget_layout(dcpl) != H5D_CONTIGUOUS || H5Pget_nfilters(dcpl) != 0 ||
-      H5Pget_external_count(dcpl) != 0)
+  if (d->count == 0 || !h->same_fd)
     return false;
   uint64_t bytes = d->count * d->elem_size;
-  haddr_t at = H5Dget_offset(dset);
   uint64_t end = h->eoa < f->size ? h->eoa : f->size;
-  bool ok =
-      at != HADDR_UNDEF && H5Dget_storage_size(dset) == bytes && at <= end && bytes <= end - at;
-  *offset = ok ? (uint64_t)at : 0;
-  return ok;
+  return H5Dget_storage_size(dset) == bytes && at <= end && bytes <= end - at;
 }
 
-/* Notes how d is stored (pc_h5_store), from its creation properties. PC_ENOMEM. */
-static int pc_h5_note_storage(pc_file *f, const pc_dataset *d, hid_t dset, hid_t dcpl) {
+/* Notes a chunked dataset's chunk extents (pc_h5_store), from its creation properties.
+ * PC_ENOMEM. */
+static int pc_h5_note_chunks(pc_file *f, const pc_dataset *d, hid_t dcpl) {
   hsize_t c[H5S_MAX_RANK];
-  pc_h5_store *s = pc_h5_store_of(f, d);
-  if (!s)
-    return PC_ENOMEM;
-  s->direct = pc_h5_is_direct(f, d, dset, dcpl, &s->offset);
   if (d->rank == 0 || H5Pget_layout(dcpl) != H5D_CHUNKED ||
       H5Pget_chunk(dcpl, d->rank, c) != d->rank)
     return PC_OK;
+  pc_h5_store *s = pc_h5_store_of(f, d);
+  if (!s)
+    return PC_ENOMEM;
   s->chunk = malloc((size_t)d->rank * sizeof *s->chunk);
   if (!s->chunk)
     return PC_ENOMEM;
@@ -316,8 +306,33 @@ static int pc_h5_note_storage(pc_file *f, const pc_dataset *d, hid_t dset, hid_t
   return PC_OK;
 }
 
+/* A dataset that H5Dget_offset places at `at` (not HADDR_UNDEF): HDF5 1.10 gives an address
+ * only for contiguous storage that is allocated in this very file, never for chunked, compact,
+ * virtual or external storage (checked on 1.10.8 for external files) nor for storage not yet
+ * allocated. Such a dataset has none of the problems read from the creation properties: no
+ * external or virtual data, no filters (HDF5 filters chunked data only), no unwritten part.
+ * So its creation properties, the dearest part of walking many small datasets
+ * (docs/performance.md), are not read: only where its data lies. */
+static int pc_h5_describe_contiguous(pc_file *f, pc_dataset *d, hid_t dset, haddr_t at) {
+  char why[PC_ERROR_MESSAGE_MAX];
+  const char *problem = pc_extent_problem(f, d, at, why, sizeof why);
+  if (problem)
+    return pc_dataset_set_error(f, d, problem);
+  pc_h5_store *s = pc_h5_store_of(f, d);
+  if (!s)
+    return PC_ENOMEM;
+  s->direct = pc_h5_is_direct(f, d, dset, at);
+  s->offset = s->direct ? (uint64_t)at : 0;
+  H5Eclear2(H5E_DEFAULT);
+  return PC_OK;
+}
+
 int pc_h5_describe_storage(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
   char why[PC_ERROR_MESSAGE_MAX];
+  haddr_t at = H5Dget_offset(dset);
+  H5Eclear2(H5E_DEFAULT);
+  if (at != HADDR_UNDEF)
+    return pc_h5_describe_contiguous(f, d, dset, at);
   hid_t dcpl = H5Dget_create_plist(dset);
   if (dcpl < 0) {
     H5Eclear2(H5E_DEFAULT);
@@ -329,8 +344,8 @@ int pc_h5_describe_storage(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
   if (!problem)
     problem = pc_fill_problem(f, d, dset, dcpl, type);
   if (!problem)
-    problem = pc_extent_problem(f, d, dset, dcpl, why, sizeof why);
-  int rc = problem ? pc_dataset_set_error(f, d, problem) : pc_h5_note_storage(f, d, dset, dcpl);
+    problem = pc_extent_problem(f, d, HADDR_UNDEF, why, sizeof why);
+  int rc = problem ? pc_dataset_set_error(f, d, problem) : pc_h5_note_chunks(f, d, dcpl);
   H5Pclose(dcpl);
   H5Eclear2(H5E_DEFAULT);
   return rc;
