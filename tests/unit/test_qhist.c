@@ -4,8 +4,10 @@
 
 #include <paritycheck/compare.h> /* pc_quantile_levels */
 
+#include <float.h>  /* DBL_MAX */
 #include <math.h>   /* ceil, ldexp, INFINITY */
 #include <stdlib.h> /* calloc, qsort */
+#include <string.h> /* memcpy */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -131,12 +133,42 @@ static void test_zeros_merge_add_n_reset(void **state) {
   free(b);
 }
 
+/* The lower edge of x's bucket, by clearing its low 48 bits: how qhist.h defines a bucket,
+ * written out here without the histogram. */
+static double bucket_edge(double x) {
+  uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  bits &= ~(((uint64_t)1 << 48) - 1);
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/* Few values over a wide range leave most buckets between them empty (the PDF then skips
+ * them): 3 x 1e-30, 4 x 1.5, one 1.9, 2 x 1e30 and one DBL_MAX (the top finite bucket) must give,
+ * for every rank t of the 11 values, the edge of the bucket of the t-th smallest value. */
+static void test_sparse_buckets_every_rank(void **state) {
+  (void)state;
+  const double v[] = {1e-30, 1e-30, 1e-30, 1.5, 1.5, 1.5, 1.5, 1.9, 1e30, 1e30, DBL_MAX};
+  enum { N = sizeof v / sizeof v[0] };
+  pc_qhist *h = hist_new();
+  for (int i = N - 1; i >= 0; i--)
+    pc_qhist_add(h, v[i]);
+  for (int t = 1; t <= N; t++) {
+    double level = ((double)t - 0.5) / N, q; /* ceil(level * N) = t */
+    assert_int_equal(pc_qhist_quantiles(h, &level, 1, &q), 0);
+    assert_true(q == bucket_edge(v[t - 1]));
+  }
+  assert_true(bucket_edge(1.9) == bucket_edge(1.5) + 0.375); /* two buckets, not one */
+  free(h);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_small_integers_exact),
       cmocka_unit_test(test_random_within_one_bucket),
       cmocka_unit_test(test_infinities),
       cmocka_unit_test(test_zeros_merge_add_n_reset),
+      cmocka_unit_test(test_sparse_buckets_every_rank),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,22 +40,31 @@ static double pc_qhist_edge(uint32_t i) {
   return x;
 }
 
-/* A GSL PDF over the finite nonzero buckets lo..hi (lo >= 1, hi < PC_QH_INF); NULL when GSL
- * cannot allocate. */
+/* A GSL PDF whose bins are the finite nonzero buckets lo..hi (lo >= 1, hi < PC_QH_INF) that
+ * hold values, each bin reaching from its bucket's lower edge to the next such bucket's: the
+ * empty buckets between are left out, since no rank falls in them, and a bin's lower edge is
+ * still its bucket's. A histogram of a few thousand values spans hundreds of buckets but holds
+ * few of them, and the PDF's set-up walks every bin. NULL when GSL cannot allocate. */
 static gsl_histogram_pdf *pc_qhist_pdf(const pc_qhist *h, uint32_t lo, uint32_t hi) {
-  size_t nb = (size_t)(hi - lo + 1);
+  size_t nb = 0;
+  for (uint32_t i = lo; i <= hi; i++)
+    nb += h->count[i] != 0;
   gsl_histogram *g = gsl_histogram_alloc(nb);
   gsl_histogram_pdf *pdf = g ? gsl_histogram_pdf_alloc(nb) : NULL;
   double *range = malloc((nb + 1) * sizeof *range);
   int st = !g || !pdf || !range;
-  for (size_t k = 0; !st && k <= nb; k++)
-    range[k] = pc_qhist_edge(lo + (uint32_t)k);
+  size_t k = 0;
+  for (uint32_t i = lo; !st && i <= hi; i++)
+    if (h->count[i])
+      range[k++] = pc_qhist_edge(i);
   /* The top finite bucket's upper edge would be inf: close it at the largest double. */
-  if (!st && hi + 1 == PC_QH_INF)
-    range[nb] = DBL_MAX;
-  st = st || gsl_histogram_set_ranges(g, range, nb + 1);
-  for (size_t k = 0; !st && k < nb; k++)
-    g->bin[k] = (double)h->count[lo + k];
+  if (!st)
+    range[nb] = hi + 1 == PC_QH_INF ? DBL_MAX : pc_qhist_edge(hi + 1);
+  st = st || gsl_histogram_set_ranges(g, range, nb + 1); /* which zeroes the bins */
+  k = 0;
+  for (uint32_t i = lo; !st && i <= hi; i++)
+    if (h->count[i])
+      g->bin[k++] = (double)h->count[i];
   st = st || gsl_histogram_pdf_init(pdf, g);
   free(range);
   gsl_histogram_free(g);
@@ -68,7 +77,7 @@ static gsl_histogram_pdf *pc_qhist_pdf(const pc_qhist *h, uint32_t lo, uint32_t 
 
 /* The lower edge of the bucket that holds the finite value of rank t (1-based, among the finite
  * nonzero values): GSL inverts the histogram's CDF at the middle of that rank's share, which
- * falls strictly inside the bucket, and finds the bucket of the value it returns. */
+ * falls strictly inside the bin of that bucket, and finds the bin of the value it returns. */
 static double pc_qhist_rank_edge(const gsl_histogram_pdf *pdf, uint64_t t, uint64_t finite) {
   double v = gsl_histogram_pdf_sample(pdf, ((double)t - 0.5) / (double)finite);
   size_t i = pdf->n - 1;
