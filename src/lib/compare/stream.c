@@ -61,6 +61,7 @@ struct pc_stream {
   size_t nslots, head, used;
   pc_worker *workers;        /* cfg.threads of them, or one used inline */
   unsigned nthreads;         /* threads started */
+  unsigned idle;             /* workers waiting for work: a queued slot wakes one only then */
   pc_qhist *hist[PC_NHISTS]; /* of the tensor being merged */
   uint64_t bytes_done;
   /* The first tensor whose block scratch or quantiles could not be allocated: the run then
@@ -226,7 +227,9 @@ static void *pc_worker_main(void *arg) {
   while (!s->stop) {
     pc_slot *sl = pc_next_queued(s);
     if (!sl) {
+      s->idle++;
       pthread_cond_wait(&s->work, &s->mu);
+      s->idle--;
       continue;
     }
     sl->state = PC_SLOT_RUNNING;
@@ -241,6 +244,10 @@ static void *pc_worker_main(void *arg) {
 }
 
 /* --- merging, on the calling thread ------------------------------------------------------- */
+
+/* A block of at most this many elements (or a run of fill pairs) is small: the calling thread
+ * helps fold such blocks while it waits (pc_help). */
+enum { PC_SMALL_ELEMS = 1 << 15 };
 
 static void pc_tensor_fail(pc_tensor *t, const char *why) {
   t->verdict = PC_VERDICT_ERROR;
@@ -299,10 +306,43 @@ static bool pc_merge_head(pc_stream *s, bool wait) {
   return true;
 }
 
-/* A slot to fill, merging finished ones first (all of them when the ring is full). */
+/* Folds the oldest queued small slot on the calling thread, with its own scratch; false when
+ * there is none. While the ring is full the calling thread has nothing to read, and many small
+ * tensors keep every core folding this way: waiting for the head would leave one idle. A large
+ * block is left to the workers, so that reading the next ones is not held up. */
+static bool pc_help(pc_stream *s) {
+  pthread_mutex_lock(&s->mu);
+  pc_slot *sl = pc_next_queued(s);
+  bool small = sl && sl->n <= PC_SMALL_ELEMS;
+  if (small)
+    sl->state = PC_SLOT_RUNNING;
+  pthread_mutex_unlock(&s->mu);
+  if (!small)
+    return false;
+  pc_worker_fold(&s->workers[s->nthreads], sl);
+  pthread_mutex_lock(&s->mu);
+  sl->state = PC_SLOT_DONE;
+  pthread_mutex_unlock(&s->mu);
+  return true;
+}
+
+/* Merges what is done at the head; with `wait`, makes progress until at least one slot is
+ * merged: helping with a small queued slot, or waiting for the head. */
+static void pc_drain(pc_stream *s, bool wait) {
+  bool merged = false;
+  while (pc_merge_head(s, false))
+    merged = true;
+  while (wait && !merged && s->used) {
+    if (!pc_help(s))
+      merged = pc_merge_head(s, true);
+    while (pc_merge_head(s, false))
+      merged = true;
+  }
+}
+
+/* A slot to fill, merging finished ones first (at least one when the ring is full). */
 static pc_slot *pc_acquire(pc_stream *s) {
-  while (pc_merge_head(s, s->used == s->nslots))
-    ;
+  pc_drain(s, s->used == s->nslots);
   pc_slot *sl = &s->slots[(s->head + s->used) % s->nslots];
   sl->state = PC_SLOT_FILLING;
   memset(&sl->part, 0, sizeof sl->part);
@@ -318,22 +358,20 @@ static pc_slot *pc_acquire(pc_stream *s) {
   return sl;
 }
 
-/* Blocks of at most this many elements (and runs of fill pairs, folded at once whatever their
- * length) are folded on the calling thread: handing one to a worker, a lock, a wake-up and a
- * wait for the result, costs more than folding it (docs/performance.md, "Many small tensors"). */
-enum { PC_INLINE_ELEMS = 1 << 15 };
-
+/* Without workers, every slot is folded at once on the calling thread. With them, every slot
+ * is queued, and a worker is woken only when one waits: when all are busy, a slot of a small
+ * tensor costs a lock, not a wake-up (docs/performance.md, "Many small tensors"). */
 static void pc_submit(pc_stream *s, pc_slot *sl) {
-  if (s->nthreads == 0 || sl->n <= PC_INLINE_ELEMS) {
-    pc_worker_fold(&s->workers[s->nthreads], sl); /* the calling thread's own scratch */
-    pthread_mutex_lock(&s->mu);
-    sl->state = PC_SLOT_DONE;
-    pthread_mutex_unlock(&s->mu);
-    return;
-  }
   pthread_mutex_lock(&s->mu);
-  sl->state = PC_SLOT_QUEUED;
-  pthread_cond_signal(&s->work);
+  sl->state = s->nthreads ? PC_SLOT_QUEUED : PC_SLOT_RUNNING;
+  if (s->nthreads && s->idle)
+    pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->mu);
+  if (s->nthreads)
+    return;
+  pc_worker_fold(&s->workers[s->nthreads], sl); /* the calling thread's own scratch */
+  pthread_mutex_lock(&s->mu);
+  sl->state = PC_SLOT_DONE;
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -493,7 +531,7 @@ void pc_stream_expect(pc_stream *s, uint64_t bytes) {
 
 int pc_stream_finish(pc_stream *s, pc_error *err) {
   while (s->used)
-    pc_merge_head(s, true);
+    pc_drain(s, true);
   return s->nomem ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", s->nomem->path) : PC_OK;
 }
 
