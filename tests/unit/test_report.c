@@ -1206,6 +1206,30 @@ static void test_escape_truncation(void **state) {
   free(text);
 }
 
+/* Every buffer size over a name that mixes runs of plain characters with escapes: the buffer
+ * holds the longest run of whole renderings, listed here by hand, that fits with the NUL. */
+static void test_escape_every_size(void **state) {
+  (void)state;
+  static const char *const units[] = {"g", "0", "/", "a", "\\x1b", "b", "c", "\\\\", "d"};
+  enum { NU = sizeof units / sizeof units[0] };
+  char all[64] = "", want[64], buf[64];
+  for (size_t u = 0; u < NU; u++)
+    strcat(all, units[u]);
+  for (size_t size = 0; size < strlen(all) + 3; size++) {
+    want[0] = '\0';
+    for (size_t u = 0; u < NU && strlen(want) + strlen(units[u]) + 1 <= size; u++)
+      strcat(want, units[u]);
+    memset(buf, 'z', sizeof buf);
+    assert_int_equal(pc_escape(size ? buf : NULL, size,
+                               "g0/a\x1b"
+                               "bc\\d",
+                               PC_ESCAPE_TERMINAL),
+                     strlen(all));
+    if (size)
+      assert_string_equal(buf, want);
+  }
+}
+
 /* A hostile name in the text report: no raw control character, no line of its own; a long one
  * keeps a tail that starts at an escape, never inside one. */
 static void test_text_untrusted_names(void **state) {
@@ -1420,6 +1444,7 @@ int main(void) {
       cmocka_unit_test(test_escape_terminal),
       cmocka_unit_test(test_escape_contexts),
       cmocka_unit_test(test_escape_truncation),
+      cmocka_unit_test(test_escape_every_size),
       cmocka_unit_test_setup(test_text_untrusted_names, setup),
       cmocka_unit_test(test_ordered_rows),
       cmocka_unit_test_setup(test_text_provenance_width, setup),

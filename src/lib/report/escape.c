@@ -62,6 +62,21 @@ static const char *ascii_escape(unsigned char c, pc_escape_context ctx) {
   }
 }
 
+/* Whether byte c stands for itself in ctx: printable ASCII that ascii_escape leaves alone. */
+static bool is_plain(unsigned char c, pc_escape_context ctx) {
+  return c >= 0x20 && c < 0x7F && !ascii_escape(c, ctx);
+}
+
+/* The bytes from p (up to end) that stand for themselves: most names are all of them, and
+ * they are copied as one run rather than rendered one by one (a formatted print a character
+ * was a tenth of the text report: docs/performance.md). */
+static size_t plain_run(const unsigned char *p, const unsigned char *end, pc_escape_context ctx) {
+  size_t k = 0;
+  while (p + k < end && is_plain(p[k], ctx))
+    k++;
+  return k;
+}
+
 /* Renders the character at p (p < end) into unit (NUL-terminated); returns the bytes of s it
  * stands for. */
 static size_t render_unit(char unit[UNIT_MAX], const unsigned char *p, const unsigned char *end,
@@ -82,7 +97,7 @@ static size_t render_unit(char unit[UNIT_MAX], const unsigned char *p, const uns
     else if (head[0] < 0x20 || head[0] == 0x7F)
       snprintf(unit, UNIT_MAX, "\\x%02x", head[0]);
     else
-      snprintf(unit, UNIT_MAX, "%c", head[0]);
+      unit[0] = (char)head[0], unit[1] = '\0';
     return 1;
   }
   unsigned long cp = code_point(head, n);
@@ -111,13 +126,23 @@ size_t pc_escape(char *buf, size_t size, const char *s, pc_escape_context ctx) {
     total = sizeof BDI_OPEN - 1;
   }
   while (p < end) {
-    p += render_unit(unit, p, end, ctx);
-    size_t k = strlen(unit);
-    full = full || used + k + close >= size;
-    if (!full) {
-      memcpy(buf + used, unit, k);
-      used += k;
+    /* A run of plain bytes is that many one-byte renderings: as many as fit are copied. */
+    size_t k = plain_run(p, end, ctx);
+    const char *from = (const char *)p;
+    if (k) {
+      p += k;
+    } else {
+      p += render_unit(unit, p, end, ctx);
+      k = strlen(unit);
+      from = unit;
     }
+    size_t room = full || used + close + 1 >= size ? 0 : size - used - close - 1;
+    size_t fit = from == unit && k > room ? 0 : k < room ? k : room; /* a unit: whole or none */
+    if (fit) {
+      memcpy(buf + used, from, fit);
+      used += fit;
+    }
+    full = full || fit < k;
     total += k;
   }
   if (html && used) { /* the opening tag is there, and room was kept for this */
@@ -135,8 +160,14 @@ void pc_escape_put(FILE *out, const char *s, size_t len, pc_escape_context ctx) 
   if (ctx == PC_ESCAPE_HTML)
     fputs(BDI_OPEN, out);
   while (p < end) {
-    p += render_unit(unit, p, end, ctx);
-    fputs(unit, out);
+    size_t k = plain_run(p, end, ctx);
+    if (k) {
+      fwrite(p, 1, k, out);
+      p += k;
+    } else {
+      p += render_unit(unit, p, end, ctx);
+      fputs(unit, out);
+    }
   }
   if (ctx == PC_ESCAPE_HTML)
     fputs(BDI_CLOSE, out);
