@@ -441,6 +441,46 @@ static void test_f32_boundaries(void **state) {
     }
 }
 
+/* The vector part's ULP counts live in a per-thread table between runs: a run with distances
+ * near 2^31 (1.0 against -1.0 and its neighbours) counts the same when run twice, and leaves
+ * nothing behind: a following run of 64 pairs exactly 1 ULP apart counts 64 in log2 bucket 1
+ * ([1, 2)), and nothing anywhere else, in its log2 and quantile histograms alike. */
+static void test_f32_ulp_table_cleared(void **state) {
+  (void)state;
+  enum { N = 64 };
+  float fa[N], fb[N], ga[N], gb[N];
+  for (int i = 0; i < N; i++) {
+    fa[i] = 1.0f;
+    fb[i] = -nextafterf(1.0f, (float)(i % 3)); /* a sign crossing: about 2^31 ULPs */
+    ga[i] = (float)(i + 1);
+    gb[i] = nextafterf(ga[i], INFINITY);
+  }
+  pc_tol t = tol_none();
+  pc_qhist **h = hists_new();
+  pc_stats s;
+  memset(&s, 0, sizeof s);
+  pc_kernel_args k = {&s, h, &t, PC_DTYPE_FLOAT32, 0, N};
+  pc_kernel_f32(&k, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+  assert_true(s.max_ulp > (uint64_t)1 << 30);
+  assert_int_equal(s.ulp_hist[31], N); /* [2^30, 2^31): 2 x 0x3F800000 and +-1 */
+  memset(&s, 0, sizeof s);             /* the same run again counts the same, not twice as much */
+  pc_kernel_f32(&k, (const unsigned char *)fa, (const unsigned char *)fb, false, false);
+  assert_int_equal(s.ulp_hist[31], N);
+  pc_qhist **g = hists_new();
+  memset(&s, 0, sizeof s);
+  k.hist = g;
+  pc_kernel_f32(&k, (const unsigned char *)ga, (const unsigned char *)gb, false, false);
+  for (int b = 0; b < PC_ULP_BUCKETS; b++)
+    assert_int_equal(s.ulp_hist[b], b == 1 ? N : 0);
+  const pc_qhist *u = g[PC_HIST_ULP];
+  assert_int_equal(u->count[pc_qhist_bucket(1.0)], N);
+  for (uint32_t q = 0; q < PC_QH_BUCKETS; q++)
+    if (q != pc_qhist_bucket(1.0))
+      assert_int_equal(u->count[q], 0);
+  hists_free(h);
+  hists_free(g);
+}
+
 typedef size_t (*f32_run_fn)(pc_f32_state *, const unsigned char *, const unsigned char *, size_t,
                              size_t);
 
@@ -450,7 +490,11 @@ static void check_builds_agree(f32_run_fn run, const unsigned char *a, const uns
                                size_t n, bool half) {
   pc_qhist **h1 = hists_new(), **h2 = hists_new();
   static pc_f32_state s1, s2;
+  static uint32_t keys1[PC_F32_ULP_COPIES][PC_F32_ULP_KEYS],
+      keys2[PC_F32_ULP_COPIES][PC_F32_ULP_KEYS];
   memset(&s1, 0, sizeof s1);
+  memset(keys1, 0, sizeof keys1);
+  memset(keys2, 0, sizeof keys2);
   s1.half = half;
   s1.atol = 1e-9;
   s1.rtol = 1e-7;
@@ -463,11 +507,15 @@ static void check_builds_agree(f32_run_fn run, const unsigned char *a, const uns
   s1.h_rel = h1[PC_HIST_REL];
   s2.h_abs = h2[PC_HIST_ABS];
   s2.h_rel = h2[PC_HIST_REL];
+  s1.ulp_keys = keys1;
+  s2.ulp_keys = keys2;
   assert_int_equal(pc_f32_run_base(&s1, a, b, 0, n), n - n % PC_F32_GROUP);
   assert_int_equal(run(&s2, a, b, 0, n), n - n % PC_F32_GROUP);
   s1.h_abs = s2.h_abs;
   s1.h_rel = s2.h_rel;
+  s1.ulp_keys = s2.ulp_keys;
   assert_memory_equal(&s1, &s2, sizeof s1);
+  assert_memory_equal(keys1, keys2, sizeof keys1);
   for (int w = 0; w < PC_NHISTS; w++)
     assert_memory_equal(h1[w], h2[w], sizeof *h1[w]);
   assert_true(s1.count == n - n % PC_F32_GROUP && s1.wcls >= 0);
@@ -732,6 +780,7 @@ int main(void) {
       cmocka_unit_test(test_f32_vector_path),
       cmocka_unit_test(test_f32_worst_pair),
       cmocka_unit_test(test_f32_boundaries),
+      cmocka_unit_test(test_f32_ulp_table_cleared),
       cmocka_unit_test(test_f32_builds_agree),
       cmocka_unit_test(test_f16_all_patterns),
       cmocka_unit_test(test_f16_drift),

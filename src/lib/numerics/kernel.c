@@ -334,6 +334,10 @@ static void pc_f32_scalar(const pc_kernel_args *k, pc_acc *c, uint64_t *ulp_hist
   }
 }
 
+/* The local ULP buckets of pc_f32_state, one table per thread; zero between runs: a run starts
+ * on a zero table, and pc_f32_flush_ulps clears what it read. */
+static _Thread_local uint32_t pc_f32_ulp_table[PC_F32_ULP_COPIES][PC_F32_ULP_KEYS];
+
 static pc_f32_state *pc_f32_start(pc_f32_state *st, const pc_kernel_args *k, const pc_acc *c,
                                   bool half, bool a_bf16, bool b_bf16) {
   memset(st, 0, sizeof *st);
@@ -350,13 +354,20 @@ static pc_f32_state *pc_f32_start(pc_f32_state *st, const pc_kernel_args *k, con
   for (int l = 0; l < PC_F32_LANES; l++)
     st->min_abs[l] = st->min_rel[l] = INFINITY;
   st->wcls = -1;
+  st->ulp_keys = pc_f32_ulp_table;
   return st;
 }
 
 /* The ULP keys counted so far, into the ULP quantile histogram (when there is one) and the log2
- * histogram; then cleared, so that no copy's uint32 count can wrap. */
+ * histogram; then cleared, so that no copy's uint32 count can wrap and the table is zero for
+ * the next run. Keys grow with the distance, so none is above the key of the largest distance
+ * the lanes met (max_ulp, which every counted distance updates). */
 static void pc_f32_flush_ulps(pc_f32_state *st, pc_qhist *h_ulp, uint64_t *ulp_hist) {
-  for (uint32_t key = 0; key < PC_F32_ULP_KEYS; key++) {
+  uint32_t top = 0;
+  for (int l = 0; l < PC_F32_LANES; l++)
+    top = st->max_ulp[l] > top ? st->max_ulp[l] : top;
+  uint32_t last = top ? pc_qhist_bucket((double)top) - PC_F32_ULP_KEY_ONE + 1 : 0;
+  for (uint32_t key = 0; key <= last; key++) {
     uint64_t n = 0;
     for (int c = 0; c < PC_F32_ULP_COPIES; c++)
       n += st->ulp_keys[c][key];
@@ -371,7 +382,8 @@ static void pc_f32_flush_ulps(pc_f32_state *st, pc_qhist *h_ulp, uint64_t *ulp_h
       pc_qhist_touch(h_ulp, q, q);
     }
   }
-  memset(st->ulp_keys, 0, sizeof st->ulp_keys);
+  for (int c = 0; c < PC_F32_ULP_COPIES; c++)
+    memset(st->ulp_keys[c], 0, (last + 1) * sizeof st->ulp_keys[c][0]);
 }
 
 static uint64_t pc_lanes_u64(const uint64_t *v) {

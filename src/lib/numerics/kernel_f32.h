@@ -53,7 +53,10 @@ typedef struct pc_f32_state {
   int wcls;
   double wabs, wrel, wa, wb;
   uint64_t widx, wulp;
-  uint32_t ulp_keys[PC_F32_ULP_COPIES][PC_F32_ULP_KEYS];
+  /* The calling thread's local ULP buckets (kernel.c): PC_F32_ULP_COPIES rows, all zero
+   * between runs, so that a block of a few thousand pairs neither clears nor reads 16 KiB of
+   * counts (only the keys up to that of the largest distance, from max_ulp). */
+  uint32_t (*ulp_keys)[PC_F32_ULP_KEYS];
 } pc_f32_state;
 
 /** Fold the groups of PC_F32_GROUP pairs of a and b (stored float32 or float16, native order)
