@@ -2,6 +2,7 @@
  * parsed back, and as text. Every expected value is derived by hand in the comments. */
 #include <paritycheck/report.h>
 
+#include "json_util.h"     /* pc_json_put_nested */
 #include "report_common.h" /* pc_report_put_ordered */
 
 #include <jansson.h>
@@ -1206,6 +1207,38 @@ static void test_escape_truncation(void **state) {
   free(text);
 }
 
+/* A nested object as the JSON report writes a tensor: jansson's two-space indentation, every
+ * line after the first moved 4 further in, a newline inside a string left escaped; the text
+ * written out by hand. */
+static void test_json_put_nested(void **state) {
+  (void)state;
+  json_t *o = json_object(), *q = json_object();
+  assert_non_null(o);
+  assert_non_null(q);
+  json_object_set_new(o, "path", json_string("/a\nb"));
+  json_object_set_new(q, "p50", json_real(0.5));
+  json_object_set_new(o, "quantiles", q);
+  json_object_set_new(o, "shape", json_pack("[ii]", 2, 3));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  assert_int_equal(pc_json_put_nested(f, o, 4), PC_OK);
+  fclose(f);
+  assert_string_equal(text, "{\n"
+                            "      \"path\": \"/a\\nb\",\n"
+                            "      \"quantiles\": {\n"
+                            "        \"p50\": 0.5\n"
+                            "      },\n"
+                            "      \"shape\": [\n"
+                            "        2,\n"
+                            "        3\n"
+                            "      ]\n"
+                            "    }");
+  free(text);
+  json_decref(o);
+}
+
 /* Every buffer size over a name that mixes runs of plain characters with escapes: the buffer
  * holds the longest run of whole renderings, listed here by hand, that fits with the NUL. */
 static void test_escape_every_size(void **state) {
@@ -1445,6 +1478,7 @@ int main(void) {
       cmocka_unit_test(test_escape_contexts),
       cmocka_unit_test(test_escape_truncation),
       cmocka_unit_test(test_escape_every_size),
+      cmocka_unit_test(test_json_put_nested),
       cmocka_unit_test_setup(test_text_untrusted_names, setup),
       cmocka_unit_test(test_ordered_rows),
       cmocka_unit_test_setup(test_text_provenance_width, setup),

@@ -1,6 +1,7 @@
 /* The streaming pipeline (stream.h). The calling thread reads blocks into a ring of slots and
  * merges finished slots from the ring's head, so merges happen in block order; workers take
- * queued slots, decode both sides and fold them with the element kernels.
+ * queued slots, decode both sides and fold them with the element kernels, and so does the
+ * calling thread with small slots while the ring is full (pc_help).
  *
  * A side whose dataset lies contiguously in its file (pc_reader_direct) is not read by the
  * calling thread: it only records where the block's bytes are, and the worker reads them from the
@@ -360,7 +361,7 @@ static pc_slot *pc_acquire(pc_stream *s) {
 
 /* Without workers, every slot is folded at once on the calling thread. With them, every slot
  * is queued, and a worker is woken only when one waits: when all are busy, a slot of a small
- * tensor costs a lock, not a wake-up (docs/performance.md, "Many small tensors"). */
+ * tensor costs a lock, not a wake-up (docs/performance.md, "Small blocks on every core"). */
 static void pc_submit(pc_stream *s, pc_slot *sl) {
   pthread_mutex_lock(&s->mu);
   sl->state = s->nthreads ? PC_SLOT_QUEUED : PC_SLOT_RUNNING;
