@@ -655,29 +655,48 @@ def _direct_tensors():
     ]
 
 
+def _create_compact(f, name, data):
+    """A dataset whose values live in its object header (compact layout): h5py's high-level API
+    cannot make one."""
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_layout(h5py.h5d.COMPACT)
+    space = h5py.h5s.create_simple(data.shape)
+    dsid = h5py.h5d.create(f.id, name.encode(), h5py.h5t.py_create(data.dtype), space, dcpl=dcpl)
+    dsid.write(h5py.h5s.ALL, h5py.h5s.ALL, np.ascontiguousarray(data))
+    return h5py.Dataset(dsid)
+
+
 def _write_direct(path, tensors, side, layout):
     kw = {'userblock_size': 512} if layout == 'userblock' else {}
     with h5py.File(path, 'w', libver='earliest', **kw) as f:
         for name, a, b, chunks, attrs in tensors:
-            d = f.create_dataset(name, data=a if side == 'a' else b,
-                                 chunks=chunks if layout == 'chunked' else None)
+            data = a if side == 'a' else b
+            if layout == 'compact':
+                d = _create_compact(f, name, data)
+            else:
+                d = f.create_dataset(name, data=data,
+                                     chunks=chunks if layout == 'chunked' else None)
             d.attrs.update(attrs)
-            if layout != 'chunked':  # the precondition of the direct path
+            if layout == 'compact':  # no address: the walk reads its creation properties
+                check('direct: compact %s has no offset' % name, d.id.get_offset() is None)
+            elif layout != 'chunked':  # the precondition of the direct path
                 check('direct: %s %s is contiguous at a known offset' % (layout, name),
                       d.id.get_offset() is not None and d.chunks is None)
 
 
 def test_direct_reads():
-    """Contiguous datasets are read from the file by the workers; chunked ones are read by HDF5.
-    Both must give the same report, tensor for tensor, with one side direct or both, for any -j."""
+    """Contiguous datasets are read from the file by the workers; chunked and compact ones are
+    read by HDF5. All must give the same report, tensor for tensor, with one side direct or both,
+    for any -j."""
     tensors = _direct_tensors()
     files = {}
-    for layout in ('contiguous', 'userblock', 'chunked'):
+    for layout in ('contiguous', 'userblock', 'chunked', 'compact'):
         for side in 'ab':
             files[layout, side] = os.path.join(TMP, 'direct_%s_%s.h5' % (layout, side))
             _write_direct(files[layout, side], tensors, side, layout)
     pairs = (('chunked', 'chunked'), ('contiguous', 'contiguous'), ('userblock', 'userblock'),
-             ('contiguous', 'chunked'), ('chunked', 'contiguous'))
+             ('contiguous', 'chunked'), ('chunked', 'contiguous'), ('compact', 'compact'),
+             ('compact', 'contiguous'), ('chunked', 'compact'))
     for block in ('7', '33'):
         want = None
         for la, lb in pairs:
