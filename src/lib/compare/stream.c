@@ -307,6 +307,14 @@ static bool pc_merge_head(pc_stream *s, bool wait) {
   return true;
 }
 
+/* Folds sl on the calling thread, with its own scratch, and marks it done. */
+static void pc_fold_here(pc_stream *s, pc_slot *sl) {
+  pc_worker_fold(&s->workers[s->nthreads], sl);
+  pthread_mutex_lock(&s->mu);
+  sl->state = PC_SLOT_DONE;
+  pthread_mutex_unlock(&s->mu);
+}
+
 /* Folds the oldest queued small slot on the calling thread, with its own scratch; false when
  * there is none. While the ring is full the calling thread has nothing to read, and many small
  * tensors keep every core folding this way: waiting for the head would leave one idle. A large
@@ -318,13 +326,9 @@ static bool pc_help(pc_stream *s) {
   if (small)
     sl->state = PC_SLOT_RUNNING;
   pthread_mutex_unlock(&s->mu);
-  if (!small)
-    return false;
-  pc_worker_fold(&s->workers[s->nthreads], sl);
-  pthread_mutex_lock(&s->mu);
-  sl->state = PC_SLOT_DONE;
-  pthread_mutex_unlock(&s->mu);
-  return true;
+  if (small)
+    pc_fold_here(s, sl);
+  return small;
 }
 
 /* Merges what is done at the head; with `wait`, makes progress until at least one slot is
@@ -363,16 +367,14 @@ static pc_slot *pc_acquire(pc_stream *s) {
  * is queued, and a worker is woken only when one waits: when all are busy, a slot of a small
  * tensor costs a lock, not a wake-up (docs/performance.md, "Small blocks on every core"). */
 static void pc_submit(pc_stream *s, pc_slot *sl) {
-  pthread_mutex_lock(&s->mu);
-  sl->state = s->nthreads ? PC_SLOT_QUEUED : PC_SLOT_RUNNING;
-  if (s->nthreads && s->idle)
-    pthread_cond_signal(&s->work);
-  pthread_mutex_unlock(&s->mu);
-  if (s->nthreads)
+  if (s->nthreads == 0) {
+    pc_fold_here(s, sl);
     return;
-  pc_worker_fold(&s->workers[s->nthreads], sl); /* the calling thread's own scratch */
+  }
   pthread_mutex_lock(&s->mu);
-  sl->state = PC_SLOT_DONE;
+  sl->state = PC_SLOT_QUEUED;
+  if (s->idle)
+    pthread_cond_signal(&s->work);
   pthread_mutex_unlock(&s->mu);
 }
 

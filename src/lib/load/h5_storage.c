@@ -225,18 +225,22 @@ static const char *pc_fill_problem(pc_file *f, pc_dataset *d, hid_t dset, hid_t 
   return NULL;
 }
 
-/* Contiguous data must lie inside the file: a size the file cannot hold means a truncated or
- * corrupt file, said before any read. `at` is the data's address (H5Dget_offset: user block
- * included), HADDR_UNDEF when the data is not contiguous in this file. */
+/* A declared size of 2^64 bytes or more: no storage can hold it. */
+static const char *pc_size_problem(const pc_dataset *d, char *why, size_t size) {
+  if (d->count <= UINT64_MAX / d->elem_size)
+    return NULL;
+  snprintf(why, size, "declared size of %" PRIu64 " elements of %zu bytes exceeds 2^64 bytes",
+           d->count, d->elem_size);
+  return why;
+}
+
+/* Contiguous data at `at` (H5Dget_offset: user block included) must lie inside the file: a
+ * size the file cannot hold means a truncated or corrupt file, said before any read. */
 static const char *pc_extent_problem(const pc_file *f, const pc_dataset *d, haddr_t at, char *why,
                                      size_t size) {
-  if (d->count > UINT64_MAX / d->elem_size) {
-    snprintf(why, size, "declared size of %" PRIu64 " elements of %zu bytes exceeds 2^64 bytes",
-             d->count, d->elem_size);
-    return why;
-  }
-  if (at == HADDR_UNDEF)
-    return NULL;
+  const char *problem = pc_size_problem(d, why, size);
+  if (problem)
+    return problem;
   const pc_h5 *h = pc_h5_of(f);
   uint64_t bytes = d->count * d->elem_size;
   if (at > f->size || bytes > f->size - at) {
@@ -345,7 +349,7 @@ int pc_h5_describe_storage(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
   if (!problem)
     problem = pc_fill_problem(f, d, dset, dcpl, type);
   if (!problem)
-    problem = pc_extent_problem(f, d, HADDR_UNDEF, why, sizeof why);
+    problem = pc_size_problem(d, why, sizeof why);
   int rc = problem ? pc_dataset_set_error(f, d, problem) : pc_h5_note_chunks(f, d, dcpl);
   H5Pclose(dcpl);
   H5Eclear2(H5E_DEFAULT);
