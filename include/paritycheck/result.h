@@ -245,6 +245,10 @@ typedef struct pc_run {
   char *path_b;
   pc_tensor *tensors; /* A's creation order when A tracks it, else by name; then B-only ones */
   size_t ntensors;
+  /* The library's own: how `tensors` is held. 0 for a malloc'd block (or NULL), as in a run
+   * the caller builds; else the length of the temporary file mapping that holds the records of
+   * a large run (docs/performance.md, "Memory at 200,000 tensors"), which pc_run_free unmaps. */
+  size_t tensors_mapped;
   size_t by_verdict[PC_VERDICT_COUNT_];
   pc_run_verdict verdict; /* its value is also the process exit code */
   /* Execution order (docs/tolerance-model.md, "Execution order"): order[k] is the index in

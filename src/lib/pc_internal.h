@@ -2,7 +2,10 @@
 #ifndef PC_INTERNAL_H
 #define PC_INTERNAL_H
 
+#include "spill.h"
+
 #include <paritycheck/error.h>
+#include <paritycheck/result.h> /* pc_run, pc_tensor */
 
 #include <stddef.h> /* size_t */
 #include <stdint.h> /* uint64_t */
@@ -25,5 +28,14 @@ unsigned pc_threads_or_cores(unsigned requested);
 /** Why `glob` is not a well-formed tolerance-rule glob (fnmatch syntax, flags 0: '*' and '?'
  * match '/' too), or NULL when it is. Every glob the library matches is checked by this. */
 const char *pc_glob_problem(const char *glob);
+
+/** &run->tensors[i]. Every access to a large run's records goes through this, so that the
+ * thread gives back the pages it has touched every PC_SPILL_STRIDE accesses (spill.h): a pass
+ * over the run then holds a stride of its records in memory instead of them all. The pointer
+ * stays valid. */
+static inline pc_tensor *pc_run_at(const pc_run *run, size_t i) {
+  pc_spill_step(run->tensors, run->tensors_mapped);
+  return &run->tensors[i];
+}
 
 #endif

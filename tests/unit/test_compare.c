@@ -1,5 +1,7 @@
 /* The comparator through the public API: pairing by path, verdicts, order and the run verdict,
  * on two small files written here with the HDF5 C API. */
+#include "spill.h" /* PC_SPILL_MIN */
+
 #include <paritycheck/paritycheck.h>
 
 #include <hdf5.h>
@@ -291,12 +293,63 @@ static void test_reference(void **state) {
   pc_tolset_free(tols);
 }
 
+/* A run whose records are held in a temporary file (spill.h): 3,000 tensors of four elements,
+ * B = A = 1 but for element k % 4 of tensor k, 1 + (k % 1000 + 1) / 1024, exact in float32. Each
+ * figure must read back as constructed after the passes of the comparison and the judge, which
+ * gave back the records' pages (4 MiB is about 2,300 records). */
+static void test_spilled_run(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  char pa[160], pb[160], name[16];
+  snprintf(pa, sizeof pa, "%s/many_a.h5", dir);
+  snprintf(pb, sizeof pb, "%s/many_b.h5", dir);
+  hid_t a = H5Fcreate(pa, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t b = H5Fcreate(pb, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  for (int k = 0; k < N; k++) {
+    float va[4] = {1, 1, 1, 1}, vb[4] = {1, 1, 1, 1};
+    vb[k % 4] = 1 + (float)(k % 1000 + 1) / 1024;
+    snprintf(name, sizeof name, "t%04d", k);
+    put(a, name, 4, va);
+    put(b, name, 4, vb);
+  }
+  H5Fclose(a);
+  H5Fclose(b);
+  pc_tolset *tols = pc_tolset_new();
+  pc_error err;
+  assert_int_equal(pc_tolset_load_string(tols, "test.yaml", exact, strlen(exact), &err), PC_OK);
+  pc_options o = PC_OPTIONS_INIT;
+  o.tols = tols;
+  pc_run *run = NULL;
+  assert_int_equal(pc_compare_files(&run, pa, pb, &o, &err), PC_OK);
+  assert_true(N * sizeof(pc_tensor) > PC_SPILL_MIN);
+  assert_int_equal(run->tensors_mapped, N * sizeof(pc_tensor));
+  assert_int_equal(run->ntensors, N);
+  size_t verdicts = 0;
+  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
+    verdicts += run->by_verdict[v];
+  assert_int_equal(verdicts, N);
+  for (int k = 0; k < N; k++) {
+    const pc_tensor *t = &run->tensors[k]; /* by name: t0000 .. t2999 */
+    snprintf(name, sizeof name, "/t%04d", k);
+    assert_string_equal(t->path, name);
+    assert_int_equal(t->stats.count, 4);
+    assert_int_equal(t->stats.mismatches, 1);
+    assert_int_equal(t->stats.worst_index, k % 4);
+    assert_true(t->stats.max_abs == (double)(k % 1000 + 1) / 1024);
+  }
+  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], N); /* exact: any difference fails */
+  pc_run_free(run);
+  pc_tolset_free(tols);
+  unlink(pa);
+  unlink(pb);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_verdicts),           cmocka_unit_test(test_order),
       cmocka_unit_test(test_tolerances_applied), cmocka_unit_test(test_unreadable_is_an_error),
       cmocka_unit_test(test_file_shrinks),       cmocka_unit_test(test_skip_quantiles),
-      cmocka_unit_test(test_reference),
+      cmocka_unit_test(test_reference),          cmocka_unit_test(test_spilled_run),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,6 +13,7 @@
 #include "numerics.h"
 #include "pairing.h"
 #include "pc_internal.h"
+#include "spill.h"
 #include "stream.h"
 #include "tol_resolve.h"
 
@@ -343,8 +344,9 @@ static int pc_reserve(pc_cmp *c, size_t n, pc_error *err) {
   if (c->run->ntensors + n <= c->cap)
     return PC_OK;
   size_t cap = 2 * c->cap > c->run->ntensors + n ? 2 * c->cap : c->run->ntensors + n;
-  pc_tensor *t = realloc(c->run->tensors, cap * sizeof *t);
-  if (!t)
+  void *t = c->run->tensors;
+  if (pc_spill_resize(&t, &c->run->tensors_mapped, c->run->ntensors * sizeof(pc_tensor),
+                      cap * sizeof(pc_tensor)) != 0)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
   c->run->tensors = t;
   c->cap = cap;
@@ -358,7 +360,7 @@ static char *pc_display(const char *file, const char *name) {
 
 /* The next tensor of the run (room reserved), path set, nothing measured. */
 static pc_tensor *pc_new_tensor(pc_cmp *c, const char *file, const char *name, pc_error *err) {
-  pc_tensor *t = &c->run->tensors[c->run->ntensors++];
+  pc_tensor *t = pc_run_at(c->run, c->run->ntensors++);
   memset(t, 0, sizeof *t);
   t->caused_by = -1;
   t->context.exec_index = -1;
@@ -658,8 +660,8 @@ static int pc_warn_unused_rules(pc_run *run, const pc_tolset *tols, pc_error *er
   const char **paths = malloc((run->ntensors ? run->ntensors : 1) * sizeof *paths);
   size_t n = 0;
   for (size_t i = 0; paths && i < run->ntensors; i++)
-    if (*pc_tensor_dataset(&run->tensors[i]))
-      paths[n++] = pc_tensor_dataset(&run->tensors[i]);
+    if (*pc_tensor_dataset(pc_run_at(run, i)))
+      paths[n++] = pc_tensor_dataset(pc_run_at(run, i));
   int rc = paths ? pc_tolset_unused_rules(tols, paths, n, pc_add_warning, run) : PC_ENOMEM;
   free(paths);
   return rc < 0 ? pc_error_set(err, rc, "out of memory") : PC_OK;
@@ -756,7 +758,7 @@ void pc_run_free(pc_run *run) {
   if (!run)
     return;
   for (size_t i = 0; i < run->ntensors; i++)
-    pc_tensor_clear(&run->tensors[i]);
+    pc_tensor_clear(pc_run_at(run, i));
   for (int side = 0; side < 2; side++) {
     for (size_t i = 0; i < run->provenance[side].n; i++) {
       free(run->provenance[side].attrs[i].name);
@@ -767,7 +769,7 @@ void pc_run_free(pc_run *run) {
   for (size_t i = 0; i < run->nwarnings; i++)
     free(run->warnings[i]);
   free(run->warnings);
-  free(run->tensors);
+  pc_spill_free(run->tensors, run->tensors_mapped);
   free(run->order);
   free(run->path_a);
   free(run->path_b);

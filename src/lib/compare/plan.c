@@ -151,7 +151,7 @@ static void pc_plan_write(pc_plan *p, const pc_work *w, size_t n) {
   pc_wbuf_u64(o, n);
   for (size_t i = 0; i < n; i++) {
     const pc_item *it = &p->items[w[i].item];
-    const pc_tensor *t = &p->run->tensors[it->tensor];
+    const pc_tensor *t = pc_run_at(p->run, it->tensor);
     pc_wbuf_u64(o, it->tensor);
     pc_wbuf_u64(o, w[i].proc);
     pc_wbuf_u64(o, w[i].piece);
@@ -255,7 +255,7 @@ static int pc_merge_record(pc_plan *p, pc_rbuf *r) {
       (it->got ? it->got[piece] != NULL : it->merged > 0))
     return PC_EUSAGE;
   pc_tensor scratch = {0};
-  pc_tensor *t = npieces == 1 ? &p->run->tensors[tensor] : &scratch;
+  pc_tensor *t = npieces == 1 ? pc_run_at(p->run, tensor) : &scratch;
   bool ok = pc_record_get_tensor(r, t);
   free(scratch.message);
   free(scratch.note);
@@ -326,7 +326,7 @@ static int pc_replay_part(const pc_item *it, unsigned piece, pc_tensor *t, pc_qh
 
 /* A tensor read in parts: its figures, quantiles and verdict, as one process's stream gives. */
 static int pc_replay(const pc_plan *p, const pc_item *it, pc_qhist **hist) {
-  pc_tensor *t = &p->run->tensors[it->tensor];
+  pc_tensor *t = pc_run_at(p->run, it->tensor);
   memset(&t->stats, 0, sizeof t->stats);
   for (int h = 0; h < PC_NHISTS; h++)
     pc_qhist_reset(hist[h]);
@@ -351,7 +351,7 @@ static int pc_replay_all(const pc_plan *p, pc_error *err) {
     const pc_item *it = &p->items[i];
     if (it->merged != it->npieces)
       rc = pc_error_set(err, PC_EUSAGE, "%s: results missing for %u of its %u parts",
-                        p->run->tensors[it->tensor].path, it->npieces - it->merged, it->npieces);
+                        pc_run_at(p->run, it->tensor)->path, it->npieces - it->merged, it->npieces);
     else if (it->npieces > 1 && pc_replay(p, it, hist) < 0)
       rc = PC_ENOMEM;
   }

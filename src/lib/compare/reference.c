@@ -11,36 +11,42 @@
 #include <stdlib.h> /* bsearch, calloc, free, qsort */
 #include <string.h> /* strcmp */
 
-/* A run's tensors sorted by path, for lookups. */
+/* A run's tensors sorted by path, for lookups: paths and indices, so that neither the sort nor
+ * a search reads the records, which a large run holds in a file (spill.h). */
+typedef struct pc_path_entry {
+  const char *path;
+  size_t index;
+} pc_path_entry;
+
 typedef struct pc_by_path {
-  const pc_tensor **sorted;
+  const pc_run *run;
+  pc_path_entry *sorted;
   size_t n;
 } pc_by_path;
 
-static int pc_cmp_tensor_path(const void *x, const void *y) {
-  const pc_tensor *a = *(const pc_tensor *const *)x, *b = *(const pc_tensor *const *)y;
-  return strcmp(a->path, b->path);
+static int pc_cmp_entry_path(const void *x, const void *y) {
+  return strcmp(((const pc_path_entry *)x)->path, ((const pc_path_entry *)y)->path);
 }
 
 static int pc_index_run(pc_by_path *ix, const pc_run *run) {
+  ix->run = run;
   ix->n = run->ntensors;
   ix->sorted = calloc(ix->n ? ix->n : 1, sizeof *ix->sorted);
   if (!ix->sorted)
     return PC_ENOMEM;
   for (size_t i = 0; i < ix->n; i++)
-    ix->sorted[i] = &run->tensors[i];
-  qsort(ix->sorted, ix->n, sizeof *ix->sorted, pc_cmp_tensor_path);
+    ix->sorted[i] = (pc_path_entry){pc_run_at(run, i)->path, i};
+  qsort(ix->sorted, ix->n, sizeof *ix->sorted, pc_cmp_entry_path);
   return PC_OK;
 }
 
 /* The tensor of that path that was compared (pass or drift), else NULL. */
 static const pc_tensor *pc_find_compared(const pc_by_path *ix, const char *path) {
-  pc_tensor key = {.path = (char *)path};
-  const pc_tensor *k = &key;
-  const pc_tensor **hit = bsearch(&k, ix->sorted, ix->n, sizeof *ix->sorted, pc_cmp_tensor_path);
-  if (!hit || ((*hit)->verdict != PC_VERDICT_PASS && (*hit)->verdict != PC_VERDICT_DRIFT))
-    return NULL;
-  return *hit;
+  pc_path_entry key = {path, 0};
+  const pc_path_entry *hit =
+      bsearch(&key, ix->sorted, ix->n, sizeof *ix->sorted, pc_cmp_entry_path);
+  const pc_tensor *t = hit ? pc_run_at(ix->run, hit->index) : NULL;
+  return t && (t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT) ? t : NULL;
 }
 
 static pc_ref_side pc_side(const pc_tensor *t) {
@@ -85,7 +91,7 @@ int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *op
   pc_options o = *opts;
   o.skip_quantiles = true; /* no figure of vs_reference needs them */
   pc_run *ra = NULL, *rb = NULL;
-  pc_by_path ia = {NULL, 0}, ib = {NULL, 0};
+  pc_by_path ia = {NULL, NULL, 0}, ib = {NULL, NULL, 0};
   char *path = NULL;
   pc_options oa = o;
   oa.nmaps = 0; /* the maps rename B's paths only */
@@ -97,7 +103,7 @@ int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *op
     rc = pc_error_set(err, PC_ENOMEM, "out of memory");
   if (rc == PC_OK) {
     for (size_t i = 0; i < run->ntensors; i++)
-      run->tensors[i].vs_reference = pc_attach(&ia, &ib, run->tensors[i].path);
+      pc_run_at(run, i)->vs_reference = pc_attach(&ia, &ib, pc_run_at(run, i)->path);
     free(run->path_ref);
     run->path_ref = path;
     rc = pc_judge_reference(run);

@@ -292,8 +292,8 @@ static int pc_forward_modules(const pc_run *run, size_t lo, size_t hi, pc_module
   if (!*out)
     return PC_ENOMEM;
   for (size_t i = lo; i < hi; i++)
-    if (pc_path_class(pc_tensor_dataset(&run->tensors[i])) == PC_CLASS_FORWARD) {
-      (*out)[*n].name = pc_forward_module(pc_tensor_dataset(&run->tensors[i]));
+    if (pc_path_class(pc_tensor_dataset(pc_run_at(run, i))) == PC_CLASS_FORWARD) {
+      (*out)[*n].name = pc_forward_module(pc_tensor_dataset(pc_run_at(run, i)));
       (*out)[(*n)++].pos = i;
     }
   qsort(*out, *n, sizeof **out, pc_cmp_module);
@@ -301,7 +301,7 @@ static int pc_forward_modules(const pc_run *run, size_t lo, size_t hi, pc_module
 }
 
 static pc_order_key pc_key(const pc_run *run, size_t i, const pc_module_pos *mods, size_t n) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   const char *path = pc_tensor_dataset(t);
   pc_order_key k = {PC_CLASS_INDEXED, 0, i, 0};
   if (t->context.exec_index >= 0) {
@@ -322,10 +322,11 @@ static pc_order_key pc_key(const pc_run *run, size_t i, const pc_module_pos *mod
 /* The end of the run of tensors from lo that share lo's file (folder mode; all of them
  * otherwise): the comparator adds a file's tensors together, files in path order. */
 static size_t pc_file_end(const pc_run *run, size_t lo) {
-  const char *f = run->tensors[lo].file;
+  const char *f = pc_run_at(run, lo)->file;
   size_t hi = lo + 1;
-  while (hi < run->ntensors && (f ? run->tensors[hi].file && strcmp(run->tensors[hi].file, f) == 0
-                                  : !run->tensors[hi].file))
+  while (hi < run->ntensors &&
+         (f ? pc_run_at(run, hi)->file && strcmp(pc_run_at(run, hi)->file, f) == 0
+            : !pc_run_at(run, hi)->file))
     hi++;
   return hi;
 }
@@ -354,7 +355,7 @@ static int pc_compute_order(pc_run *run) {
   if (rc == PC_OK)
     for (size_t k = 0; k < run->ntensors; k++) {
       run->order[k] = keys[k].index;
-      run->tensors[keys[k].index].context.exec_index = (int64_t)k;
+      pc_run_at(run, keys[k].index)->context.exec_index = (int64_t)k;
     }
   free(keys);
   return rc;
@@ -391,7 +392,7 @@ static double pc_noise_scale(const pc_run *run, size_t k) {
       if ((dir < 0 && j == 0) || (dir > 0 && j + 1 >= run->ntensors))
         break;
       j = dir < 0 ? j - 1 : j + 1;
-      const pc_tensor *t = &run->tensors[run->order[j]];
+      const pc_tensor *t = pc_run_at(run, run->order[j]);
       double r = pc_rms(t->stats.sum_sq_a, t->stats.finite_terms);
       if (!pc_judgeable(t) || !(r > 0))
         continue;
@@ -476,7 +477,7 @@ static bool pc_noise_level(const pc_tensor *t, double scale) {
 }
 
 static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
-  pc_tensor *t = &run->tensors[run->order[k]];
+  pc_tensor *t = pc_run_at(run, run->order[k]);
   pc_context *c = &t->context;
   if (!pc_judgeable(t))
     return;
@@ -516,7 +517,7 @@ static void pc_link_cascades(pc_run *run) {
   run->first_divergence = -1;
   for (size_t k = 0; k < run->ntensors; k++) {
     size_t i = run->order[k];
-    pc_tensor *t = &run->tensors[i];
+    pc_tensor *t = pc_run_at(run, i);
     if (!pc_verdict_is_failure(t->verdict))
       continue;
     if (run->first_divergence < 0)
@@ -525,7 +526,7 @@ static void pc_link_cascades(pc_run *run) {
     bool special = isinf(sev);
     long by = special ? worst[1] : worst[0];
     if (by >= 0 && sev >= 0 && (special || worst_sev * pc_growth(t) >= sev)) {
-      const pc_tensor *w = &run->tensors[by];
+      const pc_tensor *w = pc_run_at(run, by);
       t->caused_by = w->caused_by >= 0 ? w->caused_by : by;
     }
     if (special && worst[1] < 0)
@@ -540,7 +541,7 @@ static void pc_link_cascades(pc_run *run) {
 static void pc_tally(pc_run *run) {
   memset(run->by_verdict, 0, sizeof run->by_verdict);
   for (size_t i = 0; i < run->ntensors; i++)
-    run->by_verdict[run->tensors[i].verdict]++;
+    run->by_verdict[pc_run_at(run, i)->verdict]++;
   run->verdict = PC_RUN_PASS;
   for (size_t v = 0; v < PC_VERDICT_COUNT_; v++)
     if (run->by_verdict[v] && pc_verdict_is_failure((pc_verdict)v))
@@ -571,8 +572,8 @@ static void pc_relax_by_reference(pc_tensor *t) {
 
 int pc_judge_reference(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++) {
-    pc_relax_by_reference(&run->tensors[i]);
-    run->tensors[i].caused_by = -1;
+    pc_relax_by_reference(pc_run_at(run, i));
+    pc_run_at(run, i)->caused_by = -1;
   }
   pc_link_cascades(run);
   pc_tally(run);
@@ -581,7 +582,7 @@ int pc_judge_reference(pc_run *run) {
 
 int pc_judge_run(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++)
-    run->tensors[i].caused_by = -1;
+    pc_run_at(run, i)->caused_by = -1;
   pc_trend tr = {malloc((run->ntensors ? run->ntensors : 1) * sizeof *tr.rel_rms), 0};
   int rc = tr.rel_rms ? pc_compute_order(run) : PC_ENOMEM;
   if (rc == PC_OK)

@@ -247,8 +247,8 @@ static int collect(approval *v, size_t *n, const pc_run *run, const pc_approvals
                    const pc_approve_options *o, const char *date, pc_error *err) {
   int rc = PC_OK;
   for (size_t i = 0; i < run->ntensors && rc == PC_OK; i++)
-    if (wanted(&run->tensors[i], o))
-      rc = new_approval(&v[(*n)++], &run->tensors[i], o, date);
+    if (wanted(pc_run_at(run, i), o))
+      rc = new_approval(&v[(*n)++], pc_run_at(run, i), o, date);
   size_t fresh = *n;
   if (rc == PC_OK)
     rc = hash_inputs(v, fresh, run, err);
@@ -591,11 +591,11 @@ static int judge_all(pc_gate *gate, const pc_approvals *ap, const pc_run *run, b
                      bool *seen, pc_error *err) {
   int rc = a_changes(ap, run, changed, err);
   for (size_t i = 0; i < run->ntensors && rc == PC_OK; i++) {
-    const approval *a = find(ap, run->tensors[i].path);
+    const approval *a = find(ap, pc_run_at(run, i)->path);
     size_t k = a ? (size_t)(a - ap->v) : 0;
     if (a)
       seen[k] = true;
-    rc = judge_tensor(gate, i, &run->tensors[i], a, a && changed[k]);
+    rc = judge_tensor(gate, i, pc_run_at(run, i), a, a && changed[k]);
     if (rc == PC_ENOMEM)
       pc_error_set(err, rc, "out of memory");
   }

@@ -62,7 +62,7 @@ static json_t *baseline_json(const pc_run *run, const char *profile) {
   rc |= json_object_set_new(o, "b", pc_json_string(run->path_b));
   rc |= json_object_set_new(o, "profile", pc_json_string(profile ? profile : "default"));
   for (size_t i = 0; i < run->ntensors; i++)
-    rc |= json_array_append_new(a, tensor_json(&run->tensors[i]));
+    rc |= json_array_append_new(a, tensor_json(pc_run_at(run, i)));
   rc |= json_object_set_new(o, "tensors", a);
   return pc_json_finish(o, rc);
 }
@@ -288,7 +288,7 @@ static const pc_baseline_entry *lookup(const pc_baseline *base, const char *path
 
 static void judge(pc_gate *g, const pc_baseline *base, const pc_run *run, bool *seen) {
   for (size_t i = 0; i < run->ntensors; i++) {
-    const pc_tensor *t = &run->tensors[i];
+    const pc_tensor *t = pc_run_at(run, i);
     pc_gate_tensor *gt = &g->tensors[i];
     const pc_baseline_entry *e = lookup(base, t->path, seen);
     gt->in_baseline = e != NULL;

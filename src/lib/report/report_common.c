@@ -79,14 +79,14 @@ void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]) {
 
 const pc_tensor *pc_report_first_divergence(const pc_run *run) {
   long i = run->first_divergence;
-  return i >= 0 && (size_t)i < run->ntensors ? &run->tensors[i] : NULL;
+  return i >= 0 && (size_t)i < run->ntensors ? pc_run_at(run, i) : NULL;
 }
 
 /* The judge writes context.exec_index = k for order[k]; a run made elsewhere is searched. */
 size_t pc_report_exec_index(const pc_run *run, size_t i) {
   if (!run->order)
     return i;
-  int64_t k = run->tensors[i].context.exec_index;
+  int64_t k = pc_run_at(run, i)->context.exec_index;
   if (k >= 0 && (uint64_t)k < run->ntensors && run->order[k] == i)
     return (size_t)k;
   for (size_t j = 0; j < run->ntensors; j++)
@@ -101,9 +101,9 @@ size_t pc_report_exec_at(const pc_run *run, size_t k) {
 
 /* The link of a failing tensor to another failing tensor, or -1. */
 static long cause_of(const pc_run *run, size_t i) {
-  long c = run->tensors[i].caused_by;
-  if (!pc_verdict_is_failure(run->tensors[i].verdict) || c < 0 || (size_t)c >= run->ntensors ||
-      (size_t)c == i || !pc_verdict_is_failure(run->tensors[c].verdict))
+  long c = pc_run_at(run, i)->caused_by;
+  if (!pc_verdict_is_failure(pc_run_at(run, i)->verdict) || c < 0 || (size_t)c >= run->ntensors ||
+      (size_t)c == i || !pc_verdict_is_failure(pc_run_at(run, c)->verdict))
     return -1;
   return c;
 }
@@ -122,7 +122,7 @@ long pc_report_root(const pc_run *run, size_t i) {
 }
 
 bool pc_report_is_root(const pc_run *run, size_t i) {
-  return pc_verdict_is_failure(run->tensors[i].verdict) && pc_report_root(run, i) < 0;
+  return pc_verdict_is_failure(pc_run_at(run, i)->verdict) && pc_report_root(run, i) < 0;
 }
 
 int pc_report_cascades(pc_cascades *c, const pc_run *run) {
@@ -167,7 +167,7 @@ double pc_report_mismatch_fraction(const pc_stats *s) {
 }
 
 bool pc_report_fails(const pc_run *run, const pc_gate *gate, size_t i) {
-  if (!pc_verdict_is_failure(run->tensors[i].verdict))
+  if (!pc_verdict_is_failure(pc_run_at(run, i)->verdict))
     return false;
   return !gate || gate->tensors[i].fails;
 }
@@ -189,7 +189,7 @@ typedef struct row_key {
 } row_key;
 
 static int row_group(const pc_run *run, const pc_gate *gate, size_t i) {
-  pc_verdict v = run->tensors[i].verdict;
+  pc_verdict v = pc_run_at(run, i)->verdict;
   if (v == PC_VERDICT_ERROR)
     return 0;
   if (pc_verdict_is_failure(v))
@@ -198,7 +198,7 @@ static int row_group(const pc_run *run, const pc_gate *gate, size_t i) {
 }
 
 static row_key make_key(const pc_run *run, const pc_gate *gate, size_t i) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   row_key k = {row_group(run, gate, i), 0, 0, 0, 0, i};
   if (!pc_report_has_stats(t->verdict))
     return k;
@@ -498,7 +498,7 @@ int pc_report_hist_used(const pc_stats *s) {
 
 bool pc_report_any_quantiles(const pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++)
-    if (pc_report_has_stats(run->tensors[i].verdict) && run->tensors[i].stats.has_quantiles)
+    if (pc_report_has_stats(pc_run_at(run, i)->verdict) && pc_run_at(run, i)->stats.has_quantiles)
       return true;
   return false;
 }
@@ -717,7 +717,7 @@ void pc_report_closer_text(char *buf, size_t size, const pc_tensor *t) {
 void pc_report_closer_tally(char *buf, size_t size, const pc_run *run) {
   size_t a = 0, b = 0, tie = 0, n = 0;
   for (size_t i = 0; i < run->ntensors; i++) {
-    const pc_vs_reference *v = &run->tensors[i].vs_reference;
+    const pc_vs_reference *v = &pc_run_at(run, i)->vs_reference;
     a += v->present && v->closer < 0;
     b += v->present && v->closer > 0;
     tie += v->present && v->closer == 0;

@@ -51,7 +51,7 @@ static int put_annotations(FILE *out, const pc_run *run, const pc_report_options
   const pc_gate *gate = opts ? opts->gate : NULL;
   int rc = PC_OK;
   for (size_t i = 0; rc == PC_OK && i < run->ntensors; i++) {
-    const pc_tensor *t = &run->tensors[i];
+    const pc_tensor *t = pc_run_at(run, i);
     if (pc_verdict_is_failure(t->verdict))
       rc = put_tensor(out, t, gate && !gate->tensors[i].fails);
   }

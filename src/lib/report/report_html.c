@@ -296,7 +296,7 @@ static void put_figures(FILE *out, const page *pg, const pc_tensor *t) {
 }
 
 static const char *row_class(const page *pg, size_t i) {
-  pc_verdict v = pg->run->tensors[i].verdict;
+  pc_verdict v = pc_run_at(pg->run, i)->verdict;
   if (pc_report_fails(pg->run, pg->gate, i))
     return "fail";
   return v == PC_VERDICT_ERROR ? "error" : v == PC_VERDICT_SKIPPED ? "skipped" : "ok";
@@ -305,7 +305,7 @@ static const char *row_class(const page *pg, size_t i) {
 /* Why a tensor fails and, for a drift, where it is worst; a root cause in bold with a button
  * that folds its cascade, a member with its root cause (docs/reports.md, "HTML"). */
 static void put_details(FILE *out, const page *pg, size_t i) {
-  const pc_tensor *t = &pg->run->tensors[i];
+  const pc_tensor *t = pc_run_at(pg->run, i);
   char text[PC_REASON_MAX];
   long root = pc_report_root(pg->run, i);
   size_t caused = pc_report_caused_count(&pg->cascades, i);
@@ -321,7 +321,7 @@ static void put_details(FILE *out, const page *pg, size_t i) {
     put_plain(out, text);
   if (root >= 0) {
     fputs("; caused by ", out);
-    put_text(out, pg->run->tensors[root].path);
+    put_text(out, pc_run_at(pg->run, root)->path);
   }
   if (t->verdict == PC_VERDICT_DRIFT) {
     pc_report_worst_text(text, sizeof text, t, false);
@@ -347,7 +347,7 @@ static void put_details(FILE *out, const page *pg, size_t i) {
 }
 
 static void put_row(FILE *out, const page *pg, size_t i) {
-  const pc_tensor *t = &pg->run->tensors[i];
+  const pc_tensor *t = pc_run_at(pg->run, i);
   char text[PC_REASON_MAX];
   long root = pc_report_root(pg->run, i);
   fprintf(out, "<tr class=\"%s%s\"", row_class(pg, i), root >= 0 ? " cascade" : "");
@@ -416,8 +416,8 @@ static int put_page(FILE *out, const page *pg, const pc_report_options *opts, co
 static int widest_histogram(const pc_run *run) {
   int most = 1;
   for (size_t i = 0; i < run->ntensors; i++) {
-    int used = pc_report_has_stats(run->tensors[i].verdict)
-                   ? pc_report_hist_used(&run->tensors[i].stats)
+    int used = pc_report_has_stats(pc_run_at(run, i)->verdict)
+                   ? pc_report_hist_used(&pc_run_at(run, i)->stats)
                    : 0;
     most = used > most ? used : most;
   }

@@ -251,11 +251,11 @@ static json_t *metrics_json(const pc_tensor *t) {
 /* The judge's record of tensor i: its place in execution order, its root cause, its reasons
  * (docs/report-json.md, "A tensor"). */
 static int put_judgement(json_t *o, const pc_run *run, size_t i) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   long root = pc_report_root(run, i);
   int rc = json_object_set_new(o, "execution_index", pc_json_count(pc_report_exec_index(run, i)));
   rc |= json_object_set_new(o, "caused_by",
-                            root >= 0 ? pc_json_string(run->tensors[root].path) : json_null());
+                            root >= 0 ? pc_json_string(pc_run_at(run, root)->path) : json_null());
   if (t->verdict != PC_VERDICT_PASS)
     rc |= json_object_set_new(o, "reasons", reasons_json(t));
   if (pc_report_has_metrics(t))
@@ -307,7 +307,7 @@ static json_t *vs_reference_json(const pc_vs_reference *v) {
 }
 
 static json_t *tensor_json(const pc_run *run, size_t i, const pc_gate_tensor *g) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   json_t *o = json_object();
   int rc = put_identity(o, t);
   rc |= put_judgement(o, run, i);

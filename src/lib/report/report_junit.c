@@ -177,13 +177,13 @@ static void put_cause(FILE *out, const pc_run *run, size_t i) {
   if (root < 0)
     return;
   pc_report_put_xml(out, "; caused by ");
-  pc_report_put_xml(out, run->tensors[root].path);
+  pc_report_put_xml(out, pc_run_at(run, root)->path);
 }
 
 /* The message: the gate's word when there is a gate, the reasons the judge recorded, the root
  * cause that explains them, and where it is worst. */
 static void put_message(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   char reason[PC_REASON_MAX], worst[PC_REASON_MAX];
   pc_report_reason(reason, sizeof reason, t);
   pc_report_worst_text(worst, sizeof worst, t, false);
@@ -217,7 +217,7 @@ static void put_metrics(FILE *out, const pc_tensor *t, const char *end) {
 }
 
 static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   char dtypes[96], reasons[PC_REASON_MAX];
   long root = pc_report_root(run, i);
   fputs("      <failure", out);
@@ -236,7 +236,7 @@ static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_te
   }
   if (root >= 0) {
     fputs("caused by ", out);
-    pc_report_put_xml(out, run->tensors[root].path);
+    pc_report_put_xml(out, pc_run_at(run, root)->path);
     fputc('\n', out);
   }
   put_metrics(out, t, "\n");
@@ -247,7 +247,7 @@ static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_te
 
 /* A failure that the baseline accepted: a pass for CI, with the reason kept for people. */
 static void put_accepted(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   char reason[PC_REASON_MAX];
   pc_report_reason(reason, sizeof reason, t);
   if (g->approval) {
@@ -264,7 +264,7 @@ static void put_accepted(FILE *out, const pc_run *run, size_t i, const pc_gate_t
 }
 
 static void put_outcome(FILE *out, const pc_run *run, const pc_gate *gate, size_t i) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   const pc_gate_tensor *g = gate ? &gate->tensors[i] : NULL;
   if (pc_report_fails(run, gate, i)) {
     put_failure(out, run, i, g);
@@ -284,12 +284,12 @@ static void put_outcome(FILE *out, const pc_run *run, const pc_gate *gate, size_
 }
 
 static bool has_body(const pc_run *run, size_t i) {
-  pc_verdict v = run->tensors[i].verdict;
-  return v != PC_VERDICT_PASS || pc_report_has_metrics(&run->tensors[i]);
+  pc_verdict v = pc_run_at(run, i)->verdict;
+  return v != PC_VERDICT_PASS || pc_report_has_metrics(pc_run_at(run, i));
 }
 
 static void put_testcase(FILE *out, const pc_run *run, const pc_gate *gate, size_t i) {
-  const pc_tensor *t = &run->tensors[i];
+  const pc_tensor *t = pc_run_at(run, i);
   fputs("    <testcase", out);
   put_attr(out, "name", last_component(t->path));
   put_classname(out, t->path);

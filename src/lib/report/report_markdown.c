@@ -136,10 +136,10 @@ static void put_fold(FILE *out, const table *tb, size_t i) {
   for (size_t k = 0; k < n && k < tb->max_rows; k++) {
     size_t m = c->members[c->first[i] + k];
     char text[PC_REASON_MAX];
-    details_text(text, sizeof text, &tb->run->tensors[m]);
+    details_text(text, sizeof text, pc_run_at(tb->run, m));
     bool fails = pc_report_fails(tb->run, tb->gate, m);
     fprintf(out, "%s%s%s", k ? "<br>" : "", fails ? MARK_FAIL : "", fails ? " " : "");
-    put_code(out, tb->run->tensors[m].path);
+    put_code(out, pc_run_at(tb->run, m)->path);
     fputc(' ', out);
     put_code(out, text);
   }
@@ -151,7 +151,7 @@ static void put_fold(FILE *out, const table *tb, size_t i) {
 /* A failing tensor says why, a root cause in bold with its cascade folded under it; a tensor
  * that was not compared says why. */
 static void put_details(FILE *out, const table *tb, size_t i) {
-  const pc_tensor *t = &tb->run->tensors[i];
+  const pc_tensor *t = pc_run_at(tb->run, i);
   char text[PC_REASON_MAX];
   details_text(text, sizeof text, t);
   if (pc_report_is_root(tb->run, i))
@@ -169,7 +169,7 @@ static void put_details(FILE *out, const table *tb, size_t i) {
 }
 
 static void put_row(FILE *out, const table *tb, size_t i) {
-  const pc_tensor *t = &tb->run->tensors[i];
+  const pc_tensor *t = pc_run_at(tb->run, i);
   bool fails = pc_report_fails(tb->run, tb->gate, i);
   const char *mark = fails ? MARK_FAIL : t->verdict == PC_VERDICT_ERROR ? MARK_ERROR : "";
   fprintf(out, "| %s%s| ", mark, *mark ? " " : "");

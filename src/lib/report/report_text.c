@@ -73,7 +73,7 @@ static void copy_case(char *buf, size_t size, const char *name, bool upper) {
 }
 
 static void fill_cells(cells *c, const view *v, size_t i) {
-  const pc_tensor *t = &v->run->tensors[i];
+  const pc_tensor *t = pc_run_at(v->run, i);
   const pc_gate *gate = v->opts->gate;
   char dims[PC_DIMS_TEXT_MAX];
   const pc_stats *s = &t->stats;
@@ -130,7 +130,7 @@ static widths measure(const view *v, size_t *shown) {
               strlen("dtype"),   strlen("shape"),    strlen("mismatches"),
               strlen("max_abs"), strlen("max_rel"),  strlen("max_ulp")};
   for (size_t i = 0; i < v->run->ntensors; i++) {
-    const pc_tensor *t = &v->run->tensors[i];
+    const pc_tensor *t = pc_run_at(v->run, i);
     if (!is_shown(t->verdict, v->opts->quiet))
       continue;
     ++*shown;
@@ -220,13 +220,13 @@ static void put_reasons(FILE *out, const view *v, size_t i, size_t indent, bool 
   char text[PC_REASON_MAX];
   long root = pc_report_root(v->run, i);
   size_t caused = pc_report_caused_count(v->cascades, i);
-  pc_report_reasons(text, sizeof text, &v->run->tensors[i], false);
+  pc_report_reasons(text, sizeof text, pc_run_at(v->run, i), false);
   put_item(out, indent, first);
   fputs(text, out);
   if (root >= 0) {
     put_item(out, indent, first);
     fputs("caused by ", out);
-    put_untrusted(out, v->run->tensors[root].path);
+    put_untrusted(out, pc_run_at(v->run, root)->path);
   } else if (caused) {
     put_item(out, indent, first);
     fprintf(out, "root cause of %zu tensor%s", caused, caused == 1 ? "" : "s");
@@ -237,7 +237,7 @@ static void put_reasons(FILE *out, const view *v, size_t i, size_t indent, bool 
  * dtype attribute the stored values contradict, which is a problem of the data whatever the
  * tolerance. */
 static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
-  const pc_tensor *t = &v->run->tensors[i];
+  const pc_tensor *t = pc_run_at(v->run, i);
   const pc_stats *s = &t->stats;
   bool drift = t->verdict == PC_VERDICT_DRIFT, verbose = v->opts->verbose;
   bool first = true;
@@ -308,7 +308,7 @@ static void put_closer(FILE *out, const pc_tensor *t, size_t indent) {
 }
 
 static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
-  const pc_tensor *t = &v->run->tensors[i];
+  const pc_tensor *t = pc_run_at(v->run, i);
   cells c;
   fill_cells(&c, v, i);
   put_verdict(out, &c, t->verdict, w->verdict, v->opts->color);
@@ -353,7 +353,7 @@ static int put_row(FILE *out, size_t k, void *ctx) {
   const pc_run *run = r->v->run;
   bool quiet = r->v->opts->quiet;
   size_t i = k % run->ntensors, pass = k / run->ntensors;
-  if (is_shown(run->tensors[i].verdict, quiet) &&
+  if (is_shown(pc_run_at(run, i)->verdict, quiet) &&
       (!quiet || (pc_report_root(run, i) >= 0) == (pass == 1)))
     put_tensor(out, r->v, i, r->w);
   return PC_OK;
@@ -413,8 +413,8 @@ static const char *plural(size_t n) {
 
 static const pc_tensor *first_where(const pc_run *run, bool (*pred)(pc_verdict)) {
   for (size_t i = 0; i < run->ntensors; i++)
-    if (pred(run->tensors[i].verdict))
-      return &run->tensors[i];
+    if (pred(pc_run_at(run, i)->verdict))
+      return pc_run_at(run, i);
   return NULL;
 }
 
@@ -509,7 +509,7 @@ static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, 
   for (size_t i = 0; i < run->ntensors; i++)
     if (gate->tensors[i].fails) {
       fputs(" (first: ", out);
-      put_untrusted(out, run->tensors[i].path);
+      put_untrusted(out, pc_run_at(run, i)->path);
       fputc(')', out);
       break;
     }

@@ -1,0 +1,149 @@
+/* Arrays held in a temporary file (spill.h): where the array lives for each size, that its
+ * contents survive every move and every trim, and that a trim gives its pages back. Residency is
+ * read from the kernel (/proc/self/smaps, the mapping's own Rss line), not from the module. */
+#include "spill.h"
+
+#include <stdio.h>  /* fopen, fgets, sscanf */
+#include <stdlib.h> /* malloc, setenv, unsetenv */
+#include <string.h> /* memset */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+/* Resident bytes of the mapping that starts at base, from /proc/self/smaps. */
+static size_t resident(const void *base) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  assert_non_null(f);
+  char line[512];
+  int found = 0;
+  size_t kib = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long start, end;
+    if (sscanf(line, "%lx-%lx ", &start, &end) == 2)
+      found = start == (uintptr_t)base;
+    else if (found && sscanf(line, "Rss: %zu kB", &kib) == 1)
+      break;
+  }
+  fclose(f);
+  assert_true(found);
+  return kib * 1024;
+}
+
+static unsigned char pattern(size_t i) {
+  return (unsigned char)(i * 131 % 251);
+}
+
+static void fill(unsigned char *p, size_t from, size_t to) {
+  for (size_t i = from; i < to; i++)
+    p[i] = pattern(i);
+}
+
+/* Bytes [0, n) hold the pattern. */
+static void check(const unsigned char *p, size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += p[i] != pattern(i);
+  assert_int_equal(bad, 0);
+}
+
+static const size_t BIG = (size_t)PC_SPILL_MIN + 3 * 4096 + 100; /* not a whole page */
+
+static void test_heap_up_to_min(void **state) {
+  (void)state;
+  void *p = NULL;
+  size_t mapped = 0;
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1000), 0);
+  assert_int_equal(mapped, 0);
+  fill(p, 0, 1000);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, PC_SPILL_MIN), 0);
+  assert_int_equal(mapped, 0);
+  check(p, 1000);
+  pc_spill_trim(p, mapped); /* nothing to do for a heap block */
+  check(p, 1000);
+  pc_spill_free(p, mapped);
+}
+
+static void test_file_past_min(void **state) {
+  (void)state;
+  void *p = NULL;
+  size_t mapped = 0;
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1 << 20), 0);
+  fill(p, 0, 1 << 20);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1 << 20, BIG), 0);
+  assert_int_equal(mapped, BIG);
+  check(p, 1 << 20);
+  fill(p, 1 << 20, BIG);
+  assert_true(resident(p) >= BIG - 4096);
+  pc_spill_trim(p, mapped);
+  assert_int_equal(resident(p), 0);
+  check(p, BIG); /* read back from the file */
+  assert_true(resident(p) >= BIG - 4096);
+  pc_spill_free(p, mapped);
+}
+
+static void test_moves_keep_contents(void **state) {
+  (void)state;
+  void *p = NULL;
+  size_t mapped = 0;
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, BIG), 0);
+  fill(p, 0, BIG);
+  pc_spill_trim(p, mapped);
+  assert_int_equal(pc_spill_resize(&p, &mapped, BIG, 2 * BIG), 0); /* a new, larger file */
+  assert_int_equal(mapped, 2 * BIG);
+  check(p, BIG);
+  fill(p, BIG, 2 * BIG);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, 1000), 0); /* back onto the heap */
+  assert_int_equal(mapped, 0);
+  check(p, 1000);
+  pc_spill_free(p, mapped);
+}
+
+static void test_no_temporary_directory(void **state) {
+  (void)state;
+  const char *old = getenv("TMPDIR");
+  char *saved = old ? strdup(old) : NULL;
+  assert_int_equal(setenv("TMPDIR", "/nonexistent/paritycheck-test", 1), 0);
+  void *p = NULL;
+  size_t mapped = 0;
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1000), 0);
+  fill(p, 0, 1000);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, BIG), 0);
+  assert_int_equal(mapped, 0); /* no file: the heap holds it */
+  check(p, 1000);
+  fill(p, 0, BIG);
+  check(p, BIG);
+  pc_spill_free(p, mapped);
+  if (saved)
+    setenv("TMPDIR", saved, 1);
+  else
+    unsetenv("TMPDIR");
+  free(saved);
+}
+
+/* Whatever this thread's count was, PC_SPILL_STRIDE steps trim once. */
+static void test_steps_trim(void **state) {
+  (void)state;
+  void *p = NULL;
+  size_t mapped = 0;
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, BIG), 0);
+  fill(p, 0, BIG);
+  assert_true(resident(p) >= BIG - 4096);
+  for (int i = 0; i < PC_SPILL_STRIDE; i++)
+    pc_spill_step(p, mapped);
+  assert_int_equal(resident(p), 0);
+  check(p, BIG);
+  pc_spill_free(p, mapped);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_heap_up_to_min),      cmocka_unit_test(test_file_past_min),
+      cmocka_unit_test(test_moves_keep_contents), cmocka_unit_test(test_no_temporary_directory),
+      cmocka_unit_test(test_steps_trim),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
