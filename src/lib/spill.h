@@ -22,9 +22,11 @@ enum { PC_SPILL_MIN = 4 << 20 };
 /* A thread that touches a spilled array gives back its pages every PC_SPILL_STRIDE accesses
  * (pc_spill_step). Counted by accesses on each thread, not by index, since reports visit a
  * run's records sorted by how bad they are. A read fault on a file mapping maps the 16 pages
- * around it that the page cache holds (Linux's fault-around, 64 KiB), so in a random order 128
- * accesses hold at most 8 MiB a thread; in order they hold 128 records. */
-enum { PC_SPILL_STRIDE = 128 };
+ * around it that the page cache holds (Linux's fault-around, 64 KiB), so in a random order 32
+ * accesses hold at most 2 MiB a thread: the report files are written side by side, on up to
+ * six threads at once. A trim is one system call; a pass over 200,000 records costs a few
+ * thousand of them. */
+enum { PC_SPILL_STRIDE = 32 };
 
 /* The accesses of this thread (pc_spill_step). */
 extern _Thread_local unsigned pc_spill_steps;
