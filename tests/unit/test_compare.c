@@ -68,7 +68,7 @@ static const pc_tensor *tensor(const pc_run *run, const char *path) {
   return NULL;
 }
 
-static pc_run *compare_opts(const char *yaml, bool skip_quantiles) {
+static pc_run *compare_paths(const char *a, const char *b, const char *yaml, bool skip_quantiles) {
   pc_tolset *tols = pc_tolset_new();
   pc_error err;
   assert_int_equal(pc_tolset_load_string(tols, "test.yaml", yaml, strlen(yaml), &err), PC_OK);
@@ -76,9 +76,13 @@ static pc_run *compare_opts(const char *yaml, bool skip_quantiles) {
   o.tols = tols;
   o.skip_quantiles = skip_quantiles;
   pc_run *run = NULL;
-  assert_int_equal(pc_compare_files(&run, path_a, path_b, &o, &err), PC_OK);
+  assert_int_equal(pc_compare_files(&run, a, b, &o, &err), PC_OK);
   pc_tolset_free(tols);
   return run;
+}
+
+static pc_run *compare_opts(const char *yaml, bool skip_quantiles) {
+  return compare_paths(path_a, path_b, yaml, skip_quantiles);
 }
 
 static pc_run *compare_with(const char *yaml) {
@@ -314,13 +318,7 @@ static void test_spilled_run(void **state) {
   }
   H5Fclose(a);
   H5Fclose(b);
-  pc_tolset *tols = pc_tolset_new();
-  pc_error err;
-  assert_int_equal(pc_tolset_load_string(tols, "test.yaml", exact, strlen(exact), &err), PC_OK);
-  pc_options o = PC_OPTIONS_INIT;
-  o.tols = tols;
-  pc_run *run = NULL;
-  assert_int_equal(pc_compare_files(&run, pa, pb, &o, &err), PC_OK);
+  pc_run *run = compare_paths(pa, pb, exact, false);
   assert_true(N * sizeof(pc_tensor) > PC_SPILL_MIN);
   assert_int_equal(run->tensors_mapped, N * sizeof(pc_tensor));
   assert_int_equal(run->ntensors, N);
@@ -339,7 +337,6 @@ static void test_spilled_run(void **state) {
   }
   assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], N); /* exact: any difference fails */
   pc_run_free(run);
-  pc_tolset_free(tols);
   unlink(pa);
   unlink(pb);
 }

@@ -52,6 +52,15 @@ static void check(const unsigned char *p, size_t n) {
 
 static const size_t BIG = (size_t)PC_SPILL_MIN + 3 * 4096 + 100; /* not a whole page */
 
+/* A new array of BIG bytes (mapped), holding the pattern. */
+static void *new_big(size_t *mapped) {
+  void *p = NULL;
+  *mapped = 0;
+  assert_int_equal(pc_spill_resize(&p, mapped, 0, BIG), 0);
+  fill(p, 0, BIG);
+  return p;
+}
+
 static void test_heap_up_to_min(void **state) {
   (void)state;
   void *p = NULL;
@@ -87,10 +96,8 @@ static void test_file_past_min(void **state) {
 
 static void test_moves_keep_contents(void **state) {
   (void)state;
-  void *p = NULL;
-  size_t mapped = 0;
-  assert_int_equal(pc_spill_resize(&p, &mapped, 0, BIG), 0);
-  fill(p, 0, BIG);
+  size_t mapped;
+  void *p = new_big(&mapped);
   pc_spill_trim(p, mapped);
   assert_int_equal(pc_spill_resize(&p, &mapped, BIG, 2 * BIG), 0); /* a new, larger file */
   assert_int_equal(mapped, 2 * BIG);
@@ -127,10 +134,8 @@ static void test_no_temporary_directory(void **state) {
 /* Whatever this thread's count was, PC_SPILL_STRIDE steps trim once. */
 static void test_steps_trim(void **state) {
   (void)state;
-  void *p = NULL;
-  size_t mapped = 0;
-  assert_int_equal(pc_spill_resize(&p, &mapped, 0, BIG), 0);
-  fill(p, 0, BIG);
+  size_t mapped;
+  void *p = new_big(&mapped);
   assert_true(resident(p) >= BIG - 4096);
   for (int i = 0; i < PC_SPILL_STRIDE; i++)
     pc_spill_step(p, mapped);
