@@ -3,16 +3,43 @@
 #include "spill.h"
 
 #include <fcntl.h>    /* posix_fallocate */
+#include <pthread.h>  /* pthread_mutex_* */
+#include <stdbool.h>  /* bool */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* getenv, malloc, mkstemp, realloc, free */
 #include <string.h>   /* memcpy */
 #include <sys/mman.h> /* mmap, munmap, madvise */
 #include <unistd.h>   /* close, unlink */
 
+size_t pc_spill_min = PC_SPILL_MIN;
+atomic_uint pc_spill_live;
 _Thread_local unsigned pc_spill_steps;
 
-/* A new unlinked file of `bytes` in $TMPDIR (else /tmp), its blocks allocated, mapped shared;
- * NULL when any step fails. The mapping keeps the file alive, so the descriptor is closed. */
+/* The live mappings, for pc_spill_trim; the lock keeps a trim off a mapping being unmapped. */
+static pthread_mutex_t pc_spill_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  void *base;
+  size_t len; /* 0: a free slot */
+} pc_spill_maps[PC_SPILL_MAX];
+
+/* Enters p in a free slot; false when there is none. */
+static bool pc_spill_enter(void *p, size_t len) {
+  bool entered = false;
+  pthread_mutex_lock(&pc_spill_lock);
+  for (int i = 0; !entered && i < PC_SPILL_MAX; i++)
+    if (!pc_spill_maps[i].len) {
+      pc_spill_maps[i].base = p;
+      pc_spill_maps[i].len = len;
+      atomic_fetch_add(&pc_spill_live, 1);
+      entered = true;
+    }
+  pthread_mutex_unlock(&pc_spill_lock);
+  return entered;
+}
+
+/* A new unlinked file of `bytes` in $TMPDIR (else /tmp), its blocks allocated, mapped shared
+ * and entered; NULL when any step fails. The mapping keeps the file alive, so the descriptor
+ * is closed. */
 static void *pc_spill_map(size_t bytes) {
   const char *dir = getenv("TMPDIR");
   char path[4096];
@@ -27,11 +54,30 @@ static void *pc_spill_map(size_t bytes) {
   if (posix_fallocate(fd, 0, (off_t)bytes) == 0)
     p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
+  if (p != MAP_FAILED && !pc_spill_enter(p, bytes)) {
+    munmap(p, bytes);
+    p = MAP_FAILED;
+  }
   return p == MAP_FAILED ? NULL : p;
 }
 
+/* memcpy, a MiB at a time, giving back the pages of each MiB of a mapped side once copied: a
+ * whole copy would hold both arrays resident at once (40 MB when the table of a file of 200,000
+ * datasets doubles). */
+static void pc_spill_copy(void *to, bool to_mapped, const void *from, bool from_mapped, size_t n) {
+  enum { STEP = 1 << 20 }; /* a multiple of the page size: each piece starts on a page */
+  for (size_t at = 0; at < n; at += STEP) {
+    size_t k = n - at < STEP ? n - at : STEP;
+    memcpy((char *)to + at, (const char *)from + at, k);
+    if (to_mapped)
+      madvise((char *)to + at, k, MADV_DONTNEED);
+    if (from_mapped)
+      madvise((char *)from + at, k, MADV_DONTNEED);
+  }
+}
+
 int pc_spill_resize(void **base, size_t *mapped, size_t keep, size_t bytes) {
-  void *file = bytes > PC_SPILL_MIN ? pc_spill_map(bytes) : NULL;
+  void *file = bytes > pc_spill_min ? pc_spill_map(bytes) : NULL;
   if (!file && !*mapped) { /* heap to heap: realloc keeps the contents */
     void *p = realloc(*base, bytes ? bytes : 1);
     if (!p)
@@ -42,27 +88,32 @@ int pc_spill_resize(void **base, size_t *mapped, size_t keep, size_t bytes) {
   void *p = file ? file : malloc(bytes ? bytes : 1); /* a heap block in place of a mapping */
   if (!p)
     return -1;
-  if (keep)
-    memcpy(p, *base, keep);
+  pc_spill_copy(p, file != NULL, *base, *mapped != 0, keep);
   pc_spill_free(*base, *mapped);
   *base = p;
   *mapped = file ? bytes : 0;
   return 0;
 }
 
-void pc_spill_trim(void *base, size_t mapped) {
-#ifdef MADV_DONTNEED
-  if (mapped)
-    madvise(base, mapped, MADV_DONTNEED); /* advice: a failure leaves the pages resident */
-#else
-  (void)base;
-  (void)mapped;
-#endif
+void pc_spill_trim(void) {
+  pthread_mutex_lock(&pc_spill_lock);
+  for (int i = 0; i < PC_SPILL_MAX; i++)
+    if (pc_spill_maps[i].len) /* advice: a failure leaves the pages resident */
+      madvise(pc_spill_maps[i].base, pc_spill_maps[i].len, MADV_DONTNEED);
+  pthread_mutex_unlock(&pc_spill_lock);
 }
 
 void pc_spill_free(void *base, size_t mapped) {
-  if (mapped)
-    munmap(base, mapped);
-  else
+  if (!mapped) {
     free(base);
+    return;
+  }
+  pthread_mutex_lock(&pc_spill_lock);
+  for (int i = 0; i < PC_SPILL_MAX; i++)
+    if (pc_spill_maps[i].len && pc_spill_maps[i].base == base) {
+      pc_spill_maps[i].len = 0;
+      atomic_fetch_sub(&pc_spill_live, 1);
+    }
+  munmap(base, mapped);
+  pthread_mutex_unlock(&pc_spill_lock);
 }

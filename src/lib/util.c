@@ -2,6 +2,9 @@
 #include "pc_internal.h"
 
 #include <stdlib.h> /* malloc, free */
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 #include <string.h> /* strlen, memcpy */
 #include <unistd.h> /* sysconf */
 
@@ -26,6 +29,12 @@ int pc_shape_set(int *rank, uint64_t **dims, int src_rank, const uint64_t *src) 
     return PC_ENOMEM;
   memcpy(*dims, src, (size_t)src_rank * sizeof **dims);
   return PC_OK;
+}
+
+void pc_heap_release(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 unsigned pc_threads_or_cores(unsigned requested) {

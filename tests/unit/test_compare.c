@@ -300,7 +300,8 @@ static void test_reference(void **state) {
 /* A run whose records are held in a temporary file (spill.h): 3,000 tensors of four elements,
  * B = A = 1 but for element k % 4 of tensor k, 1 + (k % 1000 + 1) / 1024, exact in float32. Each
  * figure must read back as constructed after the passes of the comparison and the judge, which
- * gave back the records' pages (4 MiB is about 2,300 records). */
+ * gave back the records' pages (4 MiB is about 2,300 records); then again with every array
+ * spilled, the walk's tables grown from 64 entries by copies into new files. */
 static void test_spilled_run(void **state) {
   (void)state;
   enum { N = 3000 };
@@ -318,27 +319,50 @@ static void test_spilled_run(void **state) {
   }
   H5Fclose(a);
   H5Fclose(b);
-  pc_run *run = compare_paths(pa, pb, exact, false);
   assert_true(N * sizeof(pc_tensor) > PC_SPILL_MIN);
-  assert_int_equal(run->tensors_mapped, N * sizeof(pc_tensor));
-  assert_int_equal(run->ntensors, N);
-  size_t verdicts = 0;
-  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
-    verdicts += run->by_verdict[v];
-  assert_int_equal(verdicts, N);
-  for (int k = 0; k < N; k++) {
-    const pc_tensor *t = &run->tensors[k]; /* by name: t0000 .. t2999 */
-    snprintf(name, sizeof name, "/t%04d", k);
-    assert_string_equal(t->path, name);
-    assert_int_equal(t->stats.count, 4);
-    assert_int_equal(t->stats.mismatches, 1);
-    assert_int_equal(t->stats.worst_index, k % 4);
-    assert_true(t->stats.max_abs == (double)(k % 1000 + 1) / 1024);
+  for (int all = 0; all < 2; all++) { /* the records only, then every array (grown by copies) */
+    pc_spill_min = all ? 1 : PC_SPILL_MIN;
+    pc_run *run = compare_paths(pa, pb, exact, false);
+    pc_spill_min = PC_SPILL_MIN;
+    assert_int_equal(run->tensors_mapped, N * sizeof(pc_tensor));
+    assert_int_equal(run->ntensors, N);
+    for (int k = 0; k < N; k++) {
+      const pc_tensor *t = &run->tensors[k]; /* by name: t0000 .. t2999 */
+      snprintf(name, sizeof name, "/t%04d", k);
+      assert_string_equal(t->path, name);
+      assert_int_equal(t->stats.count, 4);
+      assert_int_equal(t->stats.mismatches, 1);
+      assert_int_equal(t->stats.worst_index, k % 4);
+      assert_true(t->stats.max_abs == (double)(k % 1000 + 1) / 1024);
+    }
+    assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], N); /* exact: any difference fails */
+    pc_run_free(run);
   }
-  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], N); /* exact: any difference fails */
-  pc_run_free(run);
   unlink(pa);
   unlink(pb);
+}
+
+/* Every array of the run spilled (spill.h: the walk's tables, the storage notes, the pairing,
+ * the records, each grown by copying into a new file): the same tensors and figures as on the
+ * heap, which the other tests check against values known by hand. */
+static void test_everything_spilled(void **state) {
+  (void)state;
+  pc_run *heap = compare_with(exact);
+  pc_spill_min = 1;
+  pc_run *spilled = compare_with(exact);
+  pc_spill_min = PC_SPILL_MIN;
+  assert_int_equal(heap->tensors_mapped, 0);
+  assert_int_equal(spilled->tensors_mapped, spilled->ntensors * sizeof(pc_tensor));
+  assert_int_equal(heap->ntensors, spilled->ntensors);
+  for (size_t i = 0; i < heap->ntensors; i++) {
+    const pc_tensor *h = &heap->tensors[i], *s = &spilled->tensors[i];
+    assert_string_equal(h->path, s->path);
+    assert_int_equal(h->verdict, s->verdict);
+    assert_memory_equal(&h->stats, &s->stats, sizeof h->stats);
+  }
+  assert_int_equal(spilled->verdict, heap->verdict);
+  pc_run_free(heap);
+  pc_run_free(spilled);
 }
 
 int main(void) {
@@ -347,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_tolerances_applied), cmocka_unit_test(test_unreadable_is_an_error),
       cmocka_unit_test(test_file_shrinks),       cmocka_unit_test(test_skip_quantiles),
       cmocka_unit_test(test_reference),          cmocka_unit_test(test_spilled_run),
+      cmocka_unit_test(test_everything_spilled),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

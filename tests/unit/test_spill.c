@@ -71,7 +71,7 @@ static void test_heap_up_to_min(void **state) {
   assert_int_equal(pc_spill_resize(&p, &mapped, 1000, PC_SPILL_MIN), 0);
   assert_int_equal(mapped, 0);
   check(p, 1000);
-  pc_spill_trim(p, mapped); /* nothing to do for a heap block */
+  pc_spill_trim(); /* no mapping: nothing to do */
   check(p, 1000);
   pc_spill_free(p, mapped);
 }
@@ -87,7 +87,7 @@ static void test_file_past_min(void **state) {
   check(p, 1 << 20);
   fill(p, 1 << 20, BIG);
   assert_true(resident(p) >= BIG - 4096);
-  pc_spill_trim(p, mapped);
+  pc_spill_trim();
   assert_int_equal(resident(p), 0);
   check(p, BIG); /* read back from the file */
   assert_true(resident(p) >= BIG - 4096);
@@ -98,9 +98,10 @@ static void test_moves_keep_contents(void **state) {
   (void)state;
   size_t mapped;
   void *p = new_big(&mapped);
-  pc_spill_trim(p, mapped);
+  pc_spill_trim();
   assert_int_equal(pc_spill_resize(&p, &mapped, BIG, 2 * BIG), 0); /* a new, larger file */
   assert_int_equal(mapped, 2 * BIG);
+  assert_int_equal(resident(p), 0); /* copied a MiB at a time, each given back */
   check(p, BIG);
   fill(p, BIG, 2 * BIG);
   assert_int_equal(pc_spill_resize(&p, &mapped, 1000, 1000), 0); /* back onto the heap */
@@ -138,17 +139,45 @@ static void test_steps_trim(void **state) {
   void *p = new_big(&mapped);
   assert_true(resident(p) >= BIG - 4096);
   for (int i = 0; i < PC_SPILL_STRIDE; i++)
-    pc_spill_step(p, mapped);
+    pc_spill_step();
   assert_int_equal(resident(p), 0);
   check(p, BIG);
   pc_spill_free(p, mapped);
+}
+
+/* One trim gives back the pages of every mapping; past PC_SPILL_MAX of them, the heap. */
+static void test_every_mapping(void **state) {
+  (void)state;
+  void *p[PC_SPILL_MAX + 1];
+  size_t mapped[PC_SPILL_MAX + 1];
+  for (int i = 0; i <= PC_SPILL_MAX; i++) {
+    p[i] = NULL;
+    mapped[i] = 0;
+    assert_int_equal(pc_spill_resize(&p[i], &mapped[i], 0, PC_SPILL_MIN + 1), 0);
+    memset(p[i], i + 1, PC_SPILL_MIN + 1);
+  }
+  for (int i = 0; i < PC_SPILL_MAX; i++)
+    assert_int_equal(mapped[i], PC_SPILL_MIN + 1);
+  assert_int_equal(mapped[PC_SPILL_MAX], 0);
+  pc_spill_trim();
+  for (int i = 0; i < PC_SPILL_MAX; i++) {
+    assert_int_equal(resident(p[i]), 0);
+    assert_int_equal(((unsigned char *)p[i])[PC_SPILL_MIN], i + 1);
+  }
+  for (int i = 0; i <= PC_SPILL_MAX; i++)
+    pc_spill_free(p[i], mapped[i]);
+  void *q = NULL;
+  size_t qm = 0; /* the slots are free again */
+  assert_int_equal(pc_spill_resize(&q, &qm, 0, PC_SPILL_MIN + 1), 0);
+  assert_int_equal(qm, PC_SPILL_MIN + 1);
+  pc_spill_free(q, qm);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_heap_up_to_min),      cmocka_unit_test(test_file_past_min),
       cmocka_unit_test(test_moves_keep_contents), cmocka_unit_test(test_no_temporary_directory),
-      cmocka_unit_test(test_steps_trim),
+      cmocka_unit_test(test_steps_trim),          cmocka_unit_test(test_every_mapping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

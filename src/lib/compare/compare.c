@@ -412,6 +412,7 @@ static int pc_run_match(pc_cmp *c, const pc_pairing *pr, size_t i, const char *f
 static uint64_t pc_pairing_bytes(const pc_pairing *pr) {
   uint64_t total = 0;
   for (size_t i = 0; i < pr->n; i++) {
+    pc_spill_step();
     const pc_dataset *a = pr->m[i].a, *b = pr->m[i].b;
     if (a && b && pc_is_numeric(a) && pc_is_numeric(b) && pc_same_shape(a, b) &&
         !(a->all_fill && b->all_fill)) /* never-written pairs are not read */
@@ -424,7 +425,7 @@ static void pc_tally_pairing(pc_cmp *c, const pc_pairing *pr) {
   c->a_count += pr->a_count;
   c->b_count += pr->b_count;
   c->both += pr->both;
-  for (size_t i = 0; i < pr->n; i++) {
+  for (size_t i = 0; i < pr->n; i++, pc_spill_step()) {
     if (pr->m[i].a)
       pc_note_side(c, 0, pr->m[i].name);
     if (pr->m[i].b)
@@ -528,6 +529,7 @@ static int pc_run_pair_of_files(pc_cmp *c, const pc_entry *e, pc_error *err) {
     rc = pc_run_files(c, f[0], f[1], e->rel, err);
   pc_file_close(f[0]);
   pc_file_close(f[1]);
+  pc_heap_release();
   return rc;
 }
 
@@ -630,6 +632,7 @@ static int pc_run_single(pc_cmp *c, const char *path_a, const char *path_b, pc_e
     rc = pc_run_files(c, fa, fb, NULL, err);
   pc_file_close(fa);
   pc_file_close(fb);
+  pc_heap_release();
   return rc;
 }
 

@@ -8,10 +8,15 @@
 
 /* A dataset under the name it pairs by. */
 typedef struct pc_named {
-  char *name;
+  const char *name;
   const pc_dataset *d;
   bool used; /* paired already */
 } pc_named;
+
+/* Whether the names are malloc'd: a prefix or a map may rename a dataset. */
+static bool pc_names_owned(const pc_options *o) {
+  return o->nstrip_prefix || o->nmaps;
+}
 
 /* The datasets of f that take part, under their names, in f's order. */
 static int pc_side_names(pc_named **out, size_t *n, const pc_file *f, bool b, const char *rel,
@@ -23,11 +28,13 @@ static int pc_side_names(pc_named **out, size_t *n, const pc_file *f, bool b, co
   for (size_t i = 0; rc == PC_OK && i < count; i++) {
     const pc_dataset *d = pc_file_dataset(f, i);
     char *name = NULL, *full = NULL;
-    rc = pc_names_map(o, b, d->path, &name);
-    if (rc == PC_OK && rel && !(full = pc_names_full(rel, name)))
+    if (pc_names_owned(o))
+      rc = pc_names_map(o, b, d->path, &name);
+    const char *as = pc_names_owned(o) ? name : d->path;
+    if (rc == PC_OK && rel && !(full = pc_names_full(rel, as)))
       rc = PC_ENOMEM;
-    if (rc == PC_OK && pc_names_selected(o, name, full))
-      v[(*n)++] = (pc_named){name, d, false};
+    if (rc == PC_OK && pc_names_selected(o, as, full))
+      v[(*n)++] = (pc_named){as, d, false};
     else
       free(name);
     free(full);
@@ -59,15 +66,17 @@ static pc_named *pc_find_unused(pc_named **sorted, size_t n, const char *name) {
 /* Moves the names into out->m: A's with their namesakes, then B's unpaired. */
 static int pc_match_all(pc_pairing *out, pc_named *va, size_t na, pc_named *vb, size_t nb) {
   pc_named **sb = malloc((nb ? nb : 1) * sizeof *sb);
-  out->m = calloc(na + nb ? na + nb : 1, sizeof *out->m);
-  if (!sb || !out->m) {
+  void *m = NULL;
+  if (!sb || pc_spill_resize(&m, &out->m_mapped, 0, (na + nb) * sizeof *out->m) != 0) {
     free(sb);
     return PC_ENOMEM;
   }
+  out->m = m;
   for (size_t j = 0; j < nb; j++)
     sb[j] = &vb[j];
   qsort(sb, nb, sizeof *sb, pc_cmp_named);
   for (size_t i = 0; i < na; i++) {
+    pc_spill_step();
     pc_named *hit = pc_find_unused(sb, nb, va[i].name);
     if (hit)
       hit->used = true;
@@ -75,7 +84,7 @@ static int pc_match_all(pc_pairing *out, pc_named *va, size_t na, pc_named *vb, 
     va[i].name = NULL;
     out->both += hit != NULL;
   }
-  for (size_t j = 0; j < nb; j++)
+  for (size_t j = 0; j < nb; j++, pc_spill_step())
     if (!vb[j].used) {
       bool renamed = strcmp(vb[j].name, vb[j].d->path) != 0;
       out->m[out->n++] = (pc_match){NULL, vb[j].d, vb[j].name, renamed, -1};
@@ -91,13 +100,14 @@ static int pc_suggest_matches(pc_pairing *p, uint64_t *budget) {
   long *suggest = malloc((p->n ? p->n : 1) * sizeof *suggest);
   int rc = names && in && suggest ? PC_OK : PC_ENOMEM;
   for (size_t i = 0; rc == PC_OK && i < p->n; i++) {
+    pc_spill_step();
     names[i] = p->m[i].name;
     in[i] = p->m[i].a != NULL;
     in[p->n + i] = p->m[i].b != NULL;
   }
   if (rc == PC_OK)
     rc = pc_pairing_suggest(names, in, in + p->n, p->n, suggest, budget);
-  for (size_t i = 0; rc == PC_OK && i < p->n; i++)
+  for (size_t i = 0; rc == PC_OK && i < p->n; i++, pc_spill_step())
     p->m[i].suggest = suggest[i];
   free(names);
   free(in);
@@ -105,9 +115,9 @@ static int pc_suggest_matches(pc_pairing *p, uint64_t *budget) {
   return rc;
 }
 
-static void pc_named_free(pc_named *v, size_t n) {
-  for (size_t i = 0; v && i < n; i++)
-    free(v[i].name);
+static void pc_named_free(pc_named *v, size_t n, bool owned) {
+  for (size_t i = 0; owned && v && i < n; i++)
+    free((char *)v[i].name);
   free(v);
 }
 
@@ -115,7 +125,7 @@ int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, cons
                      const pc_options *o, uint64_t *budget) {
   pc_named *va = NULL, *vb = NULL;
   size_t na = 0, nb = 0;
-  *out = (pc_pairing){NULL, 0, 0, 0, 0};
+  *out = (pc_pairing){NULL, 0, 0, 0, 0, 0, pc_names_owned(o)};
   int rc = pc_side_names(&va, &na, fa, false, rel, o);
   if (rc == PC_OK)
     rc = pc_side_names(&vb, &nb, fb, true, rel, o);
@@ -125,18 +135,18 @@ int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, cons
     rc = pc_suggest_matches(out, budget);
   out->a_count = na;
   out->b_count = nb;
-  pc_named_free(va, na);
-  pc_named_free(vb, nb);
+  pc_named_free(va, na, out->owns_names);
+  pc_named_free(vb, nb, out->owns_names);
   if (rc < 0)
     pc_pairing_free(out);
   return rc;
 }
 
 void pc_pairing_free(pc_pairing *p) {
-  for (size_t i = 0; p->m && i < p->n; i++)
-    free(p->m[i].name);
-  free(p->m);
-  *p = (pc_pairing){NULL, 0, 0, 0, 0};
+  for (size_t i = 0; p->owns_names && p->m && i < p->n; i++, pc_spill_step())
+    free((char *)p->m[i].name);
+  pc_spill_free(p->m, p->m_mapped);
+  *p = (pc_pairing){NULL, 0, 0, 0, 0, 0, false};
 }
 
 /* The names of the items on `side` only (0: A, 1: B), with their indices. */

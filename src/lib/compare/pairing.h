@@ -11,16 +11,20 @@
 /* One tensor of the run: A's dataset with B's of the same name, or a dataset of one side. */
 typedef struct pc_match {
   const pc_dataset *a, *b;
-  char *name;   /* the name it is paired by: A's path, else B's mapped path */
-  bool renamed; /* b's own path is not `name` */
+  const char *name; /* the name it is paired by: A's path, else B's mapped path; a dataset's
+                       own path, not a copy, when no prefix or map applies (owns_names) */
+  bool renamed;     /* b's own path is not `name` */
   long suggest; /* one side only: the index of the closest match of the other side only, or -1 */
 } pc_match;
 
 /* A's tensors in A's order, each with its namesake in B, then B's own in B's order. */
 typedef struct pc_pairing {
-  pc_match *m;
+  pc_match *m; /* may be spilled (spill.h) */
+  size_t m_mapped;
   size_t n;
   size_t a_count, b_count, both; /* tensors on A's side, on B's, on both */
+  bool owns_names; /* the names are malloc'd (prefixes or maps); else they are the datasets'
+                      paths, which the files own: 13 MB at 200,000 tensors a side not copied */
 } pc_pairing;
 
 /** Pairs the datasets of fa and fb under options o. `rel` is the files' relative path in folder

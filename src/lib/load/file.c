@@ -18,12 +18,13 @@ static const pc_format *const pc_formats[] = {&pc_format_hdf5, &pc_format_npy, &
 int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
   if (f->n == f->cap) {
     size_t cap = f->cap ? 2 * f->cap : 64;
-    pc_dataset *ds = realloc(f->ds, cap * sizeof *ds);
-    if (!ds)
+    void *ds = f->ds;
+    if (pc_spill_resize(&ds, &f->ds_mapped, f->n * sizeof *f->ds, cap * sizeof *f->ds) != 0)
       return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
     f->ds = ds;
     f->cap = cap;
   }
+  pc_spill_step();
   pc_dataset *d = &f->ds[f->n];
   memset(d, 0, sizeof *d);
   d->exec_index = -1;
@@ -80,8 +81,7 @@ bool pc_same_file(const struct stat *x, const struct stat *y) {
 }
 
 static int pc_by_path(const void *x, const void *y) {
-  const pc_dataset *const *a = x, *const *b = y;
-  return strcmp((*a)->path, (*b)->path);
+  return strcmp(((const pc_file_entry *)x)->path, ((const pc_file_entry *)y)->path);
 }
 
 /* A format library would block on a FIFO and give an unhelpful message for a directory: check
@@ -118,13 +118,15 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
   f->sorted = malloc((f->n ? f->n : 1) * sizeof *f->sorted);
   if (!f->sorted)
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
-  for (size_t i = 0; i < f->n; i++)
-    f->sorted[i] = &f->ds[i];
+  for (size_t i = 0; i < f->n; i++) {
+    pc_spill_step();
+    f->sorted[i] = (pc_file_entry){f->ds[i].path, &f->ds[i]};
+  }
   qsort(f->sorted, f->n, sizeof *f->sorted, pc_by_path);
   for (size_t i = 1; i < f->n; i++)
-    if (strcmp(f->sorted[i - 1]->path, f->sorted[i]->path) == 0)
+    if (strcmp(f->sorted[i - 1].path, f->sorted[i].path) == 0)
       return pc_error_set(err, PC_EIO, "%s: two tensors have the path %s", f->path,
-                          f->sorted[i]->path);
+                          f->sorted[i].path);
   return PC_OK;
 }
 
@@ -187,6 +189,7 @@ void pc_file_close(pc_file *f) {
   if (!f)
     return;
   for (size_t i = 0; i < f->n; i++) {
+    pc_spill_step();
     free(f->ds[i].path);
     free(f->ds[i].reason);
     free(f->ds[i].written);
@@ -201,7 +204,7 @@ void pc_file_close(pc_file *f) {
     f->format->close(f);
   if (f->fd >= 0)
     close(f->fd);
-  free(f->ds);
+  pc_spill_free(f->ds, f->ds_mapped);
   free(f->sorted);
   free(f->path);
   free(f);
@@ -212,6 +215,7 @@ size_t pc_file_count(const pc_file *f) {
 }
 
 const pc_dataset *pc_file_dataset(const pc_file *f, size_t i) {
+  pc_spill_step();
   return i < f->n ? &f->ds[i] : NULL;
 }
 
@@ -232,9 +236,7 @@ int pc_file_fd(const pc_file *f) {
 }
 
 const pc_dataset *pc_file_find(const pc_file *f, const char *path) {
-  pc_dataset key = {0};
-  key.path = (char *)path;
-  const pc_dataset *kp = &key;
-  const pc_dataset *const *hit = bsearch(&kp, f->sorted, f->n, sizeof *f->sorted, pc_by_path);
-  return hit ? *hit : NULL;
+  pc_file_entry key = {path, NULL};
+  const pc_file_entry *hit = bsearch(&key, f->sorted, f->n, sizeof *f->sorted, pc_by_path);
+  return hit ? hit->d : NULL;
 }

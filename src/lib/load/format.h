@@ -12,16 +12,24 @@
 
 struct pc_format;
 
+/* A dataset under its path, for the sorted index: sorting and searching read the paths, not the
+ * datasets' entries, which may live in a file (spill.h). */
+typedef struct pc_file_entry {
+  const char *path;
+  const pc_dataset *d;
+} pc_file_entry;
+
 struct pc_file {
   char *path;
   uint64_t size; /* bytes, as stat saw them before the format opened the file */
   int fd;        /* read-only: the file stat checked; direct readers pread from it */
   const struct pc_format *format;
-  void *impl; /* the format's state */
-  pc_dataset *ds;
+  void *impl;     /* the format's state */
+  pc_dataset *ds; /* a table that may be spilled (spill.h): touched through pc_spill_step */
   size_t n, cap;
-  const pc_dataset **sorted; /* by path, for pc_file_find */
-  pc_attr *attrs;            /* the file's attributes (pc_file_add_attr) */
+  size_t ds_mapped;      /* spill.h */
+  pc_file_entry *sorted; /* by path, for pc_file_find */
+  pc_attr *attrs;        /* the file's attributes (pc_file_add_attr) */
   size_t nattrs;
 };
 

@@ -38,6 +38,7 @@ typedef struct pc_h5 {
   uint64_t chunk_visits; /* chunk index entries visited so far (h5_storage.c) */
   pc_h5_store *store;    /* by dataset index (f->ds); zero for datasets not described */
   size_t store_cap;
+  size_t store_mapped; /* spill.h */
 } pc_h5;
 
 static inline pc_h5 *pc_h5_of(const pc_file *f) {

@@ -132,9 +132,11 @@ static void pc_h5_close(pc_file *f) {
     return;
   if (h->fid >= 0)
     H5Fclose(h->fid);
-  for (size_t i = 0; i < h->store_cap; i++)
+  for (size_t i = 0; i < h->store_cap; i++) {
+    pc_spill_step();
     free(h->store[i].chunk);
-  free(h->store);
+  }
+  pc_spill_free(h->store, h->store_mapped);
   free(h->visited.slot);
   free(h);
   f->impl = NULL;

@@ -269,13 +269,15 @@ pc_h5_store *pc_h5_store_of(pc_file *f, const pc_dataset *d) {
     size_t cap = h->store_cap ? 2 * h->store_cap : 64;
     while (cap <= i)
       cap *= 2;
-    pc_h5_store *s = realloc(h->store, cap * sizeof *s);
-    if (!s)
+    void *grown = h->store;
+    if (pc_spill_resize(&grown, &h->store_mapped, h->store_cap * sizeof *h->store,
+                        cap * sizeof *h->store) != 0)
       return NULL;
-    memset(s + h->store_cap, 0, (cap - h->store_cap) * sizeof *s);
-    h->store = s;
+    h->store = grown;
+    memset(h->store + h->store_cap, 0, (cap - h->store_cap) * sizeof *h->store);
     h->store_cap = cap;
   }
+  pc_spill_step();
   return &h->store[i];
 }
 
