@@ -39,7 +39,7 @@ const char *pc_glob_problem(const char *glob);
  * over the run then holds a stride of its records in memory instead of them all. The pointer
  * stays valid. */
 static inline pc_tensor *pc_run_at(const pc_run *run, size_t i) {
-  pc_spill_step();
+  pc_spill_touch(&run->tensors[i]);
   return &run->tensors[i];
 }
 

@@ -11,11 +11,14 @@
 #include <sys/mman.h> /* mmap, munmap, madvise */
 #include <unistd.h>   /* close, unlink */
 
-size_t pc_spill_min = PC_SPILL_MIN;
+size_t pc_spill_min = SIZE_MAX;
 atomic_uint pc_spill_live;
-_Thread_local unsigned pc_spill_steps;
+_Thread_local uintptr_t pc_spill_windows[PC_SPILL_STRIDE];
+_Thread_local unsigned pc_spill_nwindows;
+_Thread_local unsigned pc_spill_given;
 
-/* The live mappings, for pc_spill_trim; the lock keeps a trim off a mapping being unmapped. */
+/* The live mappings, for pc_spill_give_back: only their pages may be given back (a heap page
+ * would lose its contents), and the lock keeps a give-back off a mapping being unmapped. */
 static pthread_mutex_t pc_spill_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
   void *base;
@@ -54,6 +57,8 @@ static void *pc_spill_map(size_t bytes) {
   if (posix_fallocate(fd, 0, (off_t)bytes) == 0)
     p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
+  if (p != MAP_FAILED) /* small page-cache folios: a fault maps 64 KiB, not 256 KiB or more */
+    madvise(p, bytes, MADV_RANDOM);
   if (p != MAP_FAILED && !pc_spill_enter(p, bytes)) {
     munmap(p, bytes);
     p = MAP_FAILED;
@@ -76,8 +81,8 @@ static void pc_spill_copy(void *to, bool to_mapped, const void *from, bool from_
   }
 }
 
-int pc_spill_resize(void **base, size_t *mapped, size_t keep, size_t bytes) {
-  void *file = bytes > pc_spill_min ? pc_spill_map(bytes) : NULL;
+int pc_spill_resize(void **base, size_t *mapped, size_t keep, size_t bytes, size_t min) {
+  void *file = bytes > (min < pc_spill_min ? min : pc_spill_min) ? pc_spill_map(bytes) : NULL;
   if (!file && !*mapped) { /* heap to heap: realloc keeps the contents */
     void *p = realloc(*base, bytes ? bytes : 1);
     if (!p)
@@ -95,12 +100,25 @@ int pc_spill_resize(void **base, size_t *mapped, size_t keep, size_t bytes) {
   return 0;
 }
 
-void pc_spill_trim(void) {
+/* Gives back the part of [lo, hi) that lies in a live mapping. The lock is held. */
+static void pc_spill_drop(uintptr_t lo, uintptr_t hi) {
+  for (int i = 0; i < PC_SPILL_MAX; i++) {
+    uintptr_t b = (uintptr_t)pc_spill_maps[i].base, e = b + pc_spill_maps[i].len;
+    uintptr_t from = lo > b ? lo : b, to = hi < e ? hi : e;
+    if (pc_spill_maps[i].len && from < to) /* advice: a failure leaves the pages resident */
+      madvise((void *)from, to - from, MADV_DONTNEED);
+  }
+}
+
+void pc_spill_give_back(void) {
   pthread_mutex_lock(&pc_spill_lock);
-  for (int i = 0; i < PC_SPILL_MAX; i++)
-    if (pc_spill_maps[i].len) /* advice: a failure leaves the pages resident */
-      madvise(pc_spill_maps[i].base, pc_spill_maps[i].len, MADV_DONTNEED);
+  if (++pc_spill_given % PC_SPILL_SWEEP == 0)
+    pc_spill_drop(0, UINTPTR_MAX);
+  else
+    for (unsigned k = 0; k < pc_spill_nwindows; k++)
+      pc_spill_drop(pc_spill_windows[k] << 16, (pc_spill_windows[k] + 1) << 16);
   pthread_mutex_unlock(&pc_spill_lock);
+  pc_spill_nwindows = 0;
 }
 
 void pc_spill_free(void *base, size_t mapped) {

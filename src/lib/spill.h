@@ -1,11 +1,11 @@
-/* Large arrays held in a temporary file instead of the heap (docs/performance.md, "Memory at
- * 200,000 tensors"). A run's records grow with its tensor count (1,800 bytes a tensor: 360 MB
- * at 200,000) and are read a few times in passes; on the heap they are anonymous memory, which
- * a machine without swap can never give back. Past PC_SPILL_MIN bytes such an array is a shared
+/* Large arrays held in a temporary file instead of the heap (docs/performance.md, "Large
+ * arrays in a file"). A run's records grow with its tensor count (1,800 bytes a tensor: 360 MB
+ * at 200,000), a file's table with its datasets; on the heap they are anonymous memory, which
+ * a machine without swap can never give back. Past a threshold such an array is a shared
  * mapping of an unlinked temporary file instead: the kernel may write its pages out and drop
- * them, and pc_spill_trim drops the ones the passes have touched, so that a process holds only the
- * pages it is using. Pointers into the array stay valid across trims: a shared file mapping
- * reads a dropped page back from the file (madvise(2), MADV_DONTNEED on Linux).
+ * them, and pc_spill_give_back drops the ones a thread has touched, so that a process holds
+ * only the pages it is using. Pointers into the array stay valid across trims: a shared file
+ * mapping reads a dropped page back from the file (madvise(2), MADV_DONTNEED on Linux).
  *
  * `mapped` travels with each array: the mapping's length, 0 while the array is a heap block
  * (malloc'd, or NULL when empty). Internal to the library. */
@@ -13,53 +13,74 @@
 #define PC_SPILL_H
 
 #include <stddef.h> /* size_t */
+#include <stdint.h> /* uintptr_t */
 
 #include <stdatomic.h> /* atomic_load_explicit */
 
-/* Arrays up to this size stay on the heap: below it a file and a mapping cost more than the
- * memory they would save. */
-enum { PC_SPILL_MIN = 4 << 20 };
+/* Arrays up to PC_SPILL_MIN stay on the heap: below it a file and a mapping cost more than
+ * the memory they would save. A run's records spill only past PC_SPILL_MIN_RECORDS (about
+ * 28,000 tensors): the judge and the reports pass over them a dozen times, and each pass over
+ * given-back pages faults them in again, a write fault a page for the passes that write (at
+ * 20,000 tensors spilled, 110,000 page faults against 16,000 and the full run 4.0 s against
+ * 2.7 s); up to that size they fit the 64 MiB target on the heap. */
+enum { PC_SPILL_MIN = 8 << 20, PC_SPILL_MIN_RECORDS = 48 << 20 };
 
-/* Arrays larger than this are spilled: PC_SPILL_MIN, which the tests lower to spill every
- * array of a run. */
+/* A lower bound for every array's threshold: SIZE_MAX, which the tests lower (1: every array
+ * spills). */
 extern size_t pc_spill_min;
 
 /* Mappings alive at once, at most; past that, arrays stay on the heap. A run holds one (its
  * records), each open file two (its datasets, its storage notes), a pairing one. */
 enum { PC_SPILL_MAX = 16 };
 
-/* A thread that touches spilled arrays gives back their pages every PC_SPILL_STRIDE accesses
- * (pc_spill_step). Counted by accesses on each thread, not by index, since reports visit a
- * run's records sorted by how bad they are. A read fault on a file mapping maps the 16 pages
- * around it that the page cache holds (Linux's fault-around, 64 KiB), so in a random order 32
- * accesses hold at most 2 MiB a thread: the report files are written side by side, on up to
- * six threads at once. A trim is a system call a mapping; a pass over 200,000 records costs a
- * few thousand of them. */
-enum { PC_SPILL_STRIDE = 32 };
+/* A thread that touches spilled arrays gives back the pages it touched once it has touched
+ * PC_SPILL_STRIDE new 64 KiB windows of them (pc_spill_touch). A read fault on a file mapping
+ * maps the 16 pages around it (Linux's fault-around, 64 KiB; with MADV_RANDOM the page cache
+ * keeps small folios, which would otherwise map 256 KiB and more), so a thread holds at most
+ * 2 MiB of them whatever the order of its accesses: the reports visit a run's records worst
+ * first, on up to six threads at once. A pass in order gives back once per 2 MiB. Only the
+ * thread's own windows go: dropping every mapping at once, as first built, made the other
+ * threads fault their pages back in (20,000 tensors: 88,000 page faults against 15,000, twice
+ * the system time). A window is new when it is none of the thread's last PC_SPILL_RECENT, so
+ * that a pass over a few arrays in step (the pairing's names and matches) counts each array's
+ * windows once. Every PC_SPILL_SWEEP-th give-back of a thread drops every mapping's pages,
+ * for those touched without pc_spill_touch (a worker folding into a record, a reader). */
+enum { PC_SPILL_STRIDE = 32, PC_SPILL_RECENT = 4, PC_SPILL_SWEEP = 16 };
 
-/* How many mappings are alive, and this thread's accesses (pc_spill_step). */
+/* How many mappings are alive; the new windows this thread touched since it last gave back. */
 extern atomic_uint pc_spill_live;
-extern _Thread_local unsigned pc_spill_steps;
+extern _Thread_local uintptr_t pc_spill_windows[PC_SPILL_STRIDE];
+extern _Thread_local unsigned pc_spill_nwindows;
+extern _Thread_local unsigned pc_spill_given; /* give-backs so far */
 
 /** Make the array *base (*mapped as above) hold `bytes`, keeping its first `keep` bytes
- * (keep is at most its current size and `bytes`); it may move, as with realloc. Up to
- * pc_spill_min bytes it is a heap block. Past that it is a new unlinked file in $TMPDIR (else
- * /tmp) of `bytes`, its disk space allocated at once (posix_fallocate), so that a write through
- * the mapping cannot meet a full disk later (SIGBUS); when no such file can be made, or
- * PC_SPILL_MAX mappings are alive, it stays on the heap. 0, or -1 when neither can hold
- * `bytes` (the array is then unchanged). */
-int pc_spill_resize(void **base, size_t *mapped, size_t keep, size_t bytes);
+ * (keep is at most its current size and `bytes`); it may move, as with realloc. Up to `min`
+ * bytes (or pc_spill_min, when lower) it is a heap block. Past that it is a new unlinked file in
+ * $TMPDIR (else /tmp) of `bytes`, its disk space allocated at once (posix_fallocate), so that a
+ * write through the mapping cannot meet a full disk later (SIGBUS); when no such file can be made,
+ * or PC_SPILL_MAX mappings are alive, it stays on the heap. 0, or -1 when neither can hold `bytes`
+ * (the array is then unchanged). */
+int pc_spill_resize(void **base, size_t *mapped, size_t keep, size_t bytes, size_t min);
 
-/** Drop the resident pages of every mapped array; they are read back from their files when
- * next touched. Safe while other threads read and write the arrays. */
-void pc_spill_trim(void);
+/** Give back the pages of this thread's windows (pc_spill_windows) that lie in mapped arrays,
+ * or of every mapped array at every PC_SPILL_SWEEP-th call: they are read back from their files
+ * when next touched. Then no window is counted. Safe while other threads read and write the
+ * arrays. */
+void pc_spill_give_back(void);
 
-/** An access to a spilled array (or one that may be): pc_spill_trim at every
- * PC_SPILL_STRIDE-th of this thread while any array is mapped. */
-static inline void pc_spill_step(void) {
-  if (atomic_load_explicit(&pc_spill_live, memory_order_relaxed) &&
-      ++pc_spill_steps % PC_SPILL_STRIDE == 0)
-    pc_spill_trim();
+/** An access at `at` to an array that may be spilled, while any array is mapped: counts its
+ * window when new, and gives back at the PC_SPILL_STRIDE-th. */
+static inline void pc_spill_touch(const void *at) {
+  if (!atomic_load_explicit(&pc_spill_live, memory_order_relaxed))
+    return;
+  uintptr_t w = (uintptr_t)at >> 16;
+  unsigned n = pc_spill_nwindows;
+  for (unsigned i = n > PC_SPILL_RECENT ? n - PC_SPILL_RECENT : 0; i < n; i++)
+    if (pc_spill_windows[i] == w)
+      return;
+  pc_spill_windows[n] = w;
+  if ((pc_spill_nwindows = n + 1) == PC_SPILL_STRIDE)
+    pc_spill_give_back();
 }
 
 /** Release the array (unmap, or free a heap block). */

@@ -1,6 +1,6 @@
 /* The comparator through the public API: pairing by path, verdicts, order and the run verdict,
  * on two small files written here with the HDF5 C API. */
-#include "spill.h" /* PC_SPILL_MIN */
+#include "spill.h" /* pc_spill_min */
 
 #include <paritycheck/paritycheck.h>
 
@@ -298,10 +298,11 @@ static void test_reference(void **state) {
 }
 
 /* A run whose records are held in a temporary file (spill.h): 3,000 tensors of four elements,
- * B = A = 1 but for element k % 4 of tensor k, 1 + (k % 1000 + 1) / 1024, exact in float32. Each
- * figure must read back as constructed after the passes of the comparison and the judge, which
- * gave back the records' pages (4 MiB is about 2,300 records); then again with every array
- * spilled, the walk's tables grown from 64 entries by copies into new files. */
+ * B = A = 1 but for element k % 4 of tensor k, 1 + (k % 1000 + 1) / 1024, exact in float32.
+ * Each figure must read back as constructed after the passes of the comparison and the judge,
+ * which gave back the records' pages. The test lowers the threshold to 4 MiB (about 2,300
+ * records), then to 1 byte: every array spilled, the walk's tables grown from 64 entries by
+ * copies into new files. */
 static void test_spilled_run(void **state) {
   (void)state;
   enum { N = 3000 };
@@ -319,11 +320,12 @@ static void test_spilled_run(void **state) {
   }
   H5Fclose(a);
   H5Fclose(b);
-  assert_true(N * sizeof(pc_tensor) > PC_SPILL_MIN);
-  for (int all = 0; all < 2; all++) { /* the records only, then every array (grown by copies) */
-    pc_spill_min = all ? 1 : PC_SPILL_MIN;
+  const size_t four_mib = 4 << 20;
+  assert_true(N * sizeof(pc_tensor) > four_mib);
+  for (int all = 0; all < 2; all++) { /* past 4 MiB (the records), then every array (by copies) */
+    pc_spill_min = all ? 1 : four_mib;
     pc_run *run = compare_paths(pa, pb, exact, false);
-    pc_spill_min = PC_SPILL_MIN;
+    pc_spill_min = SIZE_MAX;
     assert_int_equal(run->tensors_mapped, N * sizeof(pc_tensor));
     assert_int_equal(run->ntensors, N);
     for (int k = 0; k < N; k++) {
@@ -350,7 +352,7 @@ static void test_everything_spilled(void **state) {
   pc_run *heap = compare_with(exact);
   pc_spill_min = 1;
   pc_run *spilled = compare_with(exact);
-  pc_spill_min = PC_SPILL_MIN;
+  pc_spill_min = SIZE_MAX;
   assert_int_equal(heap->tensors_mapped, 0);
   assert_int_equal(spilled->tensors_mapped, spilled->ntensors * sizeof(pc_tensor));
   assert_int_equal(heap->ntensors, spilled->ntensors);

@@ -56,38 +56,59 @@ static const size_t BIG = (size_t)PC_SPILL_MIN + 3 * 4096 + 100; /* not a whole 
 static void *new_big(size_t *mapped) {
   void *p = NULL;
   *mapped = 0;
-  assert_int_equal(pc_spill_resize(&p, mapped, 0, BIG), 0);
+  assert_int_equal(pc_spill_resize(&p, mapped, 0, BIG, PC_SPILL_MIN), 0);
   fill(p, 0, BIG);
   return p;
+}
+
+/* Gives back every window of [p, p + n): touches each, then gives back what is left. */
+static void drop(const void *p, size_t n) {
+  for (size_t at = 0; at < n; at += 65536)
+    pc_spill_touch((const char *)p + at);
+  pc_spill_touch((const char *)p + n - 1);
+  pc_spill_give_back();
 }
 
 static void test_heap_up_to_min(void **state) {
   (void)state;
   void *p = NULL;
   size_t mapped = 0;
-  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1000), 0);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1000, PC_SPILL_MIN), 0);
   assert_int_equal(mapped, 0);
   fill(p, 0, 1000);
-  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, PC_SPILL_MIN), 0);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, PC_SPILL_MIN, PC_SPILL_MIN), 0);
   assert_int_equal(mapped, 0);
   check(p, 1000);
-  pc_spill_trim(); /* no mapping: nothing to do */
-  check(p, 1000);
   pc_spill_free(p, mapped);
+}
+
+/* A heap block's windows are never given back, even while arrays are mapped: MADV_DONTNEED
+ * would turn its pages into zeros. */
+static void test_heap_never_given_back(void **state) {
+  (void)state;
+  size_t mapped;
+  void *big = new_big(&mapped);
+  unsigned char *heap = malloc(BIG);
+  assert_non_null(heap);
+  fill(heap, 0, BIG);
+  drop(heap, BIG);
+  check(heap, BIG);
+  free(heap);
+  pc_spill_free(big, mapped);
 }
 
 static void test_file_past_min(void **state) {
   (void)state;
   void *p = NULL;
   size_t mapped = 0;
-  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1 << 20), 0);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1 << 20, PC_SPILL_MIN), 0);
   fill(p, 0, 1 << 20);
-  assert_int_equal(pc_spill_resize(&p, &mapped, 1 << 20, BIG), 0);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1 << 20, BIG, PC_SPILL_MIN), 0);
   assert_int_equal(mapped, BIG);
   check(p, 1 << 20);
   fill(p, 1 << 20, BIG);
   assert_true(resident(p) >= BIG - 4096);
-  pc_spill_trim();
+  drop(p, BIG);
   assert_int_equal(resident(p), 0);
   check(p, BIG); /* read back from the file */
   assert_true(resident(p) >= BIG - 4096);
@@ -98,13 +119,15 @@ static void test_moves_keep_contents(void **state) {
   (void)state;
   size_t mapped;
   void *p = new_big(&mapped);
-  pc_spill_trim();
-  assert_int_equal(pc_spill_resize(&p, &mapped, BIG, 2 * BIG), 0); /* a new, larger file */
+  drop(p, BIG);
+  assert_int_equal(pc_spill_resize(&p, &mapped, BIG, 2 * BIG, PC_SPILL_MIN),
+                   0); /* a new, larger file */
   assert_int_equal(mapped, 2 * BIG);
   assert_int_equal(resident(p), 0); /* copied a MiB at a time, each given back */
   check(p, BIG);
   fill(p, BIG, 2 * BIG);
-  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, 1000), 0); /* back onto the heap */
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, 1000, PC_SPILL_MIN),
+                   0); /* back onto the heap */
   assert_int_equal(mapped, 0);
   check(p, 1000);
   pc_spill_free(p, mapped);
@@ -117,9 +140,9 @@ static void test_no_temporary_directory(void **state) {
   assert_int_equal(setenv("TMPDIR", "/nonexistent/paritycheck-test", 1), 0);
   void *p = NULL;
   size_t mapped = 0;
-  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1000), 0);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 0, 1000, PC_SPILL_MIN), 0);
   fill(p, 0, 1000);
-  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, BIG), 0);
+  assert_int_equal(pc_spill_resize(&p, &mapped, 1000, BIG, PC_SPILL_MIN), 0);
   assert_int_equal(mapped, 0); /* no file: the heap holds it */
   check(p, 1000);
   fill(p, 0, BIG);
@@ -132,20 +155,44 @@ static void test_no_temporary_directory(void **state) {
   free(saved);
 }
 
-/* Whatever this thread's count was, PC_SPILL_STRIDE steps trim once. */
-static void test_steps_trim(void **state) {
+/* Touches within the thread's recent windows count nothing; the PC_SPILL_STRIDE-th new window
+ * gives back the thread's windows, and only them. */
+static void test_touches_give_back(void **state) {
+  (void)state;
+  size_t mapped;
+  unsigned char *p = new_big(&mapped);
+  pc_spill_give_back(); /* nothing counted before, */
+  pc_spill_given = 0;   /* and the next give-back no sweep */
+  check(p, BIG);
+  size_t full = resident(p);
+  assert_true(full >= BIG - 4096);
+  unsigned char *w = p + (65536 - (uintptr_t)p % 65536) % 65536; /* the first whole window */
+  for (int i = 0; i < 100 * PC_SPILL_STRIDE; i++)
+    pc_spill_touch(w + (size_t)(i % PC_SPILL_RECENT) * 65536);
+  assert_int_equal(resident(p), full);
+  for (int i = PC_SPILL_RECENT; i < PC_SPILL_STRIDE; i++)
+    pc_spill_touch(w + (size_t)i * 65536);
+  assert_int_equal(resident(p), full - (size_t)PC_SPILL_STRIDE * 65536);
+  check(p, BIG);
+  pc_spill_free(p, mapped);
+}
+
+/* Every PC_SPILL_SWEEP-th give-back drops every mapping's pages, touched or not. */
+static void test_sweep(void **state) {
   (void)state;
   size_t mapped;
   void *p = new_big(&mapped);
+  pc_spill_given = 0;
+  for (int i = 1; i < PC_SPILL_SWEEP; i++)
+    pc_spill_give_back(); /* no window: nothing */
   assert_true(resident(p) >= BIG - 4096);
-  for (int i = 0; i < PC_SPILL_STRIDE; i++)
-    pc_spill_step();
+  pc_spill_give_back();
   assert_int_equal(resident(p), 0);
   check(p, BIG);
   pc_spill_free(p, mapped);
 }
 
-/* One trim gives back the pages of every mapping; past PC_SPILL_MAX of them, the heap. */
+/* Windows of every mapping are given back; past PC_SPILL_MAX mappings, the heap. */
 static void test_every_mapping(void **state) {
   (void)state;
   void *p[PC_SPILL_MAX + 1];
@@ -153,13 +200,14 @@ static void test_every_mapping(void **state) {
   for (int i = 0; i <= PC_SPILL_MAX; i++) {
     p[i] = NULL;
     mapped[i] = 0;
-    assert_int_equal(pc_spill_resize(&p[i], &mapped[i], 0, PC_SPILL_MIN + 1), 0);
+    assert_int_equal(pc_spill_resize(&p[i], &mapped[i], 0, PC_SPILL_MIN + 1, PC_SPILL_MIN), 0);
     memset(p[i], i + 1, PC_SPILL_MIN + 1);
   }
   for (int i = 0; i < PC_SPILL_MAX; i++)
     assert_int_equal(mapped[i], PC_SPILL_MIN + 1);
   assert_int_equal(mapped[PC_SPILL_MAX], 0);
-  pc_spill_trim();
+  for (int i = 0; i < PC_SPILL_MAX; i++)
+    drop(p[i], PC_SPILL_MIN + 1);
   for (int i = 0; i < PC_SPILL_MAX; i++) {
     assert_int_equal(resident(p[i]), 0);
     assert_int_equal(((unsigned char *)p[i])[PC_SPILL_MIN], i + 1);
@@ -168,16 +216,21 @@ static void test_every_mapping(void **state) {
     pc_spill_free(p[i], mapped[i]);
   void *q = NULL;
   size_t qm = 0; /* the slots are free again */
-  assert_int_equal(pc_spill_resize(&q, &qm, 0, PC_SPILL_MIN + 1), 0);
+  assert_int_equal(pc_spill_resize(&q, &qm, 0, PC_SPILL_MIN + 1, PC_SPILL_MIN), 0);
   assert_int_equal(qm, PC_SPILL_MIN + 1);
   pc_spill_free(q, qm);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_heap_up_to_min),      cmocka_unit_test(test_file_past_min),
-      cmocka_unit_test(test_moves_keep_contents), cmocka_unit_test(test_no_temporary_directory),
-      cmocka_unit_test(test_steps_trim),          cmocka_unit_test(test_every_mapping),
+      cmocka_unit_test(test_heap_up_to_min),
+      cmocka_unit_test(test_heap_never_given_back),
+      cmocka_unit_test(test_file_past_min),
+      cmocka_unit_test(test_moves_keep_contents),
+      cmocka_unit_test(test_no_temporary_directory),
+      cmocka_unit_test(test_touches_give_back),
+      cmocka_unit_test(test_sweep),
+      cmocka_unit_test(test_every_mapping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

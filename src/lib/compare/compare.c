@@ -346,7 +346,7 @@ static int pc_reserve(pc_cmp *c, size_t n, pc_error *err) {
   size_t cap = 2 * c->cap > c->run->ntensors + n ? 2 * c->cap : c->run->ntensors + n;
   void *t = c->run->tensors;
   if (pc_spill_resize(&t, &c->run->tensors_mapped, c->run->ntensors * sizeof(pc_tensor),
-                      cap * sizeof(pc_tensor)) != 0)
+                      cap * sizeof(pc_tensor), PC_SPILL_MIN_RECORDS) != 0)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
   c->run->tensors = t;
   c->cap = cap;
@@ -389,6 +389,11 @@ static int pc_renamed(pc_tensor *t, const char *b_path) {
 static int pc_run_match(pc_cmp *c, const pc_pairing *pr, size_t i, const char *file,
                         pc_error *err) {
   const pc_match *m = &pr->m[i];
+  pc_spill_touch(m);
+  if (m->a)
+    pc_spill_touch(m->a);
+  if (m->b)
+    pc_spill_touch(m->b);
   pc_tensor *t = pc_new_tensor(c, file, m->name, err);
   if (!t)
     return PC_ENOMEM;
@@ -412,8 +417,12 @@ static int pc_run_match(pc_cmp *c, const pc_pairing *pr, size_t i, const char *f
 static uint64_t pc_pairing_bytes(const pc_pairing *pr) {
   uint64_t total = 0;
   for (size_t i = 0; i < pr->n; i++) {
-    pc_spill_step();
+    pc_spill_touch(&pr->m[i]);
     const pc_dataset *a = pr->m[i].a, *b = pr->m[i].b;
+    if (a)
+      pc_spill_touch(a);
+    if (b)
+      pc_spill_touch(b);
     if (a && b && pc_is_numeric(a) && pc_is_numeric(b) && pc_same_shape(a, b) &&
         !(a->all_fill && b->all_fill)) /* never-written pairs are not read */
       total += a->count * (a->elem_size + b->elem_size);
@@ -425,7 +434,8 @@ static void pc_tally_pairing(pc_cmp *c, const pc_pairing *pr) {
   c->a_count += pr->a_count;
   c->b_count += pr->b_count;
   c->both += pr->both;
-  for (size_t i = 0; i < pr->n; i++, pc_spill_step()) {
+  for (size_t i = 0; i < pr->n; i++) {
+    pc_spill_touch(&pr->m[i]);
     if (pr->m[i].a)
       pc_note_side(c, 0, pr->m[i].name);
     if (pr->m[i].b)

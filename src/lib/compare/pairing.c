@@ -18,13 +18,23 @@ static bool pc_names_owned(const pc_options *o) {
   return o->nstrip_prefix || o->nmaps;
 }
 
+/* The datasets of a side that take part, under their names (v: n of them, spill.h). */
+typedef struct pc_side {
+  pc_named *v;
+  size_t n, mapped;
+} pc_side;
+
 /* The datasets of f that take part, under their names, in f's order. */
-static int pc_side_names(pc_named **out, size_t *n, const pc_file *f, bool b, const char *rel,
+static int pc_side_names(pc_side *out, const pc_file *f, bool b, const char *rel,
                          const pc_options *o) {
   size_t count = pc_file_count(f);
-  pc_named *v = calloc(count ? count : 1, sizeof *v);
-  int rc = v ? PC_OK : PC_ENOMEM;
-  *n = 0;
+  void *v = NULL;
+  int rc =
+      pc_spill_resize(&v, &out->mapped, 0, (count ? count : 1) * sizeof *out->v, PC_SPILL_MIN) == 0
+          ? PC_OK
+          : PC_ENOMEM;
+  out->v = v;
+  out->n = 0;
   for (size_t i = 0; rc == PC_OK && i < count; i++) {
     const pc_dataset *d = pc_file_dataset(f, i);
     char *name = NULL, *full = NULL;
@@ -34,12 +44,11 @@ static int pc_side_names(pc_named **out, size_t *n, const pc_file *f, bool b, co
     if (rc == PC_OK && rel && !(full = pc_names_full(rel, as)))
       rc = PC_ENOMEM;
     if (rc == PC_OK && pc_names_selected(o, as, full))
-      v[(*n)++] = (pc_named){as, d, false};
+      out->v[out->n++] = (pc_named){as, d, false};
     else
       free(name);
     free(full);
   }
-  *out = v;
   return rc;
 }
 
@@ -67,7 +76,8 @@ static pc_named *pc_find_unused(pc_named **sorted, size_t n, const char *name) {
 static int pc_match_all(pc_pairing *out, pc_named *va, size_t na, pc_named *vb, size_t nb) {
   pc_named **sb = malloc((nb ? nb : 1) * sizeof *sb);
   void *m = NULL;
-  if (!sb || pc_spill_resize(&m, &out->m_mapped, 0, (na + nb) * sizeof *out->m) != 0) {
+  if (!sb ||
+      pc_spill_resize(&m, &out->m_mapped, 0, (na + nb) * sizeof *out->m, PC_SPILL_MIN) != 0) {
     free(sb);
     return PC_ENOMEM;
   }
@@ -76,16 +86,19 @@ static int pc_match_all(pc_pairing *out, pc_named *va, size_t na, pc_named *vb, 
     sb[j] = &vb[j];
   qsort(sb, nb, sizeof *sb, pc_cmp_named);
   for (size_t i = 0; i < na; i++) {
-    pc_spill_step();
+    pc_spill_touch(&va[i]);
+    pc_spill_touch(&out->m[out->n]);
     pc_named *hit = pc_find_unused(sb, nb, va[i].name);
-    if (hit)
+    if (hit) {
+      pc_spill_touch(hit);
       hit->used = true;
+    }
     out->m[out->n++] = (pc_match){va[i].d, hit ? hit->d : NULL, va[i].name, false, -1};
     va[i].name = NULL;
     out->both += hit != NULL;
   }
-  for (size_t j = 0; j < nb; j++, pc_spill_step())
-    if (!vb[j].used) {
+  for (size_t j = 0; j < nb; j++)
+    if (pc_spill_touch(&vb[j]), pc_spill_touch(&out->m[out->n]), !vb[j].used) {
       bool renamed = strcmp(vb[j].name, vb[j].d->path) != 0;
       out->m[out->n++] = (pc_match){NULL, vb[j].d, vb[j].name, renamed, -1};
       vb[j].name = NULL;
@@ -100,51 +113,56 @@ static int pc_suggest_matches(pc_pairing *p, uint64_t *budget) {
   long *suggest = malloc((p->n ? p->n : 1) * sizeof *suggest);
   int rc = names && in && suggest ? PC_OK : PC_ENOMEM;
   for (size_t i = 0; rc == PC_OK && i < p->n; i++) {
-    pc_spill_step();
+    pc_spill_touch(&p->m[i]);
     names[i] = p->m[i].name;
     in[i] = p->m[i].a != NULL;
     in[p->n + i] = p->m[i].b != NULL;
   }
   if (rc == PC_OK)
     rc = pc_pairing_suggest(names, in, in + p->n, p->n, suggest, budget);
-  for (size_t i = 0; rc == PC_OK && i < p->n; i++, pc_spill_step())
+  for (size_t i = 0; rc == PC_OK && i < p->n; i++) {
+    pc_spill_touch(&p->m[i]);
     p->m[i].suggest = suggest[i];
+  }
   free(names);
   free(in);
   free(suggest);
   return rc;
 }
 
-static void pc_named_free(pc_named *v, size_t n, bool owned) {
-  for (size_t i = 0; owned && v && i < n; i++)
-    free((char *)v[i].name);
-  free(v);
+static void pc_side_free(pc_side *side, bool owned) {
+  for (size_t i = 0; owned && side->v && i < side->n; i++) {
+    pc_spill_touch(&side->v[i]);
+    free((char *)side->v[i].name);
+  }
+  pc_spill_free(side->v, side->mapped);
 }
 
 int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, const char *rel,
                      const pc_options *o, uint64_t *budget) {
-  pc_named *va = NULL, *vb = NULL;
-  size_t na = 0, nb = 0;
+  pc_side a = {NULL, 0, 0}, b = {NULL, 0, 0};
   *out = (pc_pairing){NULL, 0, 0, 0, 0, 0, pc_names_owned(o)};
-  int rc = pc_side_names(&va, &na, fa, false, rel, o);
+  int rc = pc_side_names(&a, fa, false, rel, o);
   if (rc == PC_OK)
-    rc = pc_side_names(&vb, &nb, fb, true, rel, o);
+    rc = pc_side_names(&b, fb, true, rel, o);
   if (rc == PC_OK)
-    rc = pc_match_all(out, va, na, vb, nb);
+    rc = pc_match_all(out, a.v, a.n, b.v, b.n);
+  out->a_count = a.n;
+  out->b_count = b.n;
+  pc_side_free(&a, out->owns_names); /* the names are the matches' now */
+  pc_side_free(&b, out->owns_names);
   if (rc == PC_OK)
     rc = pc_suggest_matches(out, budget);
-  out->a_count = na;
-  out->b_count = nb;
-  pc_named_free(va, na, out->owns_names);
-  pc_named_free(vb, nb, out->owns_names);
   if (rc < 0)
     pc_pairing_free(out);
   return rc;
 }
 
 void pc_pairing_free(pc_pairing *p) {
-  for (size_t i = 0; p->owns_names && p->m && i < p->n; i++, pc_spill_step())
+  for (size_t i = 0; p->owns_names && p->m && i < p->n; i++) {
+    pc_spill_touch(&p->m[i]);
     free((char *)p->m[i].name);
+  }
   pc_spill_free(p->m, p->m_mapped);
   *p = (pc_pairing){NULL, 0, 0, 0, 0, 0, false};
 }

@@ -347,6 +347,18 @@ static int pc_order_files(pc_run *run, pc_order_key *keys) {
   return PC_OK;
 }
 
+/* Writes that leave a record as it was are skipped: a large run's records live in a file
+ * (spill.h), where a write to a page read since it was given back costs a page fault more. */
+static void pc_set_exec_index(pc_tensor *t, int64_t k) {
+  if (t->context.exec_index != k)
+    t->context.exec_index = k;
+}
+
+static void pc_uncaused(pc_tensor *t) {
+  if (t->caused_by != -1)
+    t->caused_by = -1;
+}
+
 static int pc_compute_order(pc_run *run) {
   pc_order_key *keys = malloc((run->ntensors ? run->ntensors : 1) * sizeof *keys);
   free(run->order);
@@ -355,7 +367,7 @@ static int pc_compute_order(pc_run *run) {
   if (rc == PC_OK)
     for (size_t k = 0; k < run->ntensors; k++) {
       run->order[k] = keys[k].index;
-      pc_run_at(run, keys[k].index)->context.exec_index = (int64_t)k;
+      pc_set_exec_index(pc_run_at(run, keys[k].index), (int64_t)k);
     }
   free(keys);
   return rc;
@@ -573,7 +585,7 @@ static void pc_relax_by_reference(pc_tensor *t) {
 int pc_judge_reference(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++) {
     pc_relax_by_reference(pc_run_at(run, i));
-    pc_run_at(run, i)->caused_by = -1;
+    pc_uncaused(pc_run_at(run, i));
   }
   pc_link_cascades(run);
   pc_tally(run);
@@ -582,7 +594,7 @@ int pc_judge_reference(pc_run *run) {
 
 int pc_judge_run(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++)
-    pc_run_at(run, i)->caused_by = -1;
+    pc_uncaused(pc_run_at(run, i));
   pc_trend tr = {malloc((run->ntensors ? run->ntensors : 1) * sizeof *tr.rel_rms), 0};
   int rc = tr.rel_rms ? pc_compute_order(run) : PC_ENOMEM;
   if (rc == PC_OK)

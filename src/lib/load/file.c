@@ -19,13 +19,14 @@ int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
   if (f->n == f->cap) {
     size_t cap = f->cap ? 2 * f->cap : 64;
     void *ds = f->ds;
-    if (pc_spill_resize(&ds, &f->ds_mapped, f->n * sizeof *f->ds, cap * sizeof *f->ds) != 0)
+    if (pc_spill_resize(&ds, &f->ds_mapped, f->n * sizeof *f->ds, cap * sizeof *f->ds,
+                        PC_SPILL_MIN) != 0)
       return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
     f->ds = ds;
     f->cap = cap;
   }
-  pc_spill_step();
   pc_dataset *d = &f->ds[f->n];
+  pc_spill_touch(d);
   memset(d, 0, sizeof *d);
   d->exec_index = -1;
   d->path = pc_strdup(path);
@@ -119,7 +120,7 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
   if (!f->sorted)
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
   for (size_t i = 0; i < f->n; i++) {
-    pc_spill_step();
+    pc_spill_touch(&f->ds[i]);
     f->sorted[i] = (pc_file_entry){f->ds[i].path, &f->ds[i]};
   }
   qsort(f->sorted, f->n, sizeof *f->sorted, pc_by_path);
@@ -189,7 +190,7 @@ void pc_file_close(pc_file *f) {
   if (!f)
     return;
   for (size_t i = 0; i < f->n; i++) {
-    pc_spill_step();
+    pc_spill_touch(&f->ds[i]);
     free(f->ds[i].path);
     free(f->ds[i].reason);
     free(f->ds[i].written);
@@ -215,8 +216,10 @@ size_t pc_file_count(const pc_file *f) {
 }
 
 const pc_dataset *pc_file_dataset(const pc_file *f, size_t i) {
-  pc_spill_step();
-  return i < f->n ? &f->ds[i] : NULL;
+  if (i >= f->n)
+    return NULL;
+  pc_spill_touch(&f->ds[i]);
+  return &f->ds[i];
 }
 
 size_t pc_file_attr_count(const pc_file *f) {

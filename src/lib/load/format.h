@@ -25,7 +25,7 @@ struct pc_file {
   int fd;        /* read-only: the file stat checked; direct readers pread from it */
   const struct pc_format *format;
   void *impl;     /* the format's state */
-  pc_dataset *ds; /* a table that may be spilled (spill.h): touched through pc_spill_step */
+  pc_dataset *ds; /* a table that may be spilled (spill.h): accesses call pc_spill_touch */
   size_t n, cap;
   size_t ds_mapped;      /* spill.h */
   pc_file_entry *sorted; /* by path, for pc_file_find */

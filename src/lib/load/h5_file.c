@@ -133,7 +133,7 @@ static void pc_h5_close(pc_file *f) {
   if (h->fid >= 0)
     H5Fclose(h->fid);
   for (size_t i = 0; i < h->store_cap; i++) {
-    pc_spill_step();
+    pc_spill_touch(&h->store[i]);
     free(h->store[i].chunk);
   }
   pc_spill_free(h->store, h->store_mapped);
@@ -192,6 +192,8 @@ static int pc_h5_open_dataset(pc_reader *r, pc_error *err) {
   const pc_h5 *fh = pc_h5_of(r->f);
   size_t i = (size_t)(r->ds - r->f->ds); /* the walk noted what it could, by index */
   h->store = i < fh->store_cap ? &fh->store[i] : NULL;
+  if (h->store)
+    pc_spill_touch(h->store);
   h->dset = h->fspace = h->memtype = -1;
   return h->store && h->store->direct ? PC_OK : pc_h5_ready(r, h, err);
 }

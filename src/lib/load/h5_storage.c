@@ -271,13 +271,13 @@ pc_h5_store *pc_h5_store_of(pc_file *f, const pc_dataset *d) {
       cap *= 2;
     void *grown = h->store;
     if (pc_spill_resize(&grown, &h->store_mapped, h->store_cap * sizeof *h->store,
-                        cap * sizeof *h->store) != 0)
+                        cap * sizeof *h->store, PC_SPILL_MIN) != 0)
       return NULL;
     h->store = grown;
     memset(h->store + h->store_cap, 0, (cap - h->store_cap) * sizeof *h->store);
     h->store_cap = cap;
   }
-  pc_spill_step();
+  pc_spill_touch(&h->store[i]);
   return &h->store[i];
 }
 
