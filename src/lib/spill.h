@@ -17,12 +17,13 @@
 
 #include <stdatomic.h> /* atomic_load_explicit */
 
-/* Arrays up to PC_SPILL_MIN stay on the heap: below it a file and a mapping cost more than
- * the memory they would save. A run's records spill only past PC_SPILL_MIN_RECORDS (about
- * 28,000 tensors): the judge and the reports pass over them a dozen times, and each pass over
- * given-back pages faults them in again, a write fault a page for the passes that write (at
- * 20,000 tensors spilled, 110,000 page faults against 16,000 and the full run 4.0 s against
- * 2.7 s); up to that size they fit the 64 MiB target on the heap. */
+/* Thresholds. Each pass over given-back pages faults them in again, a write fault a page for
+ * the passes that write: with every array spilled, 20,000 tensors took 110,000 page faults
+ * against 16,000, and the full run about 4.0 s against 2.7-3.0 s. So arrays spill only where
+ * memory matters: past PC_SPILL_MIN (8 MiB: a file's table spills past about 55,000 datasets;
+ * at 20,000, spilled, every folding thread faulted it back in: 33,000 faults), and a run's
+ * records, which the judge and the reports pass over a dozen times, past PC_SPILL_MIN_RECORDS
+ * (about 28,000 tensors; up to there they fit the 64 MiB target on the heap). */
 enum { PC_SPILL_MIN = 8 << 20, PC_SPILL_MIN_RECORDS = 48 << 20 };
 
 /* A lower bound for every array's threshold: SIZE_MAX, which the tests lower (1: every array
@@ -36,15 +37,15 @@ enum { PC_SPILL_MAX = 16 };
 /* A thread that touches spilled arrays gives back the pages it touched once it has touched
  * PC_SPILL_STRIDE new 64 KiB windows of them (pc_spill_touch). A read fault on a file mapping
  * maps the 16 pages around it (Linux's fault-around, 64 KiB; with MADV_RANDOM the page cache
- * keeps small folios, which would otherwise map 256 KiB and more), so a thread holds at most
+ * keeps small folios, which would otherwise map 256 KiB and more), so a thread holds about
  * 2 MiB of them whatever the order of its accesses: the reports visit a run's records worst
- * first, on up to six threads at once. A pass in order gives back once per 2 MiB. Only the
- * thread's own windows go: dropping every mapping at once, as first built, made the other
- * threads fault their pages back in (20,000 tensors: 88,000 page faults against 15,000, twice
- * the system time). A window is new when it is none of the thread's last PC_SPILL_RECENT, so
- * that a pass over a few arrays in step (the pairing's names and matches) counts each array's
- * windows once. Every PC_SPILL_SWEEP-th give-back of a thread drops every mapping's pages,
- * for those touched without pc_spill_touch (a worker folding into a record, a reader). */
+ * first, on up to six threads at once. A pass in order gives back once per 2 MiB; counting
+ * accesses instead gave back every 32 records and tripled a run's system time (20,000
+ * tensors: 66,000 madvise calls). A window is new when it is none of the thread's last
+ * PC_SPILL_RECENT, so that a pass over a few arrays in step (the pairing's names and matches)
+ * counts each array's windows once. Every PC_SPILL_SWEEP-th give-back of a thread drops every
+ * mapping's pages, for those touched without pc_spill_touch (a worker folding into a record,
+ * a reader): without it they stayed (162 MiB at 200,000 tensors against 90). */
 enum { PC_SPILL_STRIDE = 32, PC_SPILL_RECENT = 4, PC_SPILL_SWEEP = 16 };
 
 /* How many mappings are alive; the new windows this thread touched since it last gave back. */
