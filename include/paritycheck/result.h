@@ -247,7 +247,7 @@ typedef struct pc_run {
   size_t ntensors;
   /* The library's own: how `tensors` is held. 0 for a malloc'd block (or NULL), as in a run
    * the caller builds; else the length of the temporary file mapping that holds the records of
-   * a large run (docs/performance.md, "Memory at 200,000 tensors"), which pc_run_free unmaps. */
+   * a large run (docs/performance.md, "Large arrays in a file"), which pc_run_free unmaps. */
   size_t tensors_mapped;
   size_t by_verdict[PC_VERDICT_COUNT_];
   pc_run_verdict verdict; /* its value is also the process exit code */

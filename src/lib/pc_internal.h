@@ -34,10 +34,10 @@ unsigned pc_threads_or_cores(unsigned requested);
  * match '/' too), or NULL when it is. Every glob the library matches is checked by this. */
 const char *pc_glob_problem(const char *glob);
 
-/** &run->tensors[i]. Every access to a large run's records goes through this, so that the
- * thread gives back the pages it has touched every PC_SPILL_STRIDE accesses (spill.h): a pass
- * over the run then holds a stride of its records in memory instead of them all. The pointer
- * stays valid. */
+/** &run->tensors[i]. Every access of the library to a run's records goes through this, so that
+ * a thread gives back the pages of a spilled run's records as it goes (pc_spill_touch: after
+ * PC_SPILL_STRIDE new 64 KiB windows), and a pass over the run holds about 2 MiB of them
+ * instead of them all. The pointer stays valid. */
 static inline pc_tensor *pc_run_at(const pc_run *run, size_t i) {
   pc_spill_touch(&run->tensors[i]);
   return &run->tensors[i];

@@ -525,6 +525,14 @@ typedef struct pc_entry {
   const char *suggest;
 } pc_entry;
 
+/* Closes a pair of files (either may be NULL) once compared, and gives the heap's free pages
+ * back: their walk freed tens of MB of small blocks at 200,000 datasets. */
+static void pc_close_pair(pc_file *a, pc_file *b) {
+  pc_file_close(a);
+  pc_file_close(b);
+  pc_heap_release();
+}
+
 static int pc_run_pair_of_files(pc_cmp *c, const pc_entry *e, pc_error *err) {
   pc_file *f[2] = {NULL, NULL};
   pc_error why = {PC_OK, ""};
@@ -537,9 +545,7 @@ static int pc_run_pair_of_files(pc_cmp *c, const pc_entry *e, pc_error *err) {
     rc = pc_file_tensor(c, e->rel, PC_VERDICT_ERROR, why.message, NULL, err);
   else
     rc = pc_run_files(c, f[0], f[1], e->rel, err);
-  pc_file_close(f[0]);
-  pc_file_close(f[1]);
-  pc_heap_release();
+  pc_close_pair(f[0], f[1]);
   return rc;
 }
 
@@ -640,9 +646,7 @@ static int pc_run_single(pc_cmp *c, const char *path_a, const char *path_b, pc_e
     rc = pc_file_open(&fb, path_b, err);
   if (rc == PC_OK)
     rc = pc_run_files(c, fa, fb, NULL, err);
-  pc_file_close(fa);
-  pc_file_close(fb);
-  pc_heap_release();
+  pc_close_pair(fa, fb);
   return rc;
 }
 

@@ -35,12 +35,13 @@ static int pc_side_names(pc_side *out, const pc_file *f, bool b, const char *rel
           : PC_ENOMEM;
   out->v = v;
   out->n = 0;
+  bool owned = pc_names_owned(o);
   for (size_t i = 0; rc == PC_OK && i < count; i++) {
     const pc_dataset *d = pc_file_dataset(f, i);
     char *name = NULL, *full = NULL;
-    if (pc_names_owned(o))
+    if (owned)
       rc = pc_names_map(o, b, d->path, &name);
-    const char *as = pc_names_owned(o) ? name : d->path;
+    const char *as = owned ? name : d->path;
     if (rc == PC_OK && rel && !(full = pc_names_full(rel, as)))
       rc = PC_ENOMEM;
     if (rc == PC_OK && pc_names_selected(o, as, full))
@@ -97,12 +98,15 @@ static int pc_match_all(pc_pairing *out, pc_named *va, size_t na, pc_named *vb, 
     va[i].name = NULL;
     out->both += hit != NULL;
   }
-  for (size_t j = 0; j < nb; j++)
-    if (pc_spill_touch(&vb[j]), pc_spill_touch(&out->m[out->n]), !vb[j].used) {
-      bool renamed = strcmp(vb[j].name, vb[j].d->path) != 0;
-      out->m[out->n++] = (pc_match){NULL, vb[j].d, vb[j].name, renamed, -1};
-      vb[j].name = NULL;
-    }
+  for (size_t j = 0; j < nb; j++) {
+    pc_spill_touch(&vb[j]);
+    if (vb[j].used)
+      continue;
+    pc_spill_touch(&out->m[out->n]);
+    bool renamed = strcmp(vb[j].name, vb[j].d->path) != 0;
+    out->m[out->n++] = (pc_match){NULL, vb[j].d, vb[j].name, renamed, -1};
+    vb[j].name = NULL;
+  }
   free(sb);
   return PC_OK;
 }

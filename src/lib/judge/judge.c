@@ -347,13 +347,9 @@ static int pc_order_files(pc_run *run, pc_order_key *keys) {
   return PC_OK;
 }
 
-/* Writes that leave a record as it was are skipped: a large run's records live in a file
- * (spill.h), where a write to a page read since it was given back costs a page fault more. */
-static void pc_set_exec_index(pc_tensor *t, int64_t k) {
-  if (t->context.exec_index != k)
-    t->context.exec_index = k;
-}
-
+/* A tensor no cause links yet. The write is skipped when it would leave the record as it was
+ * (the comparator makes every tensor so): a large run's records live in a file (spill.h),
+ * where a write to a page read since it was given back costs a page fault more. */
 static void pc_uncaused(pc_tensor *t) {
   if (t->caused_by != -1)
     t->caused_by = -1;
@@ -367,7 +363,7 @@ static int pc_compute_order(pc_run *run) {
   if (rc == PC_OK)
     for (size_t k = 0; k < run->ntensors; k++) {
       run->order[k] = keys[k].index;
-      pc_set_exec_index(pc_run_at(run, keys[k].index), (int64_t)k);
+      pc_run_at(run, keys[k].index)->context.exec_index = (int64_t)k;
     }
   free(keys);
   return rc;
