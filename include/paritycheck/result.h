@@ -249,6 +249,11 @@ typedef struct pc_run {
    * the caller builds; else the length of the temporary file mapping that holds the records of
    * a large run (docs/performance.md, "Large arrays in a file"), which pc_run_free unmaps. */
   size_t tensors_mapped;
+  /* The library's own: where the tensors' path, file and shapes (dims, dims_b) of a run the
+   * library built live, a few large blocks instead of a small one each (docs/performance.md,
+   * "Names and shapes"); NULL in a run the caller builds, whose fields are malloc'd.
+   * pc_run_free frees both kinds; free such a field yourself only if you malloc'd it. */
+  struct pc_arena *names;
   size_t by_verdict[PC_VERDICT_COUNT_];
   pc_run_verdict verdict; /* its value is also the process exit code */
   /* Execution order (docs/tolerance-model.md, "Execution order"): order[k] is the index in

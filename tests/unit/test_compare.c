@@ -1,5 +1,6 @@
 /* The comparator through the public API: pairing by path, verdicts, order and the run verdict,
  * on two small files written here with the HDF5 C API. */
+#include "arena.h" /* pc_arena_owns */
 #include "spill.h" /* pc_spill_min */
 
 #include <paritycheck/paritycheck.h>
@@ -150,6 +151,27 @@ static void test_order(void **state) {
   assert_int_equal(run->ntensors, 8);
   for (size_t i = 0; i < 8; i++)
     assert_string_equal(run->tensors[i].path, want[i]);
+  pc_run_free(run);
+}
+
+/* The tensors' paths and shapes of a run the library built lie in the run's arena; a path the
+ * caller puts in place of one is malloc'd, and pc_run_free frees it and not the arena's (ASan
+ * and valgrind would report the leak or the bad free). */
+static void test_names_in_arena(void **state) {
+  (void)state;
+  pc_run *run = compare_with(exact);
+  assert_non_null(run->names);
+  const pc_tensor *shape = tensor(run, "/shape");
+  assert_true(pc_arena_owns(run->names, shape->path));
+  assert_true(pc_arena_owns(run->names, shape->dims));
+  assert_true(pc_arena_owns(run->names, shape->dims_b));
+  assert_int_equal(shape->dims_b[0], 4);
+  pc_tensor *same = &run->tensors[tensor(run, "/same") - run->tensors];
+  char *mine = malloc(sizeof "/renamed");
+  assert_non_null(mine);
+  memcpy(mine, "/renamed", sizeof "/renamed");
+  same->path = mine;
+  assert_false(pc_arena_owns(run->names, same->path));
   pc_run_free(run);
 }
 
@@ -369,10 +391,15 @@ static void test_everything_spilled(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_verdicts),           cmocka_unit_test(test_order),
-      cmocka_unit_test(test_tolerances_applied), cmocka_unit_test(test_unreadable_is_an_error),
-      cmocka_unit_test(test_file_shrinks),       cmocka_unit_test(test_skip_quantiles),
-      cmocka_unit_test(test_reference),          cmocka_unit_test(test_spilled_run),
+      cmocka_unit_test(test_verdicts),
+      cmocka_unit_test(test_order),
+      cmocka_unit_test(test_names_in_arena),
+      cmocka_unit_test(test_tolerances_applied),
+      cmocka_unit_test(test_unreadable_is_an_error),
+      cmocka_unit_test(test_file_shrinks),
+      cmocka_unit_test(test_skip_quantiles),
+      cmocka_unit_test(test_reference),
+      cmocka_unit_test(test_spilled_run),
       cmocka_unit_test(test_everything_spilled),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

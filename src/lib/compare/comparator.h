@@ -5,6 +5,7 @@
 #ifndef PC_COMPARATOR_H
 #define PC_COMPARATOR_H
 
+#include "arena.h"
 #include "loader.h"
 #include "stream.h"
 
@@ -18,6 +19,7 @@ typedef struct pc_pair {
   pc_file *fa, *fb;
   const pc_dataset *a, *b;
   pc_tensor *t;
+  pc_arena *names; /* where t's shapes go (the run's pc_run.names), or NULL: malloc'd */
   size_t block;
   pc_stream *stream;
   uint64_t max_memory; /* pc_options.max_memory, its default applied */
@@ -53,8 +55,9 @@ typedef struct pc_pair_sink {
 int pc_compare_walk(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
                     const pc_pair_sink *sink, pc_error *err);
 
-/** Free the strings a tensor of a run owns (path, file, message, note, did_you_mean). */
-void pc_tensor_clear(pc_tensor *t);
+/** Free the strings and shapes a tensor of a run owns (path, file, dims, dims_b, message, note,
+ * did_you_mean), except those in `names` (the run's pc_run.names, or NULL: none). */
+void pc_tensor_clear(pc_tensor *t, const pc_arena *names);
 
 /** The end of pc_compare_files once every tensor is done: the run-level judgement and the
  * warnings about tolerance rules that match nothing. */

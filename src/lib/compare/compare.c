@@ -2,6 +2,7 @@
  * folder mode, streams each pair through the element kernels of docs/metrics.md and judges it
  * against the tolerance. Files are compared one pair at a time, so that a folder of many dumps
  * never holds more than two open. */
+#include "arena.h"
 #include "comparator.h"
 #include "fill.h"
 #include "folder.h"
@@ -279,10 +280,10 @@ int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
   t->dtype_a = pc_numeric_dtype(p->a);
   t->dtype_b = pc_numeric_dtype(p->b);
   const pc_dataset *shape = p->a ? p->a : p->b;
-  int rc = pc_shape_set(&t->rank, &t->dims, shape->rank, shape->dims);
+  int rc = pc_arena_shape(p->names, &t->rank, &t->dims, shape->rank, shape->dims);
   t->rank_b = -1;
   if (rc == PC_OK && p->a && p->b)
-    rc = pc_shape_set(&t->rank_b, &t->dims_b, p->b->rank, p->b->dims);
+    rc = pc_arena_shape(p->names, &t->rank_b, &t->dims_b, p->b->rank, p->b->dims);
   if (rc < 0)
     return pc_nomem(rc, t, err);
   if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))
@@ -358,6 +359,16 @@ static char *pc_display(const char *file, const char *name) {
   return !file ? pc_strdup(name) : name ? pc_names_full(file, name) : pc_strdup(file);
 }
 
+/* pc_display's name in the run's arena. */
+static char *pc_display_kept(pc_run *run, const char *file, const char *name) {
+  if (!file || !name)
+    return pc_arena_strdup(run->names, file ? file : name);
+  char *full = pc_names_full(file, name);
+  char *kept = pc_arena_strdup(run->names, full);
+  free(full);
+  return kept;
+}
+
 /* The next tensor of the run (room reserved), path set, nothing measured. */
 static pc_tensor *pc_new_tensor(pc_cmp *c, const char *file, const char *name, pc_error *err) {
   pc_tensor *t = pc_run_at(c->run, c->run->ntensors++);
@@ -365,8 +376,8 @@ static pc_tensor *pc_new_tensor(pc_cmp *c, const char *file, const char *name, p
   t->caused_by = -1;
   t->context.exec_index = -1;
   t->rank = t->rank_b = -1;
-  t->path = pc_display(file, name);
-  t->file = pc_strdup(file);
+  t->path = pc_display_kept(c->run, file, name);
+  t->file = pc_arena_strdup(c->run->names, file);
   if (!t->path || (file && !t->file)) {
     pc_error_set(err, PC_ENOMEM, "out of memory");
     return NULL;
@@ -719,7 +730,8 @@ static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool di
                           .progress_user = o->progress_user,
                           .total_bytes = 0,
                           .quantiles = !o->skip_quantiles};
-  c->p = (pc_pair){.block = block,
+  c->p = (pc_pair){.names = c->run->names,
+                   .block = block,
                    .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY,
                    .quantiles = !o->skip_quantiles};
   int rc = c->sink ? PC_OK : pc_stream_new(&c->p.stream, &cfg, err); /* a sink reads nothing */
@@ -741,8 +753,8 @@ int pc_compare_walk(pc_run **out, const char *path_a, const char *path_b, const 
   if (rc < 0)
     return rc;
   pc_cmp c = {.o = opts, .sink = sink, .budget = PC_SUGGEST_BUDGET};
-  if (!(c.run = calloc(1, sizeof *c.run)) || !(c.run->path_a = pc_strdup(path_a)) ||
-      !(c.run->path_b = pc_strdup(path_b)))
+  if (!(c.run = calloc(1, sizeof *c.run)) || !(c.run->names = calloc(1, sizeof *c.run->names)) ||
+      !(c.run->path_a = pc_strdup(path_a)) || !(c.run->path_b = pc_strdup(path_b)))
     rc = pc_error_set(err, PC_ENOMEM, "out of memory");
   if (rc == PC_OK)
     rc = pc_run_all(&c, path_a, path_b, dirs, err);
@@ -761,11 +773,17 @@ int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const
   return pc_compare_walk(out, path_a, path_b, opts, NULL, err);
 }
 
-void pc_tensor_clear(pc_tensor *t) {
-  free(t->dims);
-  free(t->dims_b);
-  free(t->path);
-  free(t->file);
+/* Frees x unless it lies in `names`. */
+static void pc_free_unless_in(const pc_arena *names, void *x) {
+  if (!pc_arena_owns(names, x))
+    free(x);
+}
+
+void pc_tensor_clear(pc_tensor *t, const pc_arena *names) {
+  pc_free_unless_in(names, t->dims);
+  pc_free_unless_in(names, t->dims_b);
+  pc_free_unless_in(names, t->path);
+  pc_free_unless_in(names, t->file);
   free(t->message);
   free(t->note);
   free(t->did_you_mean);
@@ -775,7 +793,7 @@ void pc_run_free(pc_run *run) {
   if (!run)
     return;
   for (size_t i = 0; i < run->ntensors; i++)
-    pc_tensor_clear(pc_run_at(run, i));
+    pc_tensor_clear(pc_run_at(run, i), run->names);
   for (int side = 0; side < 2; side++) {
     for (size_t i = 0; i < run->provenance[side].n; i++) {
       free(run->provenance[side].attrs[i].name);
@@ -791,5 +809,7 @@ void pc_run_free(pc_run *run) {
   free(run->path_a);
   free(run->path_b);
   free(run->path_ref);
+  pc_arena_free(run->names);
+  free(run->names);
   free(run);
 }

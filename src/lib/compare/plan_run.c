@@ -107,7 +107,7 @@ static int pc_flush_wholes(pc_runner *r, pc_error *err) {
   int rc = pc_stream_finish(r->whole, err);
   for (size_t i = 0; i < r->nt; i++) {
     pc_put_task(&r->out, &r->tasks[i], &r->t[i]);
-    pc_tensor_clear(&r->t[i]);
+    pc_tensor_clear(&r->t[i], NULL);
     pc_task_free(&r->tasks[i]);
   }
   r->nt = 0;
@@ -250,7 +250,7 @@ static int pc_run_part(pc_runner *r, const pc_task *k, pc_error *err) {
     rc = pc_error_set(err, PC_ENOMEM, "%s: out of memory", t.path);
   if (rc == PC_OK)
     pc_put_part(r, k, &t);
-  pc_tensor_clear(&t);
+  pc_tensor_clear(&t, NULL);
   return rc;
 }
 
@@ -335,7 +335,7 @@ static void pc_runner_free(pc_runner *r) {
   pc_stream_free(r->whole);
   pc_stream_free(r->part);
   for (size_t i = 0; i < r->nt; i++) {
-    pc_tensor_clear(&r->t[i]);
+    pc_tensor_clear(&r->t[i], NULL);
     pc_task_free(&r->tasks[i]);
   }
   free(r->t);

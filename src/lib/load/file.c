@@ -29,7 +29,7 @@ int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
   pc_spill_touch(d);
   memset(d, 0, sizeof *d);
   d->exec_index = -1;
-  d->path = pc_strdup(path);
+  d->path = pc_arena_strdup(&f->names, path);
   if (!d->path)
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
   f->n++;
@@ -54,8 +54,8 @@ int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_ki
   return PC_OK;
 }
 
-int pc_dataset_set_shape(pc_dataset *d, int rank, const uint64_t *dims) {
-  return pc_shape_set(&d->rank, &d->dims, rank, dims);
+int pc_dataset_set_shape(pc_file *f, pc_dataset *d, int rank, const uint64_t *dims) {
+  return pc_arena_shape(&f->names, &d->rank, &d->dims, rank, dims);
 }
 
 int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why) {
@@ -191,10 +191,8 @@ void pc_file_close(pc_file *f) {
     return;
   for (size_t i = 0; i < f->n; i++) {
     pc_spill_touch(&f->ds[i]);
-    free(f->ds[i].path);
     free(f->ds[i].reason);
     free(f->ds[i].written);
-    free(f->ds[i].dims);
   }
   for (size_t i = 0; i < f->nattrs; i++) {
     free(f->attrs[i].name);
@@ -207,6 +205,7 @@ void pc_file_close(pc_file *f) {
     close(f->fd);
   pc_spill_free(f->ds, f->ds_mapped);
   free(f->sorted);
+  pc_arena_free(&f->names);
   free(f->path);
   free(f);
 }

@@ -50,7 +50,7 @@ int pc_flat_add(pc_file *f, pc_dataset **d, pc_flat_array **a, const char *path,
   return PC_OK;
 }
 
-int pc_flat_shape(pc_dataset *d, int rank, const uint64_t *dims) {
+int pc_flat_shape(pc_file *f, pc_dataset *d, int rank, const uint64_t *dims) {
   uint64_t count = 1;
   bool overflow = false;
   for (int i = 0; i < rank; i++) {
@@ -58,7 +58,7 @@ int pc_flat_shape(pc_dataset *d, int rank, const uint64_t *dims) {
     count *= dims[i];
   }
   d->count = count;
-  if (pc_dataset_set_shape(d, rank, dims) < 0)
+  if (pc_dataset_set_shape(f, d, rank, dims) < 0)
     return PC_ENOMEM;
   return !overflow && (d->elem_size == 0 || count <= UINT64_MAX / d->elem_size) ? PC_OK : PC_EDATA;
 }

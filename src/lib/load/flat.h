@@ -59,7 +59,7 @@ int pc_flat_add(pc_file *f, pc_dataset **d, pc_flat_array **a, const char *path,
 
 /** Sets d's shape (rank <= PC_MAX_RANK, checked by the caller) and count; PC_EDATA when the
  * count or its bytes (count * d->elem_size, elem_size set) exceed 2^64 - 1; PC_ENOMEM. */
-int pc_flat_shape(pc_dataset *d, int rank, const uint64_t *dims);
+int pc_flat_shape(pc_file *f, pc_dataset *d, int rank, const uint64_t *dims);
 
 /** A Fortran-order array is read whole: d->chunk_bytes says so, for the memory limit. */
 void pc_flat_set_fortran(pc_dataset *d, pc_flat_array *a, bool fortran);

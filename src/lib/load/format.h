@@ -6,6 +6,7 @@
 #ifndef PC_FORMAT_H
 #define PC_FORMAT_H
 
+#include "arena.h"
 #include "loader.h"
 
 #include <sys/stat.h> /* struct stat */
@@ -30,6 +31,7 @@ struct pc_file {
   size_t ds_mapped;      /* spill.h */
   pc_file_entry *sorted; /* by path, for pc_file_find */
   pc_attr *attrs;        /* the file's attributes (pc_file_add_attr) */
+  pc_arena names;        /* the datasets' paths and shapes */
   size_t nattrs;
 };
 
@@ -97,10 +99,10 @@ enum { PC_FILE_ATTRS_MAX = 256 };
  * PC_ENOMEM. */
 int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_kind kind);
 
-/** Sets d's rank and a copy of its dims (rank <= PC_MAX_RANK); PC_ENOMEM. Each dataset holds
- * only its own rank's entries: an array of PC_MAX_RANK in every entry of a walk over 20,000
- * datasets was 10 MB of its peak memory (docs/performance.md). */
-int pc_dataset_set_shape(pc_dataset *d, int rank, const uint64_t *dims);
+/** Sets d's rank and a copy of its dims (rank <= PC_MAX_RANK) in f's arena; PC_ENOMEM. Each
+ * dataset holds only its own rank's entries: an array of PC_MAX_RANK in every entry of a walk
+ * over 20,000 datasets was 10 MB of its peak memory (docs/performance.md). */
+int pc_dataset_set_shape(pc_file *f, pc_dataset *d, int rank, const uint64_t *dims);
 
 /** Marks d skipped (not numeric) or of another kind, with a reason; PC_ENOMEM. */
 int pc_dataset_set_reason(pc_dataset *d, pc_kind kind, const char *why);

@@ -257,7 +257,7 @@ static bool pc_reduction_attrs(pc_dataset *d, hid_t dset, char why[PC_ATTR_WHY])
 
 /* The shape; *overflow when the declared dimensions hold more than 2^64 - 1 elements. PC_EDATA
  * (HDF5's error), PC_ENOMEM. */
-static int pc_read_shape(pc_dataset *d, hid_t dset, bool *overflow) {
+static int pc_read_shape(pc_file *f, pc_dataset *d, hid_t dset, bool *overflow) {
   hid_t space = H5Dget_space(dset);
   if (space < 0)
     return PC_EDATA;
@@ -277,7 +277,7 @@ static int pc_read_shape(pc_dataset *d, hid_t dset, bool *overflow) {
     d->count *= dims[i];
   }
   H5Sclose(space);
-  return pc_dataset_set_shape(d, rank, shape);
+  return pc_dataset_set_shape(f, d, rank, shape);
 }
 
 /* Numeric datasets only: the checks that decide whether it can be read, and how. */
@@ -299,7 +299,7 @@ static int pc_describe_dataset(pc_file *f, hid_t dset, const char *path, pc_erro
   char h5err[256];
   bool overflow = false;
   hid_t type = H5Dget_type(dset);
-  int shape = type < 0 ? PC_EDATA : pc_read_shape(d, dset, &overflow);
+  int shape = type < 0 ? PC_EDATA : pc_read_shape(f, d, dset, &overflow);
   if (shape == PC_ENOMEM)
     rc = shape;
   else if (shape < 0)

@@ -42,7 +42,7 @@ typedef struct pc_dataset {
   size_t re_offset; /* complex: byte offsets of the r and i members */
   size_t im_offset;
   int rank;
-  uint64_t *dims; /* rank entries, owned (pc_dataset_set_shape); NULL when rank is 0 */
+  uint64_t *dims; /* rank entries, in the file's arena (pc_dataset_set_shape); NULL at rank 0 */
   uint64_t count;
   char *reason;              /* for PC_KIND_SKIPPED and PC_KIND_ERROR */
   uint64_t reduction_length; /* attribute `reduction_length` (K); 0 when absent */

@@ -233,7 +233,7 @@ static bool pc_npy_classify(pc_dataset *d, const char *descr) {
   return true;
 }
 
-int pc_npy_describe(const pc_file *f, pc_dataset *d, pc_flat_array *a, const pc_npy_header *h,
+int pc_npy_describe(pc_file *f, pc_dataset *d, pc_flat_array *a, const pc_npy_header *h,
                     uint64_t available) {
   char why[160];
   if (!h->descr[0])
@@ -242,7 +242,7 @@ int pc_npy_describe(const pc_file *f, pc_dataset *d, pc_flat_array *a, const pc_
     snprintf(why, sizeof why, "npy dtype '%s' not supported (not numeric)", h->descr);
     return pc_dataset_set_reason(d, PC_KIND_SKIPPED, why);
   }
-  int shape = pc_flat_shape(d, h->rank, h->dims);
+  int shape = pc_flat_shape(f, d, h->rank, h->dims);
   if (shape < 0)
     return shape == PC_ENOMEM
                ? shape

@@ -36,7 +36,7 @@ const char *pc_npy_parse(const unsigned char *b, uint64_t total, pc_npy_header *
 /** Sets d's kind, dtypes, byte order, shape and a's Fortran order from h, for data of
  * `available` bytes after the header: a dtype that is not numeric is skipped, data shorter
  * than dtype and shape need is an error. PC_ENOMEM only. */
-int pc_npy_describe(const pc_file *f, pc_dataset *d, pc_flat_array *a, const pc_npy_header *h,
+int pc_npy_describe(pc_file *f, pc_dataset *d, pc_flat_array *a, const pc_npy_header *h,
                     uint64_t available);
 
 #endif

@@ -73,7 +73,7 @@ static const char pc_st_nomem[] = "out of memory";
 
 /* Why tensor d (its JSON entry `t`) cannot be read, in why, or NULL when it can: then its dtype,
  * shape and place (a->offset, absolute) are set. pc_st_nomem when memory ran out. */
-static const char *pc_st_describe(pc_dataset *d, pc_flat_array *a, const json_t *t,
+static const char *pc_st_describe(pc_file *f, pc_dataset *d, pc_flat_array *a, const json_t *t,
                                   uint64_t data_at, uint64_t buffer, char *why, size_t size) {
   uint64_t dims[PC_MAX_RANK], off[2];
   size_t rank = 0, noff = 0;
@@ -90,7 +90,7 @@ static const char *pc_st_describe(pc_dataset *d, pc_flat_array *a, const json_t 
     if (strcmp(dtype, pc_st_dtypes[i].name) == 0)
       d->stored = pc_st_dtypes[i].dt;
   d->elem_size = pc_dtype_size(d->stored);
-  int shape = pc_flat_shape(d, (int)rank, dims);
+  int shape = pc_flat_shape(f, d, (int)rank, dims);
   if (shape < 0)
     return shape == PC_ENOMEM ? pc_st_nomem : "declared shape has more than 2^64 bytes";
   if (off[0] > off[1] || off[1] > buffer) {
@@ -122,7 +122,7 @@ static int pc_st_tensor(pc_file *f, const char *name, const json_t *t, uint64_t 
   free(path);
   if (rc < 0)
     return rc;
-  const char *problem = pc_st_describe(d, a, t, data_at, f->size - data_at, why, sizeof why);
+  const char *problem = pc_st_describe(f, d, a, t, data_at, f->size - data_at, why, sizeof why);
   if (problem == pc_st_nomem) {
     rc = PC_ENOMEM;
   } else if (problem) {
