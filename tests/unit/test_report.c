@@ -996,6 +996,35 @@ static void test_markdown_worst(void **state) {
   assert_file(render_file(pc_report_markdown, &run, &opts), "hand_worst.md");
 }
 
+/* Worst first among failures of one group and kind (docs/reports.md, "Row order"): the larger
+ * mismatch fraction, then the larger max_ulp, then the larger max_rel (NaN the largest), then
+ * run order. The order below is derived by hand from that rule. */
+static void test_row_order_keys(void **state) {
+  (void)state;
+  struct {
+    uint64_t mismatches, max_ulp;
+    double max_rel;
+  } rows[5] = {{2, 10, 0.1}, {2, 20, 0.1}, {2, 20, NAN}, {3, 1, 0.0}, {2, 10, 0.1}};
+  pc_tensor t[5];
+  memset(t, 0, sizeof t);
+  for (size_t i = 0; i < 5; i++) {
+    t[i].path = "/x";
+    t[i].verdict = PC_VERDICT_DRIFT;
+    t[i].caused_by = -1;
+    t[i].stats.count = 4;
+    t[i].stats.mismatches = rows[i].mismatches;
+    t[i].stats.max_ulp = rows[i].max_ulp;
+    t[i].stats.max_rel = rows[i].max_rel;
+  }
+  pc_run r = {.path_a = "a", .path_b = "b", .tensors = t, .ntensors = 5};
+  size_t *order = pc_report_row_order(&r, NULL, PC_SORT_WORST);
+  assert_non_null(order);
+  const size_t want[5] = {3, 2, 1, 0, 4}; /* 3/4 first; 20 ULP with NaN, 20 ULP; ties: 0 then 4 */
+  for (size_t k = 0; k < 5; k++)
+    assert_int_equal(order[k], want[k]);
+  free(order);
+}
+
 static void test_markdown_order_cut(void **state) {
   (void)state;
   pc_report_options opts = {
@@ -1467,6 +1496,7 @@ int main(void) {
       cmocka_unit_test_setup(test_text_verbose, setup),
       cmocka_unit_test_setup(test_text_gate, setup),
       cmocka_unit_test_setup(test_markdown_worst, setup),
+      cmocka_unit_test(test_row_order_keys),
       cmocka_unit_test_setup(test_markdown_order_cut, setup),
       cmocka_unit_test_setup(test_markdown_gate, setup),
       cmocka_unit_test_setup(test_markdown_escaping, setup),

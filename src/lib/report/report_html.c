@@ -430,8 +430,9 @@ int pc_report_html(const char *path, const pc_run *run, const pc_report_options 
   int rc = pc_report_check(run, opts, "pc_report_html", err);
   if (rc < 0 || !path)
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_html: a path is required");
+  pc_sort sort = opts ? opts->sort : PC_SORT_WORST;
   size_t *worst = pc_report_row_order(run, gate, PC_SORT_WORST);
-  size_t *order = pc_report_row_order(run, gate, opts ? opts->sort : PC_SORT_WORST);
+  size_t *order = sort == PC_SORT_WORST ? worst : pc_report_row_order(run, gate, sort);
   page pg = {run,
              gate,
              pc_report_any_quantiles(run),
@@ -452,8 +453,9 @@ int pc_report_html(const char *path, const pc_run *run, const pc_report_options 
     if (oom)
       rc = pc_error_set(err, PC_ENOMEM, "out of memory writing the HTML report");
   }
+  if (order != worst)
+    free(order);
   free(worst);
-  free(order);
   free(pg.rank_of);
   pc_report_cascades_free(&pg.cascades);
   return rc;
