@@ -41,12 +41,15 @@ enum { PC_SPILL_MAX = 16 };
  * 2 MiB of them whatever the order of its accesses: the reports visit a run's records worst
  * first, on up to six threads at once. A pass in order gives back once per 2 MiB; counting
  * accesses instead gave back every 32 records and tripled a run's system time (20,000
- * tensors: 66,000 madvise calls). A window is new when it is none of the thread's last
- * PC_SPILL_RECENT, so that a pass over a few arrays in step (the pairing's names and matches)
- * counts each array's windows once. Every PC_SPILL_SWEEP-th give-back of a thread drops every
- * mapping's pages, for those touched without pc_spill_touch (a worker folding into a record,
- * a reader): without it they stayed (162 MiB at 200,000 tensors against 90). */
-enum { PC_SPILL_STRIDE = 32, PC_SPILL_RECENT = 4, PC_SPILL_SWEEP = 16 };
+ * tensors: 66,000 madvise calls). A window is new when it is none of those counted since the
+ * last give-back, so that a pass over several arrays in step counts each array's windows once:
+ * the comparison steps through six (the pairing's matches, both files' tables and storage
+ * notes, the records), and counting only the last four windows as seen gave back every few
+ * tensors (150,000 madvise calls at 200,000 tensors). Every PC_SPILL_SWEEP-th give-back of a
+ * thread drops every mapping's pages, for those touched without pc_spill_touch (a worker
+ * folding into a record, a reader): without it they stayed (162 MiB at 200,000 tensors
+ * against 90). */
+enum { PC_SPILL_STRIDE = 32, PC_SPILL_SWEEP = 16, PC_SPILL_RUNS = 8 };
 
 /* How many mappings are alive; the new windows this thread touched since it last gave back. */
 extern atomic_uint pc_spill_live;
@@ -76,7 +79,7 @@ static inline void pc_spill_touch(const void *at) {
     return;
   uintptr_t w = (uintptr_t)at >> 16;
   unsigned n = pc_spill_nwindows;
-  for (unsigned i = n > PC_SPILL_RECENT ? n - PC_SPILL_RECENT : 0; i < n; i++)
+  for (unsigned i = n; i-- > 0;) /* the newest first: most touches are of the last window */
     if (pc_spill_windows[i] == w)
       return;
   pc_spill_windows[n] = w;

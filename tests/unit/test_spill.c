@@ -155,8 +155,8 @@ static void test_no_temporary_directory(void **state) {
   free(saved);
 }
 
-/* Touches within the thread's recent windows count nothing; the PC_SPILL_STRIDE-th new window
- * gives back the thread's windows, and only them. */
+/* Touches of windows counted already count nothing, in any order; the PC_SPILL_STRIDE-th new
+ * window gives back the thread's windows, and only them. */
 static void test_touches_give_back(void **state) {
   (void)state;
   size_t mapped;
@@ -167,12 +167,41 @@ static void test_touches_give_back(void **state) {
   size_t full = resident(p);
   assert_true(full >= BIG - 4096);
   unsigned char *w = p + (65536 - (uintptr_t)p % 65536) % 65536; /* the first whole window */
-  for (int i = 0; i < 100 * PC_SPILL_STRIDE; i++)
-    pc_spill_touch(w + (size_t)(i % PC_SPILL_RECENT) * 65536);
+  for (int i = 0; i < 100 * PC_SPILL_STRIDE; i++) /* windows 0 .. STRIDE - 2, scrambled */
+    pc_spill_touch(w + (size_t)(i * 7 % (PC_SPILL_STRIDE - 1)) * 65536);
   assert_int_equal(resident(p), full);
-  for (int i = PC_SPILL_RECENT; i < PC_SPILL_STRIDE; i++)
-    pc_spill_touch(w + (size_t)i * 65536);
+  pc_spill_touch(w + (size_t)(PC_SPILL_STRIDE - 1) * 65536);
   assert_int_equal(resident(p), full - (size_t)PC_SPILL_STRIDE * 65536);
+  check(p, BIG);
+  pc_spill_free(p, mapped);
+}
+
+/* The thread's windows touched in reverse, in `runs` runs of adjacent windows one window
+ * apart (PC_SPILL_STRIDE a multiple of runs); returns the resident bytes before and after. */
+static void touch_runs(unsigned char *w, int runs, size_t *before, size_t *after,
+                       const void *base) {
+  int len = PC_SPILL_STRIDE / runs;
+  pc_spill_give_back();
+  pc_spill_given = 0;
+  *before = resident(base);
+  for (int i = PC_SPILL_STRIDE - 1; i >= 0; i--)
+    pc_spill_touch(w + (size_t)(i / len * (len + 1) + i % len) * 65536);
+  *after = resident(base);
+}
+
+/* Up to PC_SPILL_RUNS runs of windows: those windows are given back and no gap between them;
+ * more runs than that: everything from the first window to the last (one call). */
+static void test_windows_with_gaps(void **state) {
+  (void)state;
+  size_t mapped, before, after;
+  unsigned char *p = new_big(&mapped);
+  unsigned char *w = p + (65536 - (uintptr_t)p % 65536) % 65536;
+  check(p, BIG);
+  touch_runs(w, PC_SPILL_RUNS, &before, &after, p);
+  assert_int_equal(after, before - (size_t)PC_SPILL_STRIDE * 65536); /* no gap dropped */
+  check(p, BIG);
+  touch_runs(w, 2 * PC_SPILL_RUNS, &before, &after, p); /* 2 * RUNS - 1 gaps dropped too */
+  assert_int_equal(after, before - (size_t)(PC_SPILL_STRIDE + 2 * PC_SPILL_RUNS - 1) * 65536);
   check(p, BIG);
   pc_spill_free(p, mapped);
 }
@@ -223,13 +252,10 @@ static void test_every_mapping(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_heap_up_to_min),
-      cmocka_unit_test(test_heap_never_given_back),
-      cmocka_unit_test(test_file_past_min),
-      cmocka_unit_test(test_moves_keep_contents),
-      cmocka_unit_test(test_no_temporary_directory),
-      cmocka_unit_test(test_touches_give_back),
-      cmocka_unit_test(test_sweep),
+      cmocka_unit_test(test_heap_up_to_min),         cmocka_unit_test(test_heap_never_given_back),
+      cmocka_unit_test(test_file_past_min),          cmocka_unit_test(test_moves_keep_contents),
+      cmocka_unit_test(test_no_temporary_directory), cmocka_unit_test(test_touches_give_back),
+      cmocka_unit_test(test_windows_with_gaps),      cmocka_unit_test(test_sweep),
       cmocka_unit_test(test_every_mapping),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,7 @@
 
 #include <inttypes.h> /* PRIu64 */
 #include <stdio.h>    /* fprintf */
-#include <stdlib.h>   /* free */
+#include <stdlib.h>   /* calloc, free */
 #include <string.h>   /* strlen */
 
 /* Row markers: a failing row (with a gate: failing the gate), and a tensor that could not be
@@ -68,6 +68,7 @@ typedef struct table {
   bool quantiles;              /* a p99 ULP column */
   const pc_cascades *cascades; /* the tensors each root cause explains, folded into its row */
   size_t max_rows;
+  bool *shown; /* by run index: its row is in the table (room for every tensor, all false) */
 } table;
 
 static void put_header_row(FILE *out, const table *tb) {
@@ -263,13 +264,14 @@ static void put_header(FILE *out, const pc_run *run, const pc_report_options *op
     put_gate_line(out, gate);
 }
 
-/* The rows from order[from] on that were cut, with the tensors folded into them. */
-static void put_rest(FILE *out, const table *tb, const size_t *order, size_t from) {
+/* The rows that were cut, with the tensors folded into them: counted in run order, not in the
+ * table's, since a count has no order and a pass in run order reads the records in the order
+ * they lie (worst first, a spilled run faulted a page in for nearly every row). */
+static void put_rest(FILE *out, const table *tb) {
   const pc_cascades *c = tb->cascades;
   size_t rest = 0, failing = 0;
-  for (size_t k = from; k < tb->run->ntensors; k++) {
-    size_t i = order[k];
-    if (pc_report_root(tb->run, i) >= 0)
+  for (size_t i = 0; i < tb->run->ntensors; i++) {
+    if (tb->shown[i] || pc_report_root(tb->run, i) >= 0)
       continue; /* counted with its root */
     rest += 1 + pc_report_caused_count(c, i);
     failing += pc_report_fails(tb->run, tb->gate, i);
@@ -283,9 +285,13 @@ static void put_rest(FILE *out, const table *tb, const size_t *order, size_t fro
 
 /* One row per tensor but the cascade members, which are folded into their root's row. */
 static void put_markdown(FILE *out, const pc_run *run, const pc_report_options *opts,
-                         const size_t *order, const pc_cascades *cascades) {
-  table tb = {run, opts ? opts->gate : NULL, pc_report_any_quantiles(run), cascades,
-              opts && opts->max_rows ? opts->max_rows : PC_REPORT_MAX_ROWS};
+                         const size_t *order, const pc_cascades *cascades, bool *shown) {
+  table tb = {run,
+              opts ? opts->gate : NULL,
+              pc_report_any_quantiles(run),
+              cascades,
+              opts && opts->max_rows ? opts->max_rows : PC_REPORT_MAX_ROWS,
+              shown};
   put_header(out, run, opts);
   put_provenance(out, run); /* out of memory: no provenance rather than no report */
   if (!run->ntensors)
@@ -296,9 +302,10 @@ static void put_markdown(FILE *out, const pc_run *run, const pc_report_options *
   for (size_t rows = 0; k < run->ntensors && rows < tb.max_rows; k++)
     if (pc_report_root(run, order[k]) < 0) {
       put_row(out, &tb, order[k]);
+      shown[order[k]] = true;
       rows++;
     }
-  put_rest(out, &tb, order, k);
+  put_rest(out, &tb);
 }
 
 int pc_report_markdown(const char *path, const pc_run *run, const pc_report_options *opts,
@@ -308,18 +315,21 @@ int pc_report_markdown(const char *path, const pc_run *run, const pc_report_opti
     return rc < 0 ? rc : pc_error_set(err, PC_EUSAGE, "pc_report_markdown: a path is required");
   size_t *order =
       pc_report_row_order(run, opts ? opts->gate : NULL, opts ? opts->sort : PC_SORT_WORST);
+  bool *shown = calloc(run->ntensors + 1, sizeof *shown);
   pc_cascades cascades;
-  if (!order || pc_report_cascades(&cascades, run) < 0) {
+  if (!order || !shown || pc_report_cascades(&cascades, run) < 0) {
     free(order);
+    free(shown);
     return pc_error_set(err, PC_ENOMEM, "out of memory writing the Markdown report");
   }
   pc_report_file f;
   rc = pc_report_open(&f, path, err);
   if (rc == PC_OK) {
-    put_markdown(f.f, run, opts, order, &cascades);
+    put_markdown(f.f, run, opts, order, &cascades, shown);
     rc = pc_report_close(&f, "the Markdown report", err);
   }
   pc_report_cascades_free(&cascades);
+  free(shown);
   free(order);
   return rc;
 }
