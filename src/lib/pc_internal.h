@@ -22,9 +22,10 @@ char *pc_strdup(const char *s);
  * copy of src's rank entries (NULL when rank <= 0). PC_ENOMEM, *dims then NULL. */
 int pc_shape_set(int *rank, uint64_t **dims, int src_rank, const uint64_t *src);
 
-/** Give the heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere). The
- * walk of a file of 200,000 datasets frees tens of MB of small blocks between blocks that stay
- * (the run's names), which the heap would otherwise keep resident to the end of the run. */
+/** Give the heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere). A
+ * closed pair of files of 200,000 datasets, and the judge of such a run, leave tens of MB free
+ * below blocks that stay (the run's records and names, the judge's order), which the heap would
+ * otherwise keep resident to the end of the run. */
 void pc_heap_release(void);
 
 /** Threads to use when `requested` (0: one per online core) were asked for; at least 1. */

@@ -361,9 +361,7 @@ static char *pc_display(const char *file, const char *name) {
 
 /* pc_display's name in the run's arena. */
 static char *pc_display_kept(pc_run *run, const char *file, const char *name) {
-  if (!file || !name)
-    return pc_arena_strdup(run->names, file ? file : name);
-  char *full = pc_names_full(file, name);
+  char *full = pc_display(file, name);
   char *kept = pc_arena_strdup(run->names, full);
   free(full);
   return kept;
