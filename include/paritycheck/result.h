@@ -28,14 +28,19 @@ typedef enum pc_verdict {
   PC_VERDICT_DTYPE_MISMATCH,
   PC_VERDICT_SKIPPED,
   PC_VERDICT_ERROR,
+  /* B keeps no significant digit at this tensor (docs/tolerance-model.md, "Indeterminate"): no
+   * check can tell a bug from honest drift there. A failure unless the run accepts it
+   * (pc_run.accept_indeterminate). */
+  PC_VERDICT_INDETERMINATE,
   PC_VERDICT_COUNT_ /* number of enumerators; not a verdict */
 } pc_verdict;
 
 /** "pass", "drift", "missing_in_a", "missing_in_b", "shape_mismatch", "dtype_mismatch",
- * "skipped", "error". */
+ * "skipped", "error", "indeterminate". */
 const char *pc_verdict_name(pc_verdict v);
 
-/** True for the verdicts that make a run drift (everything but pass, skipped and error). */
+/** True for the verdicts that make a run drift (everything but pass, skipped and error;
+ * indeterminate included: a run that accepts it tallies it apart, pc_run.accept_indeterminate). */
 bool pc_verdict_is_failure(pc_verdict v);
 
 enum {
@@ -45,6 +50,39 @@ enum {
 
 /** The quantile levels of pc_stats.q_*: 0.5, 0.9, 0.99, 0.999. */
 extern const double pc_quantile_levels[PC_NQUANTILES];
+
+/* Shifts the evidence tests (docs/tolerance-model.md, "Structure"): by one element forward and
+ * back in row-major order (a roll along the last axis, or of the flattened tensor), and by one
+ * slice of the leading axis forward and back. */
+enum { PC_SHIFT_FLAT_FWD = 0, PC_SHIFT_FLAT_BACK, PC_SHIFT_AXIS0_FWD, PC_SHIFT_AXIS0_BACK, PC_NSHIFTS };
+
+/* Sums over the finite pairs of a tensor that rounding cannot move far (docs/tolerance-model.md,
+ * "Structure"), gathered in the same pass as the figures and added block by block. "Zeroed":
+ * b == 0 where |a| >= 2^-14 (every float format's normal range: an underflow or flush to zero
+ * cannot make it). "Flipped": a and b nonzero of opposite signs. "Rest": every other pair. */
+typedef struct pc_evidence {
+  uint64_t pairs;              /* finite pairs folded */
+  double sum_a, sum_b;         /* sums of a and of b */
+  double sum_abs_a, sum_abs_b; /* sums of |a| and of |b| */
+  double min_a, max_a;         /* extremes of a and of b (meaningful when finite_terms > 0) */
+  double min_b, max_b;
+  uint64_t zeroed;   /* pairs zeroed in B */
+  double zeroed_sq;  /* sum of a^2 over them */
+  uint64_t flipped;  /* pairs of opposite signs */
+  double flipped_sq; /* sum of a^2 over them */
+  uint64_t rest;     /* the other pairs: their count, sum of (b - a)^2, largest |b - a| */
+  double rest_sq;
+  double rest_max;
+  /* Shifted pairs (b[i], a[i - s]) inside one block, per PC_SHIFT_*: their count, the sum of
+   * (b[i] - a[i - s])^2, and the sum of (b[i] - a[i])^2 over the same i. */
+  uint64_t shift_pairs[PC_NSHIFTS];
+  double shift_sq[PC_NSHIFTS];
+  double shift_base_sq[PC_NSHIFTS];
+  /* Precision signature, for float32 compare dtypes: pairs where a is not representable in
+   * bfloat16 / float16 / tf32, and how many of those have b == a rounded to it (nearest even). */
+  uint64_t round_cand[3];
+  uint64_t round_hit[3];
+} pc_evidence;
 
 /* Per-tensor figures, each defined in docs/metrics.md. */
 typedef struct pc_stats {
@@ -89,6 +127,7 @@ typedef struct pc_stats {
   double q_abs[PC_NQUANTILES];       /* quantiles of abs, rel and ulp at pc_quantile_levels: */
   double q_rel[PC_NQUANTILES];       /* approximations from a log-bucketed histogram, */
   double q_ulp[PC_NQUANTILES];       /* docs/metrics.md says how close */
+  pc_evidence ev;                    /* the judge's structural evidence */
 } pc_stats;
 
 /* Aggregate figures of a tensor, derived from pc_stats (docs/metrics.md, "Aggregates"). */
@@ -117,14 +156,16 @@ typedef enum pc_criterion {
   PC_CRIT_MISMATCH_FRACTION, /* value: mismatches / count; limit: the fraction allowed */
   PC_CRIT_REL_RMS,           /* value: rel_rms; limit: the largest rel_rms allowed */
   PC_CRIT_SCALE_ERROR,       /* value: |scale_error|; limit: the largest allowed */
+  PC_CRIT_STRUCTURE, /* a signature rounding cannot produce (pc_tensor.diagnosis): value: the
+                        test's statistic; limit: the largest honest value */
   /* Product metrics, in pc_metric order (PC_CRIT_METRIC_ + m): value: the metric; limit: the
    * tolerance's minimum (pc_metric_is_floor) or maximum. */
   PC_CRIT_METRIC_,
   PC_CRIT_COUNT_ = PC_CRIT_METRIC_ + PC_METRIC_COUNT_ /* number of criteria; not a criterion */
 } pc_criterion;
 
-/** "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", then the
- * metric names of pc_metric_name. */
+/** "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", "structure",
+ * then the metric names of pc_metric_name. */
 const char *pc_criterion_name(pc_criterion c);
 
 /** True for a criterion whose value must reach its limit (a floor metric), false for those that
@@ -177,6 +218,43 @@ typedef struct pc_vs_reference {
   int closer; /* -1 a, +1 b, 0 tie: the smaller rel_rms, then the smaller max_ulp */
 } pc_vs_reference;
 
+/* What a failing tensor's difference looks like (docs/tolerance-model.md, "Diagnosis"). The
+ * structural kinds are what rounding cannot produce: they fail under every profile and every
+ * run-level allowance. */
+typedef enum pc_diagnosis_kind {
+  PC_DIAG_NONE = 0,
+  PC_DIAG_NAN_INJECTED,  /* value: NaN mismatches */
+  PC_DIAG_INF_INJECTED,  /* value: inf mismatches */
+  PC_DIAG_ZEROED,        /* B is zero where A is not */
+  PC_DIAG_CONSTANT,      /* value: B's one value */
+  PC_DIAG_PARTLY_ZEROED, /* value: the fraction of A's nonzero elements zeroed in B */
+  PC_DIAG_SCALED,        /* value: c, B = c A */
+  PC_DIAG_NEGATED,       /* value: c (near -1) */
+  PC_DIAG_SIGN_FLIPS,    /* value: the fraction of elements whose sign flipped */
+  PC_DIAG_SHIFTED,       /* value: the shift (+1 / -1), axis: 0 or -1 (flattened) */
+  PC_DIAG_PERMUTED,      /* value: rel_rms */
+  PC_DIAG_ROUNDED,       /* value: the fraction that match; axis: 0 bf16, 1 fp16, 2 tf32 */
+  PC_DIAG_NOISE,         /* value: rel_rms: noise-like, consistent with amplified rounding */
+  PC_DIAG_NO_DIGITS,     /* value: rel_rms (or kappa u with a reference): indeterminate */
+  PC_DIAG_COUNT_         /* number of kinds; not a kind */
+} pc_diagnosis_kind;
+
+typedef struct pc_diagnosis {
+  pc_diagnosis_kind kind;
+  bool structural; /* rounding cannot produce it */
+  int axis;        /* PC_DIAG_SHIFTED, PC_DIAG_ROUNDED; else 0 */
+  double value;    /* per kind, above */
+  double statistic; /* the test's statistic, and the largest value honest rounding gives it */
+  double limit;
+} pc_diagnosis;
+
+/** "zeroed", "scaled", ... ("none" for PC_DIAG_NONE): the kind's stable name (JSON "kind"). */
+const char *pc_diagnosis_name(pc_diagnosis_kind k);
+
+/** One line for a reader ("scaled by 2.000", "shifted by 1 along axis 0", "12.0 % of elements
+ * zeroed") into buf (always terminated); returns buf. */
+const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap);
+
 typedef struct pc_tensor {
   char *path; /* the dataset's path; folder mode: "FILE:DATASET", or FILE alone for a tensor
                  that stands for a whole file (only on one side, not a dump, unreadable) */
@@ -209,6 +287,7 @@ typedef struct pc_tensor {
   pc_context context;
   pc_vs_reference vs_reference; /* three-way mode; present false without a reference */
   pc_metric_result metrics[PC_METRIC_COUNT_]; /* product metrics, by pc_metric */
+  pc_diagnosis diagnosis; /* a failing or indeterminate float tensor's; kind NONE otherwise */
   char *did_you_mean; /* missing: the closest unpaired path of the other side (a few edits
                          away, docs/report-json.md), or NULL */
 } pc_tensor;
@@ -263,6 +342,9 @@ typedef struct pc_run {
   long first_divergence;
   char *path_ref;              /* the reference R of pc_compare_reference, or NULL when none */
   pc_provenance provenance[2]; /* A's and B's file attributes ([0] A, [1] B) */
+  /* Indeterminate tensors do not fail the run (the caller's opt-in, CLI
+   * --accept-indeterminate); they are still tallied and reported. Set before judging. */
+  bool accept_indeterminate;
   char **warnings; /* things the caller should know that fail nothing (e.g. a tolerance rule
                       that matches no tensor); printed on stderr, listed in reports */
   size_t nwarnings;

@@ -38,7 +38,8 @@ enum {
   OPT_PROFILE,
   OPT_MAX_MEMORY,
   OPT_STALL,
-  OPT_REFERENCE
+  OPT_REFERENCE,
+  OPT_ACCEPT_INDETERMINATE
 };
 
 /* Options of the names: which tensors take part and how B's are renamed. */
@@ -106,6 +107,7 @@ typedef struct cli {
   size_t n_tol_files;
   const char *json;
   bool quiet, no_color, debug;
+  bool accept_indeterminate; /* --accept-indeterminate */
   bool done; /* --help or --version answered: exit 0 without a comparison */
   size_t block_elems;
   outputs out;
@@ -172,6 +174,10 @@ static void usage(FILE *out) {
         "                         their figures to the approval FILE (docs/review.md)\n"
         "      --approved FILE    pass a drifting tensor while it stays within the figures\n"
         "                         approved in FILE\n"
+        "      --accept-indeterminate\n"
+        "                         do not fail for tensors where B keeps no significant digit\n"
+        "                         (verdict indeterminate: a bug and honest drift look alike\n"
+        "                         there); they are still reported\n"
         "  -q, --quiet            print only failing tensors and the summary\n"
         "      --no-color         no colours (they are used only when stdout is a terminal)\n",
         out);
@@ -194,10 +200,10 @@ static void usage(FILE *out) {
         "  -V, --version          print the version and exit\n"
         "  -h, --help             print this help and exit\n"
         "\n"
-        "Exit status: 0 every tensor within tolerance; 1 drift, a missing dataset, a shape or\n"
-        "dtype mismatch; 2 an error (bad usage, an unreadable file or dataset, a report\n"
-        "that cannot be written, A and B with no tensor name in common); 128 + N stopped by\n"
-        "signal N (130 SIGINT, 143 SIGTERM). A reader of standard output that leaves\n"
+        "Exit status: 0 every tensor within tolerance; 1 drift, an indeterminate tensor, a\n"
+        "missing dataset, a shape or dtype mismatch; 2 an error (bad usage, an unreadable\n"
+        "file or dataset, a report that cannot be written, A and B with no tensor name in\n"
+        "common); 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM). A reader of standard output that leaves\n"
         "(| head) ends that report quietly; the exit status is still the run's. Warnings (a "
         "tolerance rule that matches no\n"
         "tensor, a baseline of another profile) go to stderr and into the JSON report.\n"
@@ -279,6 +285,7 @@ static const struct option long_opts[] = {
     {"stall-timeout", required_argument, NULL, OPT_STALL},
     {"jobs", required_argument, NULL, 'j'},
     {"debug", no_argument, NULL, OPT_DEBUG},
+    {"accept-indeterminate", no_argument, NULL, OPT_ACCEPT_INDETERMINATE},
     {"include", required_argument, NULL, OPT_INCLUDE},
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"map", required_argument, NULL, OPT_MAP},
@@ -392,6 +399,8 @@ static int parse_args(int argc, char **argv, cli *c) {
       return PC_EUSAGE;
     } else if (opt == OPT_DEBUG) {
       c->debug = true;
+    } else if (opt == OPT_ACCEPT_INDETERMINATE) {
+      c->accept_indeterminate = true;
     } else if (opt == 'V') {
       printf("paritycheck %s\n", PARITYCHECK_VERSION);
       c->done = true;
@@ -839,6 +848,8 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
                 : pc_cli_mpi_compare(&run, c->path_a, c->path_b, &opts, &err);
   if (rc == PC_OK && run && c->reference)
     rc = pc_compare_reference(run, c->reference, &opts, &err);
+  if (rc == PC_OK && run)
+    pc_run_accept_indeterminate(run, c->accept_indeterminate);
   if (prog.shown)
     fputs("\r\033[K", stderr); /* the report starts on a clean line */
   if (rc == PC_OK && run)

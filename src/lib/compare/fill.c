@@ -1,5 +1,6 @@
 /* Runs of fill pairs (fill.h): one element through the kernels, then scaled to the run. */
 #include "fill.h"
+#include "evidence.h"
 #include "qhist.h"
 
 #include <string.h> /* memset */
@@ -26,9 +27,10 @@ static void pc_fill_fold(const pc_kernel_args *k, const pc_dataset *a, const pc_
     pc_kernel_complex(k, va, vb);
   else if (a->kind == PC_KIND_INTEGER && b->kind == PC_KIND_INTEGER)
     pc_kernel_int(k, &ia, ua, &ib, ub);
-  else if (a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT)
+  else if (a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT) {
     pc_kernel_float(k, va, vb);
-  else
+    pc_evidence_add_f64(k->stats, va, vb, 1, 0, k->compare != PC_DTYPE_FLOAT64);
+  } else
     pc_kernel_mixed(k, a->kind == PC_KIND_INTEGER ? NULL : va, &ia, ua,
                     b->kind == PC_KIND_INTEGER ? NULL : vb, &ib, ub);
   if (a->logical != a->stored)
@@ -68,6 +70,7 @@ static void pc_stats_times(pc_stats *s, const pc_stats *one, uint64_t n) {
   s->sum_rel = one->sum_rel * (double)n;
   for (int i = 0; i < PC_ULP_BUCKETS; i++)
     s->ulp_hist[i] = one->ulp_hist[i] * n;
+  pc_evidence_times(&s->ev, n);
 }
 
 void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset *b, uint64_t n) {

@@ -12,6 +12,7 @@
  * folds at once (fill.h). Such a run is cut at block starts, so blocks stay where they would be
  * without it. */
 #include "stream.h"
+#include "evidence.h"
 #include "fill.h"
 #include "kernel.h"
 #include "pc_internal.h"
@@ -141,7 +142,19 @@ static pc_qhist **pc_slot_hists(const pc_stream *s, pc_slot *sl) {
   return s->cfg.quantiles ? sl->hist : NULL;
 }
 
-/* Decode and fold one slot's stored bytes (sl->raw) into its own partial. */
+/* Elements in one slice of the tensor's leading axis; 0 below two axes, where a shift along
+ * it is the flat one. */
+static size_t pc_stride0(const pc_tensor *t) {
+  if (t->rank < 2 || !t->dims || t->dims[0] == 0)
+    return 0;
+  size_t n = 1;
+  for (int i = 1; i < t->rank; i++)
+    n *= (size_t)t->dims[i];
+  return n;
+}
+
+/* Decode and fold one slot's stored bytes (sl->raw) into its own partial, and its structural
+ * evidence (evidence.h) for real floats. */
 static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   const unsigned char *ra = sl->raw[0], *rb = sl->raw[1];
   pc_kernel_args k = {&sl->part, pc_slot_hists(w->s, sl), &sl->t->tol, sl->t->compare, sl->base,
@@ -150,10 +163,12 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   if (pc_f32_direct(sl) && !same) {
     pc_kernel_f32(&k, ra, rb, sl->a->logical == PC_DTYPE_BFLOAT16,
                   sl->b->logical == PC_DTYPE_BFLOAT16);
+    pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, pc_stride0(sl->t), false);
     return;
   }
   if (pc_f16_direct(sl) && !same) {
     pc_kernel_f16(&k, ra, rb);
+    pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, pc_stride0(sl->t), true);
     return;
   }
   if (!pc_worker_reserve(w, sl->n)) {
@@ -163,6 +178,9 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   pc_dataset_decode(sl->a, ra, sl->n, w->vals[0], w->ints[0]);
   pc_dataset_decode(sl->b, rb, sl->n, w->vals[1], w->ints[1]);
   pc_worker_kernels(w, sl, &k, same);
+  if (sl->a->kind == PC_KIND_FLOAT && sl->b->kind == PC_KIND_FLOAT)
+    pc_evidence_add_f64(&sl->part, w->vals[0], w->vals[1], sl->n, pc_stride0(sl->t),
+                        sl->t->compare != PC_DTYPE_FLOAT64);
   /* Only real float datasets carry a logical dtype other than their stored one. */
   if (sl->a->logical != sl->a->stored)
     sl->part.not_representable_a += pc_kernel_unrepresentable(w->vals[0], sl->n, sl->a->logical);

@@ -1,8 +1,11 @@
 /* The judge (judge.h); the criteria and allowances are those of docs/tolerance-model.md. */
 #include "judge.h"
+#include "structure.h"
 #include "tol_resolve.h"
 
 #include "pc_internal.h"
+
+#include <paritycheck/compare.h> /* pc_run_accept_indeterminate */
 
 #include <ctype.h>  /* tolower, isdigit */
 #include <math.h>   /* fabs, fmax, sqrt, INFINITY */
@@ -15,13 +18,17 @@
  * it or took its output. */
 enum { PC_NOISE_NEIGHBOURS = 2 };
 
-/* A tensor whose RMS is below this fraction of its neighbours' may hold a nearly cancelled
- * value (pc_noise_level): 2^-10, far below the ratio of any two tensors of real size that sit
- * next to each other in the fixtures and the zoo, far above fp32 rounding. */
-static const double PC_NOISE_VALUE = 0x1p-10;
+/* Terms of the sum that a tensor of (near) zero exact value holds when its dump records no
+ * reduction_length: a bias gradient sums over batch and positions, up to 4096 in dumps of
+ * models at the size parity tests run. */
+static const double PC_NOISE_TERMS = 4096;
+
+/* An error of half a value's size leaves no significant digit (structure.c): a noise-like
+ * failure beyond it is indeterminate. */
+static const double PC_INDETERMINATE_REL = 0.5;
 
 static const char *const pc_criterion_names[PC_CRIT_METRIC_] = {
-    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error"};
+    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", "structure"};
 
 const char *pc_criterion_name(pc_criterion c) {
   if ((unsigned)c >= PC_CRIT_COUNT_)
@@ -77,12 +84,30 @@ static void pc_judge_elements(pc_tensor *t) {
   }
 }
 
-/* Drops every reason but the product metrics': the run-level allowances explain element and
- * tensor errors, never what the product sees. */
+/* Drops every magnitude reason: the run-level allowances explain element and tensor errors,
+ * never a structure rounding cannot produce, nor what the product sees. */
 static void pc_drop_element_reasons(pc_tensor *t) {
   for (size_t i = t->nreasons; i-- > 0;)
-    if (t->reasons[i].criterion < PC_CRIT_METRIC_)
+    if (t->reasons[i].criterion < PC_CRIT_STRUCTURE)
       pc_drop_reason(t, i);
+}
+
+/* The unit roundoff a tensor is judged at: the profile's (the coarser of the compare dtype and
+ * its precision), else the compare dtype's. */
+static double pc_judged_u(const pc_tensor *t) {
+  return t->tol.u > 0 ? t->tol.u : pc_dtype_unit_roundoff(t->compare);
+}
+
+/* A signature rounding cannot produce fails whatever the magnitudes (structure.h). NaN and inf
+ * mismatches have their own reasons already. */
+static void pc_judge_structure(pc_tensor *t) {
+  memset(&t->diagnosis, 0, sizeof t->diagnosis);
+  if (!pc_dtype_is_float(t->compare) || t->is_complex)
+    return;
+  if (!pc_structure_find(t, pc_judged_u(t), &t->diagnosis))
+    return;
+  if (t->diagnosis.kind != PC_DIAG_NAN_INJECTED && t->diagnosis.kind != PC_DIAG_INF_INJECTED)
+    pc_add_reason(t, PC_CRIT_STRUCTURE, t->diagnosis.statistic, t->diagnosis.limit);
 }
 
 /* Each configured metric against its limit: a floor must be reached, a ceiling kept; written so
@@ -108,8 +133,10 @@ void pc_judge_tensor(pc_tensor *t) {
   t->caused_by = -1;
   if (t->verdict == PC_VERDICT_ERROR)
     return;
-  if (!(tol->metrics.set && tol->metrics.elementwise_off))
+  if (!(tol->metrics.set && tol->metrics.elementwise_off)) {
     pc_judge_elements(t);
+    pc_judge_structure(t);
+  }
   pc_judge_metrics(t);
   t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
 }
@@ -412,15 +439,20 @@ static double pc_noise_scale(const pc_run *run, size_t k) {
   return n ? rms[(n - 1) / 2] : 0;
 }
 
-/* The trend: the largest rel_rms among the last `window` passing, not noise-level tensors. */
+/* The trend: the largest rel_rms among the last `window` tensors that passed the profile on
+ * their own (no run-level allowance), since `start`: the trend restarts at each file and where
+ * the gradients begin, so that it never carries one part of a run into another. Fed only by
+ * tensors within the profile, it is at most the profile's rel_rms limit: it cannot feed
+ * itself. */
 typedef struct pc_trend {
   double *rel_rms;
-  size_t n;
+  size_t n, start;
 } pc_trend;
 
 static double pc_trend_at(const pc_trend *tr, unsigned window) {
   double m = 0;
-  for (size_t i = tr->n > window ? tr->n - window : 0; i < tr->n; i++)
+  size_t from = tr->n - tr->start > window ? tr->n - window : tr->start;
+  for (size_t i = from; i < tr->n; i++)
     m = fmax(m, tr->rel_rms[i]);
   return m;
 }
@@ -469,19 +501,38 @@ static void pc_relax(pc_tensor *t) {
   }
 }
 
-/* The tensor is rounding noise of a computation of scale S (the noise scale): its error is
- * within nu u S, and its exact value is small beside S: within nu u S too, or below
- * PC_NOISE_VALUE of S. Such a tensor (a bias gradient that a following normalisation makes
- * exactly 0, a BatchNorm weight gradient that nearly cancels) has a rel_rms of order 1, or far
- * above its neighbours', between any two honest runs; it is judged against S, not against its
- * own RMS. A tensor of real size (a softmax of RMS 0.01 next to sums of RMS 1) is not. */
+/* The tensor is rounding noise of a computation of scale S (the noise scale): its exact value
+ * is (near) zero, so both sides hold only the rounding of a sum of K terms of scale S, within
+ * nu u S, nu = max(noise_floor_u, sqrt(K)) in each side's own unit roundoff (K: the dataset's
+ * reduction_length, else PC_NOISE_TERMS). Such a tensor (a bias gradient that a following
+ * normalisation makes exactly 0) has a rel_rms of order 1 between any two honest runs; it is
+ * judged against S, not against its own RMS. A tensor whose A is above A's own rounding bound
+ * holds a real value, however small beside its neighbours (a softmax over 1024 positions), and
+ * is judged as any other. */
 static bool pc_noise_level(const pc_tensor *t, double scale) {
   const pc_tol *tol = &t->tol;
   if (!(tol->set & PC_TOL_NOISE) || !(scale > 0))
     return false;
-  double floor = tol->noise_floor_u * tol->u * scale;
-  return pc_rms(t->stats.sum_sq_a, t->stats.finite_terms) <= fmax(floor, PC_NOISE_VALUE * scale) &&
-         pc_rms(t->stats.sum_sq_diff, t->stats.finite_terms) <= floor;
+  double k = t->reduction_length ? (double)t->reduction_length : PC_NOISE_TERMS;
+  double nu = fmax(tol->noise_floor_u, sqrt(k));
+  double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
+  double u_a_judged = fmin(u_a > 0 ? u_a : tol->u, tol->u); /* A rounds at most at u */
+  return pc_rms(t->stats.sum_sq_a, t->stats.finite_terms) <= nu * u_a_judged * scale &&
+         pc_rms(t->stats.sum_sq_diff, t->stats.finite_terms) <= nu * tol->u * scale;
+}
+
+/* A noise-level tensor's exact value is (near) zero: both sides hold unrelated noise, so a factor,
+ * shift or crossing between them is no evidence. B zero or constant, a NaN or an inf still is:
+ * rounding noise is neither. */
+static void pc_noise_structure(pc_tensor *t) {
+  pc_diagnosis_kind k = t->diagnosis.kind;
+  if (!t->diagnosis.structural || k == PC_DIAG_ZEROED || k == PC_DIAG_CONSTANT ||
+      k == PC_DIAG_NAN_INJECTED || k == PC_DIAG_INF_INJECTED)
+    return;
+  memset(&t->diagnosis, 0, sizeof t->diagnosis);
+  for (size_t i = t->nreasons; i-- > 0;)
+    if (t->reasons[i].criterion == PC_CRIT_STRUCTURE)
+      pc_drop_reason(t, i);
 }
 
 static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
@@ -494,10 +545,56 @@ static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
   c->trend = (t->tol.set & PC_TOL_TREND) ? pc_trend_at(tr, t->tol.trend_window) : 0;
   c->noise_scale = pc_noise_scale(run, k);
   c->noise_level = pc_noise_level(t, c->noise_scale);
+  if (c->noise_level)
+    pc_noise_structure(t);
+  bool own_pass = t->nreasons == 0;
   pc_relax(t);
   t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
-  if (t->verdict == PC_VERDICT_PASS && !c->noise_level && isfinite(g.rel_rms))
+  if (own_pass && !c->noise_level && isfinite(g.rel_rms))
     tr->rel_rms[tr->n++] = g.rel_rms;
+}
+
+/* Where the trend restarts (pc_trend): a tensor of another file than the previous one, or the
+ * first gradient after forward tensors. */
+static bool pc_trend_restarts(const pc_run *run, size_t k) {
+  if (k == 0)
+    return true;
+  const pc_tensor *t = pc_run_at(run, run->order[k]), *p = pc_run_at(run, run->order[k - 1]);
+  bool same_file = t->file && p->file ? strcmp(t->file, p->file) == 0 : t->file == p->file;
+  return !same_file || (pc_is_gradient(t->path) && !pc_is_gradient(p->path));
+}
+
+/* A failing float tensor without a structure: indeterminate when B keeps no significant digit
+ * (`no_digits`), else drift that looks like noise or like A rounded to a coarser grid.
+ * `plain`: no reference measured the conditioning, which the diagnosis then suggests. */
+static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
+  if (t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE)
+    return;
+  if (!pc_dtype_is_float(t->compare) || t->is_complex || t->diagnosis.structural ||
+      !t->stats.finite_terms)
+    return;
+  bool magnitude = false;
+  for (size_t i = 0; i < t->nreasons; i++)
+    magnitude |= t->reasons[i].criterion < PC_CRIT_STRUCTURE;
+  double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
+  if (magnitude && no_digits) {
+    t->verdict = PC_VERDICT_INDETERMINATE;
+    t->diagnosis = (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, rel_rms, rel_rms,
+                                  PC_INDETERMINATE_REL};
+    return;
+  }
+  t->verdict = PC_VERDICT_DRIFT;
+  t->diagnosis = pc_structure_noise(t);
+  if (t->diagnosis.kind == PC_DIAG_NOISE)
+    t->diagnosis.axis = plain;
+}
+
+/* Plain mode: B keeps no significant digit when its error is half A's size. */
+static void pc_classify_plain(pc_tensor *t) {
+  if (!t->stats.finite_terms)
+    return;
+  double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
+  pc_classify_failure(t, !(rel_rms < PC_INDETERMINATE_REL), true);
 }
 
 /* --- cascades ------------------------------------------------------------------------------ */
@@ -506,23 +603,73 @@ static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
  * mismatches; -1 (neither explains nor is explained) for a structural failure (missing, shape,
  * dtype) and for integers, whose differences do not propagate as rounding does. */
 static double pc_severity(const pc_tensor *t) {
-  if (t->verdict != PC_VERDICT_DRIFT || !pc_dtype_is_float(t->compare))
+  if ((t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE) ||
+      !pc_dtype_is_float(t->compare))
     return -1;
   if (t->stats.nan_mismatches || t->stats.inf_mismatches)
     return INFINITY;
   return t->stats.finite_terms ? pc_stats_aggregates(&t->stats).rel_rms : -1;
 }
 
-/* In execution order: a failing tensor is explained by an earlier failing one of its kind, a
- * NaN or inf by an earlier NaN or inf, a finite error by an earlier finite one at least 1/G as
- * far off (G the growth its trend allows, 1 without); it is then caused by the root of the
- * worst such. The first failing tensor is always a root. A NaN upstream does not explain a
- * finite error downstream: NaN propagates as NaN, so a finite failure after it is a bug of its
- * own. */
-static void pc_link_cascades(pc_run *run) {
-  long worst[2] = {-1, -1}; /* [0] the worst finite failure so far, [1] the first NaN or inf */
-  double worst_sev = -1;
+/* The module a tensor belongs to, for the cascade's link: a forward tensor's module, a
+ * gradient's parameter without its last component ("l1.conv.weight" -> "l1.conv"). */
+static void pc_module_of(const pc_tensor *t, char *buf, size_t cap) {
+  const char *path = pc_tensor_dataset(t);
+  if (pc_is_gradient(path)) {
+    pc_gradient_param(path, buf, cap);
+    char *dot = strrchr(buf, '.');
+    if (dot)
+      *dot = '\0';
+    return;
+  }
+  pc_name m = pc_forward_module(path);
+  size_t n = m.len < cap - 1 ? m.len : cap - 1;
+  memcpy(buf, m.s, n);
+  buf[n] = '\0';
+}
+
+/* Failures a cascade may link, kept in execution order: position and index in the run. */
+typedef struct pc_failure {
+  size_t pos, index;
+} pc_failure;
+
+/* Earlier failures of the same file a later one is compared with for a shared module. */
+enum { PC_LINK_LOOKBACK = 64 };
+
+/* Whether failure f (earlier) explains t: linked by dataflow (at most W tensors before it in
+ * execution order, in the same file, or of the same module), of its kind (a NaN or inf by a NaN
+ * or inf; a finite error by a finite one at least 1/G as far off; a structure rounding cannot
+ * produce only by another such, which carries it: a shifted input shifts what follows), and
+ * never from another file. */
+static bool pc_explains(const pc_run *run, const pc_failure *f, size_t pos, const pc_tensor *t,
+                        double sev) {
+  const pc_tensor *w = pc_run_at(run, f->index);
+  double wsev = pc_severity(w);
+  if (wsev < 0 || sev < 0 || (t->file && w->file ? strcmp(t->file, w->file) != 0
+                                                 : t->file != w->file))
+    return false;
+  if (isinf(sev) != isinf(wsev) || (!isinf(sev) && wsev * pc_growth(t) < sev))
+    return false;
+  if (t->diagnosis.structural && !isinf(sev) && !w->diagnosis.structural)
+    return false;
+  unsigned window = t->tol.trend_window ? t->tol.trend_window : 8;
+  if (pos - f->pos <= window)
+    return true;
+  char mt[256], mw[256];
+  pc_module_of(t, mt, sizeof mt);
+  pc_module_of(w, mw, sizeof mw);
+  return mt[0] && strcmp(mt, mw) == 0;
+}
+
+/* In execution order: a failing tensor is caused by the root of the nearest earlier failure
+ * that explains it (pc_explains); every other failure is a root cause, the first one always.
+ * A NaN upstream does not explain a finite error downstream: NaN propagates as NaN. */
+static int pc_link_cascades(pc_run *run) {
+  pc_failure *fails = malloc((run->ntensors ? run->ntensors : 1) * sizeof *fails);
+  size_t nfails = 0;
   run->first_divergence = -1;
+  if (!fails)
+    return PC_ENOMEM;
   for (size_t k = 0; k < run->ntensors; k++) {
     size_t i = run->order[k];
     pc_tensor *t = pc_run_at(run, i);
@@ -531,19 +678,16 @@ static void pc_link_cascades(pc_run *run) {
     if (run->first_divergence < 0)
       run->first_divergence = (long)i;
     double sev = pc_severity(t);
-    bool special = isinf(sev);
-    long by = special ? worst[1] : worst[0];
-    if (by >= 0 && sev >= 0 && (special || worst_sev * pc_growth(t) >= sev)) {
-      const pc_tensor *w = pc_run_at(run, by);
-      t->caused_by = w->caused_by >= 0 ? w->caused_by : by;
-    }
-    if (special && worst[1] < 0)
-      worst[1] = (long)i;
-    else if (!special && sev > worst_sev) {
-      worst_sev = sev;
-      worst[0] = (long)i;
-    }
+    for (size_t j = nfails; j-- > 0 && nfails - j <= PC_LINK_LOOKBACK;)
+      if (pc_explains(run, &fails[j], k, t, sev)) {
+        const pc_tensor *w = pc_run_at(run, fails[j].index);
+        t->caused_by = w->caused_by >= 0 ? w->caused_by : (long)fails[j].index;
+        break;
+      }
+    fails[nfails++] = (pc_failure){k, i};
   }
+  free(fails);
+  return PC_OK;
 }
 
 static void pc_tally(pc_run *run) {
@@ -552,7 +696,8 @@ static void pc_tally(pc_run *run) {
     run->by_verdict[pc_run_at(run, i)->verdict]++;
   run->verdict = PC_RUN_PASS;
   for (size_t v = 0; v < PC_VERDICT_COUNT_; v++)
-    if (run->by_verdict[v] && pc_verdict_is_failure((pc_verdict)v))
+    if (run->by_verdict[v] && pc_verdict_is_failure((pc_verdict)v) &&
+        !(v == PC_VERDICT_INDETERMINATE && run->accept_indeterminate))
       run->verdict = PC_RUN_DRIFT;
   if (run->by_verdict[PC_VERDICT_ERROR])
     run->verdict = PC_RUN_ERROR;
@@ -560,22 +705,42 @@ static void pc_tally(pc_run *run) {
 
 /* Three-way mode (docs/tolerance-model.md, "With a reference"): A's distance to R measures the
  * tensor's conditioning, kappa = rel_rms(R, A) / u_A; B's precision u then explains a distance
- * to R of up to G kappa u. A tensor that fails only magnitude criteria, and whose B is within
- * that of R, passes: its error is what its conditioning makes of B's precision. */
+ * to R of m kappa u, where m allows B an algorithm of other accuracy than A's at the same
+ * precision: a sum of K terms added one by one errs by about sqrt(K) u, added pairwise by
+ * sqrt(log2 K) u, so m = sqrt(K / log2 K) (K: reduction_length, else PC_NOISE_TERMS), at least
+ * the tensor's growth G; for a gradient m G, since each step of backward may amplify what
+ * rounding at B's precision adds as the profile's backward growth allows. A tensor that fails only magnitude criteria, and whose B is within that
+ * of R, passes; one where kappa u or B's distance to R reaches half the value's size is
+ * indeterminate: no digit of B is significant there. */
 static void pc_relax_by_reference(pc_tensor *t) {
   const pc_vs_reference *v = &t->vs_reference;
-  if (t->verdict != PC_VERDICT_DRIFT || !v->present || !pc_dtype_is_float(t->compare) ||
-      pc_find_reason(t, PC_CRIT_NAN_MISMATCH) || pc_find_reason(t, PC_CRIT_INF_MISMATCH))
+  if ((t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE) ||
+      !v->present || !pc_dtype_is_float(t->compare) || t->diagnosis.structural)
     return;
   double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
-  double u = t->tol.u > 0 ? t->tol.u : pc_dtype_unit_roundoff(t->compare);
+  double u = pc_judged_u(t);
   if (!(u_a > 0) || !isfinite(v->a.rel_rms))
     return;
-  t->context.reference_limit = pc_growth(t) * (v->a.rel_rms / u_a) * u;
+  double k = t->reduction_length > 2 ? (double)t->reduction_length : PC_NOISE_TERMS;
+  double m = sqrt(k / log2(k)), g = pc_growth(t);
+  m = pc_is_gradient(t->path) ? m * g : fmax(m, g);
+  double kappa_u = (v->a.rel_rms / u_a) * u;
+  t->context.reference_limit = m * kappa_u;
   if (v->b.rel_rms <= t->context.reference_limit) {
     pc_drop_element_reasons(t);
     t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
+    if (t->verdict == PC_VERDICT_PASS)
+      memset(&t->diagnosis, 0, sizeof t->diagnosis);
+    return;
   }
+  t->verdict = PC_VERDICT_DRIFT;
+  pc_classify_failure(t, kappa_u >= PC_INDETERMINATE_REL || v->b.rel_rms >= PC_INDETERMINATE_REL,
+                      false);
+}
+
+void pc_run_accept_indeterminate(pc_run *run, bool accept) {
+  run->accept_indeterminate = accept;
+  pc_tally(run);
 }
 
 int pc_judge_reference(pc_run *run) {
@@ -583,21 +748,24 @@ int pc_judge_reference(pc_run *run) {
     pc_relax_by_reference(pc_run_at(run, i));
     pc_uncaused(pc_run_at(run, i));
   }
-  pc_link_cascades(run);
+  int rc = pc_link_cascades(run);
   pc_tally(run);
-  return PC_OK;
+  return rc;
 }
 
 int pc_judge_run(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++)
     pc_uncaused(pc_run_at(run, i));
-  pc_trend tr = {malloc((run->ntensors ? run->ntensors : 1) * sizeof *tr.rel_rms), 0};
+  pc_trend tr = {malloc((run->ntensors ? run->ntensors : 1) * sizeof *tr.rel_rms), 0, 0};
   int rc = tr.rel_rms ? pc_compute_order(run) : PC_ENOMEM;
+  for (size_t k = 0; rc == PC_OK && k < run->ntensors; k++) {
+    if (pc_trend_restarts(run, k))
+      tr.start = tr.n;
+    pc_judge_context(run, k, &tr);
+    pc_classify_plain(pc_run_at(run, run->order[k]));
+  }
   if (rc == PC_OK)
-    for (size_t k = 0; k < run->ntensors; k++)
-      pc_judge_context(run, k, &tr);
-  if (rc == PC_OK)
-    pc_link_cascades(run);
+    rc = pc_link_cascades(run);
   free(tr.rel_rms);
   pc_tally(run);
   return rc;

@@ -1,6 +1,7 @@
 /* Figures derived from a tensor's pc_stats (docs/metrics.md, "Aggregate sums" and "Error
  * distribution"). */
-#include "kernel.h" /* pc_hists_*, pc_stats_quantiles, pc_stats_merge */
+#include "evidence.h" /* pc_evidence_merge */
+#include "kernel.h"   /* pc_hists_*, pc_stats_quantiles, pc_stats_merge */
 
 #include <paritycheck/result.h>
 
@@ -119,6 +120,7 @@ void pc_stats_merge(pc_stats *dst, const pc_stats *src) {
   dst->sum_rel += src->sum_rel;
   for (int i = 0; i < PC_ULP_BUCKETS; i++)
     dst->ulp_hist[i] += src->ulp_hist[i];
+  pc_evidence_merge(&dst->ev, &src->ev);
   if (pc_merge_worse(dst, src)) {
     dst->has_worst = true;
     dst->worst_class = src->worst_class;

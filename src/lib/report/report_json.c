@@ -222,10 +222,25 @@ static json_t *reasons_json(const pc_tensor *t) {
   int rc = 0;
   if (t->verdict != PC_VERDICT_DRIFT)
     rc |= json_array_append_new(a, reason_json(pc_verdict_name(t->verdict), NULL));
-  for (size_t k = 0; t->verdict == PC_VERDICT_DRIFT && k < t->nreasons && k < PC_CRIT_COUNT_; k++)
+  bool judged = t->verdict == PC_VERDICT_DRIFT || t->verdict == PC_VERDICT_INDETERMINATE;
+  for (size_t k = 0; judged && k < t->nreasons && k < PC_CRIT_COUNT_; k++)
     rc |= json_array_append_new(
         a, reason_json(pc_criterion_name(t->reasons[k].criterion), &t->reasons[k]));
   return pc_json_finish(a, rc);
+}
+
+/* {"kind": "scaled", "text": "scaled by 2.000", "structural": true, "value": 2, "statistic":
+ * ..., "limit": ...}: what the difference looks like (pc_diagnosis). */
+static json_t *diagnosis_json(const pc_diagnosis *d) {
+  char text[160];
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "kind", json_string(pc_diagnosis_name(d->kind)));
+  rc |= json_object_set_new(o, "text", pc_json_string(pc_diagnosis_text(d, text, sizeof text)));
+  rc |= json_object_set_new(o, "structural", json_boolean(d->structural));
+  rc |= json_object_set_new(o, "value", pc_json_real(d->value));
+  rc |= json_object_set_new(o, "statistic", pc_json_real(d->statistic));
+  rc |= json_object_set_new(o, "limit", pc_json_real(d->limit));
+  return pc_json_finish(o, rc);
 }
 
 /* {"top1_agreement": {"value": 0.998, "limit": 0.99, "pass": true}, ...}: the product metrics
@@ -258,6 +273,8 @@ static int put_judgement(json_t *o, const pc_run *run, size_t i) {
                             root >= 0 ? pc_json_string(pc_run_at(run, root)->path) : json_null());
   if (t->verdict != PC_VERDICT_PASS)
     rc |= json_object_set_new(o, "reasons", reasons_json(t));
+  if (t->diagnosis.kind != PC_DIAG_NONE)
+    rc |= json_object_set_new(o, "diagnosis", diagnosis_json(&t->diagnosis));
   if (pc_report_has_metrics(t))
     rc |= json_object_set_new(o, "metrics", metrics_json(t));
   return rc;

@@ -1,0 +1,246 @@
+/* Structure and diagnosis (structure.h). Every threshold is a rounding bound or a tail
+ * probability of the honest model (docs/tolerance-model.md, "Structure"), never a figure fitted
+ * to dumps. */
+#include "structure.h"
+
+#include <gsl/gsl_cdf.h>   /* gsl_cdf_beta_Q, gsl_cdf_chisq_Qinv, gsl_cdf_fdist_Pinv */
+#include <gsl/gsl_errno.h> /* gsl_set_error_handler_off */
+
+#include <math.h>   /* fabs, sqrt, isfinite */
+#include <stdio.h>  /* snprintf */
+#include <string.h> /* memset */
+
+/* The probability with which a test may call honest rounding noise structure: each tensor
+ * runs a handful of tests, and a run holds up to a few hundred thousand tensors. */
+static const double PC_FALSE_ALARM = 1e-6;
+
+/* An error of half a value's magnitude leaves it no significant digit (EVIDENCE.md): beyond it
+ * a clean factor is not rounding, and a noise-like error cannot be judged at all. */
+static const double PC_NO_DIGITS = 0.5;
+
+/* Pairs a shift test needs: below 64, two sums of squares of that many noise terms differ by a
+ * factor of 4 too often (an F(64, 64) variable is below 1/4 with probability about 1e-7). */
+enum { PC_SHIFT_MIN_PAIRS = 64 };
+
+/* The largest elements the beta law is evaluated for: beyond it the law is so narrow that the
+ * clamp only makes the test more lenient. */
+static const double PC_BETA_N_MAX = 1e6;
+
+static const char *const pc_diag_names[PC_DIAG_COUNT_] = {
+    "none",    "nan_injected", "inf_injected", "zeroed",   "constant",
+    "partly_zeroed", "scaled", "negated",      "sign_flips", "shifted",
+    "permuted", "rounded",     "noise",        "no_digits"};
+
+const char *pc_diagnosis_name(pc_diagnosis_kind k) {
+  return (unsigned)k < PC_DIAG_COUNT_ ? pc_diag_names[k] : "unknown";
+}
+
+static const char *const pc_round_names[3] = {"bfloat16", "float16", "tf32"};
+
+const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap) {
+  double v = d->value;
+  switch (d->kind) {
+  case PC_DIAG_NAN_INJECTED:
+    snprintf(buf, cap, "NaN injected (%.0f elements)", v);
+    break;
+  case PC_DIAG_INF_INJECTED:
+    snprintf(buf, cap, "inf where A is finite, or the reverse (%.0f elements)", v);
+    break;
+  case PC_DIAG_ZEROED:
+    snprintf(buf, cap, "zeroed");
+    break;
+  case PC_DIAG_CONSTANT:
+    snprintf(buf, cap, "constant (every element %.6g)", v);
+    break;
+  case PC_DIAG_PARTLY_ZEROED:
+    snprintf(buf, cap, "%.1f %% of elements zeroed", 100 * v);
+    break;
+  case PC_DIAG_SCALED:
+    snprintf(buf, cap, "scaled by %.3f", v);
+    break;
+  case PC_DIAG_NEGATED:
+    snprintf(buf, cap, "negated (scaled by %.3f)", v);
+    break;
+  case PC_DIAG_SIGN_FLIPS:
+    snprintf(buf, cap, "%.1f %% of elements changed sign", 100 * v);
+    break;
+  case PC_DIAG_SHIFTED:
+    snprintf(buf, cap, d->axis == 0 ? "shifted by %+.0f along axis 0"
+                                    : "shifted by %+.0f along the last axis (row-major order)",
+             v);
+    break;
+  case PC_DIAG_PERMUTED:
+    snprintf(buf, cap, "same values, permuted (rel_rms %.3g)", v);
+    break;
+  case PC_DIAG_ROUNDED:
+    snprintf(buf, cap, "looks like A rounded to %s (%.0f %% of elements)",
+             pc_round_names[d->axis >= 0 && d->axis < 3 ? d->axis : 0], 100 * v);
+    break;
+  case PC_DIAG_NOISE:
+    snprintf(buf, cap,
+             d->axis ? "noise-like, consistent with amplified rounding (rel_rms %.3g); a "
+                       "reference run (--reference) can decide"
+                     : "noise-like, consistent with amplified rounding (rel_rms %.3g)",
+             v);
+    break;
+  case PC_DIAG_NO_DIGITS:
+    snprintf(buf, cap,
+             "no significant digit left (%.3g of the value's size): a bug and honest drift "
+             "look alike here",
+             v);
+    break;
+  default:
+    snprintf(buf, cap, "none");
+  }
+  return buf;
+}
+
+static bool pc_found(pc_diagnosis *d, pc_diagnosis_kind kind, double value, double statistic,
+                     double limit) {
+  *d = (pc_diagnosis){kind, true, 0, value, statistic, limit};
+  return true;
+}
+
+/* The honest per-element error of the pairs that neither zeroed nor flipped: their mean square,
+ * and at least the rounding of A's RMS at u (a tensor whose other elements agree bit for bit
+ * still rounds). */
+static double pc_rest_var(const pc_evidence *e, double u, double rms_a) {
+  double floor = (u * rms_a) * (u * rms_a);
+  double var = e->rest ? e->rest_sq / (double)e->rest : 0;
+  return var > floor ? var : floor;
+}
+
+/* Elements that rounding moved to 0 or across 0 had |a| below their own error: their sum of
+ * a^2 is at most the largest error met elsewhere (one such element may carry it) plus the
+ * chi-square bound on n squares of the noise. n elements of energy `sq` beyond that are a bug. */
+static double pc_crossing_limit(const pc_evidence *e, uint64_t n, double u, double rms_a) {
+  double q = gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, (double)n);
+  return e->rest_max * e->rest_max + pc_rest_var(e, u, rms_a) * q;
+}
+
+/* B = c A + residual, with c = 1 + scale_error: a factor when the residual holds too little of
+ * the error for isotropic noise (beta law of the squared cosine between the error and A, with
+ * N - 1 other directions) and the factor is beyond any significant digit. */
+static bool pc_scale_test(const pc_stats *s, pc_diagnosis *d) {
+  if (s->ev.pairs < 2 || !(s->sum_sq_a > 0) || !(s->sum_sq_diff > 0))
+    return false;
+  double c = s->sum_a_diff / s->sum_sq_a;
+  double cos2 = c * c * s->sum_sq_a / s->sum_sq_diff; /* share of the error along A */
+  cos2 = cos2 > 1 ? 1 : cos2;
+  double n = (double)s->ev.pairs < PC_BETA_N_MAX ? (double)s->ev.pairs : PC_BETA_N_MAX;
+  double p = gsl_cdf_beta_Q(cos2, 0.5, (n - 1) / 2);
+  if (!(fabs(c) >= PC_NO_DIGITS) || !(p < PC_FALSE_ALARM))
+    return false;
+  bool negated = fabs(c + 2) < 0.1; /* B = -A: 1 + c near -1 */
+  pc_found(d, negated ? PC_DIAG_NEGATED : PC_DIAG_SCALED, 1 + c, p, PC_FALSE_ALARM);
+  return true;
+}
+
+/* B[i] = A[i - s]: under honest noise, the shifted distance is the unshifted one plus A's own
+ * variation, never a quarter of it (F law of two sums of `pairs` squares). */
+static bool pc_shift_test(const pc_evidence *e, pc_diagnosis *d) {
+  static const double shift[PC_NSHIFTS] = {1, -1, 1, -1};
+  static const int axis[PC_NSHIFTS] = {-1, -1, 0, 0};
+  for (int k = 0; k < PC_NSHIFTS; k++) {
+    uint64_t p = e->shift_pairs[k];
+    if (p < PC_SHIFT_MIN_PAIRS || 4 * p < e->pairs || !(e->shift_base_sq[k] > 0))
+      continue;
+    double ratio = e->shift_sq[k] / e->shift_base_sq[k];
+    double limit = gsl_cdf_fdist_Pinv(PC_FALSE_ALARM, (double)p, (double)p);
+    limit = limit < 0.25 ? limit : 0.25;
+    if (ratio < limit) {
+      pc_found(d, PC_DIAG_SHIFTED, shift[k], ratio, limit);
+      d->axis = axis[k];
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The same values in other places: no significant digit left, yet B's energy and mean
+ * magnitude are A's, where independent noise of that size would add its energy to B's. */
+static bool pc_permutation_test(const pc_stats *s, double rel_rms, pc_diagnosis *d) {
+  const pc_evidence *e = &s->ev;
+  if (e->pairs < PC_SHIFT_MIN_PAIRS || !(rel_rms >= PC_NO_DIGITS) || !(e->sum_abs_a > 0))
+    return false;
+  double energy = (s->sum_sq_b - s->sum_sq_a) / s->sum_sq_diff;
+  double mag = e->sum_abs_b / e->sum_abs_a - 1;
+  if (!(fabs(energy) <= 0.25) || !(fabs(mag) <= 0.1))
+    return false;
+  return pc_found(d, PC_DIAG_PERMUTED, rel_rms, fabs(energy), 0.25);
+}
+
+/* Zeroed or sign-flipped elements of real size. Rounding zeroes or flips an element only where
+ * its error reaches its value, so those elements are small beside A's typical one and their
+ * energy is within what the honest errors elsewhere reach (pc_crossing_limit). A bug that zeroes
+ * or negates elements whatever their value takes them at A's typical size: their mean square is
+ * at least a quarter of A's (half its RMS), and their energy beyond that limit. */
+static bool pc_crossing(const pc_stats *s, uint64_t n, double sq, double u, double rms_a) {
+  if (!n || !(sq / (double)n >= 0.25 * rms_a * rms_a))
+    return false;
+  return sq > pc_crossing_limit(&s->ev, n, u, rms_a);
+}
+
+static bool pc_crossing_tests(const pc_stats *s, double u, double rms_a, pc_diagnosis *d) {
+  const pc_evidence *e = &s->ev;
+  if (pc_crossing(s, e->zeroed, e->zeroed_sq, u, rms_a))
+    return pc_found(d, PC_DIAG_PARTLY_ZEROED, (double)e->zeroed / (double)e->pairs, e->zeroed_sq,
+                    pc_crossing_limit(e, e->zeroed, u, rms_a));
+  if (pc_crossing(s, e->flipped, e->flipped_sq, u, rms_a))
+    return pc_found(d, PC_DIAG_SIGN_FLIPS, (double)e->flipped / (double)e->pairs, e->flipped_sq,
+                    pc_crossing_limit(e, e->flipped, u, rms_a));
+  return false;
+}
+
+/* B constant (every element equal) where A's values are further apart than rounding at u can
+ * merge: 2 u of A's largest magnitude. */
+static bool pc_constant_test(const pc_evidence *e, double u, pc_diagnosis *d) {
+  if (e->pairs < 2 || e->min_b != e->max_b)
+    return false;
+  double big = fabs(e->max_a) > fabs(e->min_a) ? fabs(e->max_a) : fabs(e->min_a);
+  double spread = e->max_a - e->min_a;
+  if (!(spread > 2 * u * big))
+    return false;
+  return pc_found(d, PC_DIAG_CONSTANT, e->min_b, spread / big, 2 * u);
+}
+
+bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d) {
+  const pc_stats *s = &t->stats;
+  const pc_evidence *e = &s->ev;
+  memset(d, 0, sizeof *d);
+  gsl_set_error_handler_off(); /* GSL's default handler aborts */
+  if (s->nan_mismatches)
+    return pc_found(d, PC_DIAG_NAN_INJECTED, (double)s->nan_mismatches, 0, 0);
+  if (s->inf_mismatches)
+    return pc_found(d, PC_DIAG_INF_INJECTED, (double)s->inf_mismatches, 0, 0);
+  if (!e->pairs)
+    return false;
+  if (s->sum_sq_b == 0 && e->zeroed)
+    return pc_found(d, PC_DIAG_ZEROED, 0, (double)e->zeroed, 0);
+  double rms_a = sqrt(s->sum_sq_a / (double)e->pairs);
+  double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
+  if (pc_constant_test(e, u, d) || pc_scale_test(s, d) || pc_shift_test(e, d) ||
+      pc_crossing_tests(s, u, rms_a, d) || pc_permutation_test(s, rel_rms, d))
+    return true;
+  memset(d, 0, sizeof *d);
+  return false;
+}
+
+/* B is A rounded to a coarser grid on at least this share of the elements A has off it. */
+static const double PC_ROUNDED_SHARE = 0.9;
+
+pc_diagnosis pc_structure_noise(const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  const pc_evidence *e = &s->ev;
+  double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
+  for (int k = 0; k < 3; k++)
+    if (e->round_cand[k] >= PC_SHIFT_MIN_PAIRS &&
+        (double)e->round_hit[k] >= PC_ROUNDED_SHARE * (double)e->round_cand[k])
+      return (pc_diagnosis){PC_DIAG_ROUNDED,
+                            false,
+                            k,
+                            (double)e->round_hit[k] / (double)e->round_cand[k],
+                            (double)e->round_hit[k],
+                            PC_ROUNDED_SHARE * (double)e->round_cand[k]};
+  return (pc_diagnosis){PC_DIAG_NOISE, false, 0, rel_rms, rel_rms, 0};
+}

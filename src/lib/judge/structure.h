@@ -1,0 +1,20 @@
+/* Structure (docs/tolerance-model.md, "Structure" and "Diagnosis"): what a tensor's difference
+ * looks like, from its figures and its pc_evidence. Honest drift is B = A (1 + delta) + eps, with
+ * delta and eps small, nearly mean-free and unrelated to an element's position; each test here
+ * measures a signature that such drift cannot produce, against the largest value rounding gives
+ * it. Internal to the judge. */
+#ifndef PC_STRUCTURE_H
+#define PC_STRUCTURE_H
+
+#include <paritycheck/result.h>
+
+/** The structural signature of t, if any: fills d (kind, value, statistic, limit, structural
+ * true) and returns true; else returns false and leaves d's kind NONE. Needs real float figures
+ * (t->stats.ev.pairs > 0); u: the unit roundoff t is judged at. */
+bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d);
+
+/** What a failing tensor without a structural signature looks like: "looks like A rounded to
+ * bf16" when B is that on most elements, else noise-like (PC_DIAG_NOISE, value rel_rms). */
+pc_diagnosis pc_structure_noise(const pc_tensor *t);
+
+#endif

@@ -1,0 +1,205 @@
+/* Structural evidence (evidence.h): the sums of pc_evidence over one block, in row-major order.
+ * One template serves the three stored layouts the stream folds (doubles, float32 bytes,
+ * float16 bytes), so that each loop reads its values without a call per element. */
+#include "evidence.h"
+#include "kernel_f32.h" /* pc_f16_float */
+#include "numerics.h"   /* pc_dtype_round */
+
+#include <math.h>   /* fabs, isfinite, INFINITY */
+#include <string.h> /* memcpy, memset */
+
+/* The smallest normal float16: below it a backend may flush or underflow a value to zero
+ * (float16 subnormals, FTZ in float32 and bfloat16), so a zero there is no evidence. */
+static const double PC_ZERO_EVIDENCE_MIN = 0x1p-14;
+
+static void pc_evidence_reset(pc_evidence *e) {
+  memset(e, 0, sizeof *e);
+  e->min_a = e->min_b = INFINITY;
+  e->max_a = e->max_b = -INFINITY;
+}
+
+/* Rounds float32 bits to nearest even, keeping the top `keep` bits of the pattern's 32 (16 for
+ * bfloat16, 19 for tf32: sign, 8 exponent bits and 7 or 10 mantissa bits). */
+static inline uint32_t pc_round_bits(uint32_t u, int drop) {
+  uint32_t half = (1u << (drop - 1)) - 1, odd = (u >> drop) & 1u;
+  return (u + half + odd) & ~((1u << drop) - 1);
+}
+
+/* The precision signature of one pair whose a is a float32 value (docs/tolerance-model.md,
+ * "Diagnosis"): for bfloat16, float16 and tf32, whether a is off that grid and b is a rounded
+ * to it. */
+static inline void pc_signature(pc_evidence *e, float a, float b) {
+  uint32_t ua, ub;
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  uint32_t r16 = pc_round_bits(ua, 16), r13 = pc_round_bits(ua, 13);
+  float h = (float)pc_dtype_round(a, PC_DTYPE_FLOAT16);
+  bool off[3] = {r16 != ua, h != a, r13 != ua};
+  bool hit[3] = {r16 == ub, h == b, r13 == ub};
+  for (int k = 0; k < 3; k++) {
+    e->round_cand[k] += off[k];
+    e->round_hit[k] += off[k] & hit[k];
+  }
+}
+
+/* One finite pair's sums. */
+static inline void pc_evidence_pair(pc_evidence *e, double a, double b) {
+  double d = b - a;
+  e->pairs++;
+  e->sum_a += a;
+  e->sum_b += b;
+  e->sum_abs_a += fabs(a);
+  e->sum_abs_b += fabs(b);
+  e->min_a = a < e->min_a ? a : e->min_a;
+  e->max_a = a > e->max_a ? a : e->max_a;
+  e->min_b = b < e->min_b ? b : e->min_b;
+  e->max_b = b > e->max_b ? b : e->max_b;
+  if (b == 0 && fabs(a) >= PC_ZERO_EVIDENCE_MIN) {
+    e->zeroed++;
+    e->zeroed_sq += a * a;
+  } else if ((a < 0 && b > 0) || (a > 0 && b < 0)) {
+    e->flipped++;
+    e->flipped_sq += a * a;
+  } else {
+    e->rest++;
+    e->rest_sq += d * d;
+    e->rest_max = fabs(d) > e->rest_max ? fabs(d) : e->rest_max;
+  }
+}
+
+/* Pair (b[i], a[i - s]) of a shift when both lie in the block and all three values are finite. */
+static inline void pc_shift_pair(pc_evidence *e, int k, double ai, double bi, double as) {
+  if (!isfinite(as))
+    return;
+  double ds = bi - as, d0 = bi - ai;
+  e->shift_pairs[k]++;
+  e->shift_sq[k] += ds * ds;
+  e->shift_base_sq[k] += d0 * d0;
+}
+
+/* The loop over a block: LOAD(i, x) sets double x to a's or b's value i. */
+#define PC_EVIDENCE_LOOP(LOAD_A, LOAD_B, SIG)                                                      \
+  for (size_t i = 0; i < n; i++) {                                                               \
+    double a, b;                                                                                 \
+    LOAD_A(i, a);                                                                                \
+    LOAD_B(i, b);                                                                                \
+    if (!isfinite(a) || !isfinite(b))                                                            \
+      continue;                                                                                  \
+    pc_evidence_pair(e, a, b);                                                                   \
+    if (SIG)                                                                                     \
+      pc_signature(e, (float)a, (float)b);                                                       \
+    size_t step[PC_NSHIFTS] = {1, 1, stride0, stride0};                                          \
+    for (int k = 0; k < PC_NSHIFTS; k++) {                                                       \
+      size_t s = step[k];                                                                        \
+      if (s == 0)                                                                                \
+        continue;                                                                                \
+      bool fwd = (k % 2) == 0; /* b[i] against a[i - s], else a[i + s] */                        \
+      if (fwd ? i < s : i + s >= n)                                                              \
+        continue;                                                                                \
+      double as;                                                                                 \
+      LOAD_A(fwd ? i - s : i + s, as);                                                           \
+      pc_shift_pair(e, k, a, b, as);                                                             \
+    }                                                                                            \
+  }
+
+static void pc_evidence_f64(pc_evidence *e, const double *va, const double *vb, size_t n,
+                     size_t stride0, bool signature) {
+#define LA(j, x) (x) = va[j]
+#define LB(j, x) (x) = vb[j]
+  PC_EVIDENCE_LOOP(LA, LB, signature)
+#undef LA
+#undef LB
+}
+
+/* Value j of a float32 (half false) or float16 bytes block. */
+static inline double pc_load_stored(const unsigned char *r, size_t j, bool half) {
+  if (half) {
+    uint16_t h;
+    memcpy(&h, r + 2 * j, sizeof h);
+    return pc_f16_float(h);
+  }
+  float f;
+  memcpy(&f, r + 4 * j, sizeof f);
+  return f;
+}
+
+static void pc_evidence_bytes(pc_evidence *e, const unsigned char *ra, const unsigned char *rb, size_t n,
+                       size_t stride0, bool half) {
+#define LA(j, x) (x) = pc_load_stored(ra, (j), half)
+#define LB(j, x) (x) = pc_load_stored(rb, (j), half)
+  PC_EVIDENCE_LOOP(LA, LB, !half)
+#undef LA
+#undef LB
+}
+
+void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
+  if (!src->pairs)
+    return;
+  if (!dst->pairs) {
+    *dst = *src;
+    return;
+  }
+  dst->pairs += src->pairs;
+  dst->sum_a += src->sum_a;
+  dst->sum_b += src->sum_b;
+  dst->sum_abs_a += src->sum_abs_a;
+  dst->sum_abs_b += src->sum_abs_b;
+  dst->min_a = src->min_a < dst->min_a ? src->min_a : dst->min_a;
+  dst->max_a = src->max_a > dst->max_a ? src->max_a : dst->max_a;
+  dst->min_b = src->min_b < dst->min_b ? src->min_b : dst->min_b;
+  dst->max_b = src->max_b > dst->max_b ? src->max_b : dst->max_b;
+  dst->zeroed += src->zeroed;
+  dst->zeroed_sq += src->zeroed_sq;
+  dst->flipped += src->flipped;
+  dst->flipped_sq += src->flipped_sq;
+  dst->rest += src->rest;
+  dst->rest_sq += src->rest_sq;
+  dst->rest_max = src->rest_max > dst->rest_max ? src->rest_max : dst->rest_max;
+  for (int k = 0; k < PC_NSHIFTS; k++) {
+    dst->shift_pairs[k] += src->shift_pairs[k];
+    dst->shift_sq[k] += src->shift_sq[k];
+    dst->shift_base_sq[k] += src->shift_base_sq[k];
+  }
+  for (int k = 0; k < 3; k++) {
+    dst->round_cand[k] += src->round_cand[k];
+    dst->round_hit[k] += src->round_hit[k];
+  }
+}
+
+void pc_evidence_times(pc_evidence *e, uint64_t n) {
+  double dn = (double)n;
+  e->pairs *= n;
+  e->sum_a *= dn;
+  e->sum_b *= dn;
+  e->sum_abs_a *= dn;
+  e->sum_abs_b *= dn;
+  e->zeroed *= n;
+  e->zeroed_sq *= dn;
+  e->flipped *= n;
+  e->flipped_sq *= dn;
+  e->rest *= n;
+  e->rest_sq *= dn;
+  for (int k = 0; k < 3; k++) {
+    e->round_cand[k] *= n;
+    e->round_hit[k] *= n;
+  }
+  memset(e->shift_pairs, 0, sizeof e->shift_pairs); /* a fill has no position to shift */
+  memset(e->shift_sq, 0, sizeof e->shift_sq);
+  memset(e->shift_base_sq, 0, sizeof e->shift_base_sq);
+}
+
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, size_t stride0,
+                         bool signature) {
+  pc_evidence e;
+  pc_evidence_reset(&e);
+  pc_evidence_f64(&e, a, b, n, stride0, signature);
+  pc_evidence_merge(&s->ev, &e);
+}
+
+void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned char *b, size_t n,
+                           size_t stride0, bool half) {
+  pc_evidence e;
+  pc_evidence_reset(&e);
+  pc_evidence_bytes(&e, a, b, n, stride0, half);
+  pc_evidence_merge(&s->ev, &e);
+}

@@ -1,0 +1,31 @@
+/* Structural evidence (pc_evidence, docs/tolerance-model.md "Structure"): sums over a block's
+ * finite pairs that the judge tests against what rounding can produce. Gathered beside the
+ * kernels' figures, block by block, and merged in block order like them. Internal to the
+ * library. */
+#ifndef PC_EVIDENCE_H
+#define PC_EVIDENCE_H
+
+#include <paritycheck/result.h>
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+#include <stdint.h>  /* uint64_t */
+
+/** Fold n pairs of real values (doubles) into s->ev. stride0: elements in one slice of the
+ * leading axis, 0 when the tensor has fewer than two axes (no axis-0 shift is tested).
+ * signature: count the precision signature (a float32 compare dtype). */
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, size_t stride0,
+                         bool signature);
+
+/** The same from stored bytes in the machine's order: float32 (half false, with the
+ * signature) or float16 (half true, without). */
+void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned char *b, size_t n,
+                           size_t stride0, bool half);
+
+/** dst += src, src holding pairs that follow dst's. */
+void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src);
+
+/** e, the evidence of one pair, as that of n copies of it (a fill value's run): no shifts. */
+void pc_evidence_times(pc_evidence *e, uint64_t n);
+
+#endif
