@@ -59,7 +59,8 @@ enum { PC_SHIFT_FLAT_FWD = 0, PC_SHIFT_FLAT_BACK, PC_SHIFT_AXIS0_FWD, PC_SHIFT_A
 /* Sums over the finite pairs of a tensor that rounding cannot move far (docs/tolerance-model.md,
  * "Structure"), gathered in the same pass as the figures and added block by block. "Zeroed":
  * b == 0 where |a| >= 2^-14 (every float format's normal range: an underflow or flush to zero
- * cannot make it). "Flipped": a and b nonzero of opposite signs. "Rest": every other pair. */
+ * cannot make it; "small": where |a| is a normal float32 below that, out of float16's normal
+ * range). "Flipped": a and b nonzero of opposite signs. "Rest": every other pair. */
 typedef struct pc_evidence {
   uint64_t pairs;              /* finite pairs folded */
   double sum_a, sum_b;         /* sums of a and of b */
@@ -68,6 +69,8 @@ typedef struct pc_evidence {
   double min_b, max_b;
   uint64_t zeroed;   /* pairs zeroed in B */
   double zeroed_sq;  /* sum of a^2 over them */
+  uint64_t zeroed_small; /* b == 0 where 2^-126 <= |a| < 2^-14: float16 may underflow there */
+  double zeroed_small_sq;
   uint64_t flipped;  /* pairs of opposite signs */
   double flipped_sq; /* sum of a^2 over them */
   uint64_t rest;     /* the other pairs: their count, sum of (b - a)^2, largest |b - a| */

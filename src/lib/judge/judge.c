@@ -504,7 +504,8 @@ static void pc_relax(pc_tensor *t) {
 /* The tensor is rounding noise of a computation of scale S (the noise scale): its exact value
  * is (near) zero, so both sides hold only the rounding of a sum of K terms of scale S, within
  * nu u S, nu = max(noise_floor_u, sqrt(K)) in each side's own unit roundoff (K: the dataset's
- * reduction_length, else PC_NOISE_TERMS). Such a tensor (a bias gradient that a following
+ * reduction_length, at least PC_NOISE_TERMS: the noise may come from a reduction upstream, as a
+ * BatchNorm's backward, rather than from the tensor's own). Such a tensor (a bias gradient that a following
  * normalisation makes exactly 0) has a rel_rms of order 1 between any two honest runs; it is
  * judged against S, not against its own RMS. A tensor whose A is above A's own rounding bound
  * holds a real value, however small beside its neighbours (a softmax over 1024 positions), and
@@ -513,7 +514,7 @@ static bool pc_noise_level(const pc_tensor *t, double scale) {
   const pc_tol *tol = &t->tol;
   if (!(tol->set & PC_TOL_NOISE) || !(scale > 0))
     return false;
-  double k = t->reduction_length ? (double)t->reduction_length : PC_NOISE_TERMS;
+  double k = fmax((double)t->reduction_length, PC_NOISE_TERMS);
   double nu = fmax(tol->noise_floor_u, sqrt(k));
   double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
   double u_a_judged = fmin(u_a > 0 ? u_a : tol->u, tol->u); /* A rounds at most at u */
@@ -705,11 +706,12 @@ static void pc_tally(pc_run *run) {
 
 /* Three-way mode (docs/tolerance-model.md, "With a reference"): A's distance to R measures the
  * tensor's conditioning, kappa = rel_rms(R, A) / u_A; B's precision u then explains a distance
- * to R of m kappa u, where m allows B an algorithm of other accuracy than A's at the same
- * precision: a sum of K terms added one by one errs by about sqrt(K) u, added pairwise by
- * sqrt(log2 K) u, so m = sqrt(K / log2 K) (K: reduction_length, else PC_NOISE_TERMS), at least
- * the tensor's growth G; for a gradient m G, since each step of backward may amplify what
- * rounding at B's precision adds as the profile's backward growth allows. A tensor that fails only magnitude criteria, and whose B is within that
+ * to R of m kappa u. m is the tensor's growth G when B's precision is coarser than A's (B's
+ * rounding then dominates, and kappa u measures it). At A's precision, m also allows B an
+ * algorithm of other accuracy than A's: a sum of K terms added one by one errs by about
+ * sqrt(K) u, added pairwise by sqrt(log2 K) u, so m = max(G, sqrt(K / log2 K)) (K:
+ * reduction_length, else PC_NOISE_TERMS), and sqrt(K / log2 K) G for a gradient, whose every
+ * backward step may amplify that difference as the profile's backward growth allows. A tensor that fails only magnitude criteria, and whose B is within that
  * of R, passes; one where kappa u or B's distance to R reaches half the value's size is
  * indeterminate: no digit of B is significant there. */
 static void pc_relax_by_reference(pc_tensor *t) {
@@ -723,7 +725,7 @@ static void pc_relax_by_reference(pc_tensor *t) {
     return;
   double k = t->reduction_length > 2 ? (double)t->reduction_length : PC_NOISE_TERMS;
   double m = sqrt(k / log2(k)), g = pc_growth(t);
-  m = pc_is_gradient(t->path) ? m * g : fmax(m, g);
+  m = u > u_a ? g : pc_is_gradient(t->path) ? m * g : fmax(m, g);
   double kappa_u = (v->a.rel_rms / u_a) * u;
   t->context.reference_limit = m * kappa_u;
   if (v->b.rel_rms <= t->context.reference_limit) {

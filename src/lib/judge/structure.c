@@ -18,6 +18,9 @@ static const double PC_FALSE_ALARM = 1e-6;
  * a clean factor is not rounding, and a noise-like error cannot be judged at all. */
 static const double PC_NO_DIGITS = 0.5;
 
+/* The share of the error along A that makes B "c A": the residual at most half the factor. */
+static const double PC_CLEAN_FACTOR = 0.8;
+
 /* Pairs a shift test needs: below 64, two sums of squares of that many noise terms differ by a
  * factor of 4 too often (an F(64, 64) variable is below 1/4 with probability about 1e-7). */
 enum { PC_SHIFT_MIN_PAIRS = 64 };
@@ -120,7 +123,9 @@ static double pc_crossing_limit(const pc_evidence *e, uint64_t n, double u, doub
 
 /* B = c A + residual, with c = 1 + scale_error: a factor when the residual holds too little of
  * the error for isotropic noise (beta law of the squared cosine between the error and A, with
- * N - 1 other directions) and the factor is beyond any significant digit. */
+ * N - 1 other directions), the factor is beyond any significant digit, and it is most of the
+ * error (PC_CLEAN_FACTOR): B unrelated to A (a shuffle) also has c near 0, with half the error
+ * off A. */
 static bool pc_scale_test(const pc_stats *s, pc_diagnosis *d) {
   if (s->ev.pairs < 2 || !(s->sum_sq_a > 0) || !(s->sum_sq_diff > 0))
     return false;
@@ -129,7 +134,7 @@ static bool pc_scale_test(const pc_stats *s, pc_diagnosis *d) {
   cos2 = cos2 > 1 ? 1 : cos2;
   double n = (double)s->ev.pairs < PC_BETA_N_MAX ? (double)s->ev.pairs : PC_BETA_N_MAX;
   double p = gsl_cdf_beta_Q(cos2, 0.5, (n - 1) / 2);
-  if (!(fabs(c) >= PC_NO_DIGITS) || !(p < PC_FALSE_ALARM))
+  if (!(fabs(c) >= PC_NO_DIGITS) || !(cos2 >= PC_CLEAN_FACTOR) || !(p < PC_FALSE_ALARM))
     return false;
   bool negated = fabs(c + 2) < 0.1; /* B = -A: 1 + c near -1 */
   pc_found(d, negated ? PC_DIAG_NEGATED : PC_DIAG_SCALED, 1 + c, p, PC_FALSE_ALARM);
@@ -171,21 +176,32 @@ static bool pc_permutation_test(const pc_stats *s, double rel_rms, pc_diagnosis 
 }
 
 /* Zeroed or sign-flipped elements of real size. Rounding zeroes or flips an element only where
- * its error reaches its value, so those elements are small beside A's typical one and their
- * energy is within what the honest errors elsewhere reach (pc_crossing_limit). A bug that zeroes
- * or negates elements whatever their value takes them at A's typical size: their mean square is
- * at least a quarter of A's (half its RMS), and their energy beyond that limit. */
+ * its error reaches its value, |a| <= |b - a|, so those elements are small beside the honest
+ * errors: each within the largest error met elsewhere, whatever the errors' distribution, and
+ * together within pc_crossing_limit. A bug that zeroes or negates elements whatever their value
+ * takes them at A's typical size. So n such elements of energy `sq` are a bug when their mean
+ * square is beyond the largest honest error's square by the chi-square tail of one element (at
+ * least two of them: the one element rounding crosses may be the one with the largest error, and
+ * errors vary from element to element), or when it is a quarter of A's mean square
+ * (half its RMS: typical elements, not the near-zero ones rounding moves) and `sq` is beyond the
+ * limit. */
 static bool pc_crossing(const pc_stats *s, uint64_t n, double sq, double u, double rms_a) {
-  if (!n || !(sq / (double)n >= 0.25 * rms_a * rms_a))
+  if (!n)
     return false;
-  return sq > pc_crossing_limit(&s->ev, n, u, rms_a);
+  double mean = sq / (double)n, top = s->ev.rest_max * s->ev.rest_max;
+  if (n >= 2 && mean > gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1) * fmax(top, (u * rms_a) * (u * rms_a)))
+    return true;
+  return mean >= 0.25 * rms_a * rms_a && sq > pc_crossing_limit(&s->ev, n, u, rms_a);
 }
 
-static bool pc_crossing_tests(const pc_stats *s, double u, double rms_a, pc_diagnosis *d) {
+static bool pc_crossing_tests(const pc_stats *s, bool small_zeros, double u, double rms_a,
+                              pc_diagnosis *d) {
   const pc_evidence *e = &s->ev;
-  if (pc_crossing(s, e->zeroed, e->zeroed_sq, u, rms_a))
-    return pc_found(d, PC_DIAG_PARTLY_ZEROED, (double)e->zeroed / (double)e->pairs, e->zeroed_sq,
-                    pc_crossing_limit(e, e->zeroed, u, rms_a));
+  uint64_t nz = e->zeroed + (small_zeros ? e->zeroed_small : 0);
+  double sq = e->zeroed_sq + (small_zeros ? e->zeroed_small_sq : 0);
+  if (pc_crossing(s, nz, sq, u, rms_a))
+    return pc_found(d, PC_DIAG_PARTLY_ZEROED, (double)nz / (double)e->pairs, sq,
+                    pc_crossing_limit(e, nz, u, rms_a));
   if (pc_crossing(s, e->flipped, e->flipped_sq, u, rms_a))
     return pc_found(d, PC_DIAG_SIGN_FLIPS, (double)e->flipped / (double)e->pairs, e->flipped_sq,
                     pc_crossing_limit(e, e->flipped, u, rms_a));
@@ -204,6 +220,13 @@ static bool pc_constant_test(const pc_evidence *e, double u, pc_diagnosis *d) {
   return pc_found(d, PC_DIAG_CONSTANT, e->min_b, spread / big, 2 * u);
 }
 
+/* Zeros below float16's normal range count as evidence unless float16 may have computed B: a
+ * float16 side, or a model whose u is float16's (tf32's is the same, and loses them too). */
+static bool pc_small_zeros_count(const pc_tensor *t, double u) {
+  return t->dtype_a != PC_DTYPE_FLOAT16 && t->dtype_b != PC_DTYPE_FLOAT16 &&
+         t->compare != PC_DTYPE_FLOAT16 && u != pc_dtype_unit_roundoff(PC_DTYPE_FLOAT16);
+}
+
 bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d) {
   const pc_stats *s = &t->stats;
   const pc_evidence *e = &s->ev;
@@ -215,12 +238,14 @@ bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d) {
     return pc_found(d, PC_DIAG_INF_INJECTED, (double)s->inf_mismatches, 0, 0);
   if (!e->pairs)
     return false;
-  if (s->sum_sq_b == 0 && e->zeroed)
-    return pc_found(d, PC_DIAG_ZEROED, 0, (double)e->zeroed, 0);
+  bool small_zeros = pc_small_zeros_count(t, u);
+  uint64_t zeroed = e->zeroed + (small_zeros ? e->zeroed_small : 0);
+  if (s->sum_sq_b == 0 && zeroed)
+    return pc_found(d, PC_DIAG_ZEROED, 0, (double)zeroed, 0);
   double rms_a = sqrt(s->sum_sq_a / (double)e->pairs);
   double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
-  if (pc_constant_test(e, u, d) || pc_scale_test(s, d) || pc_shift_test(e, d) ||
-      pc_crossing_tests(s, u, rms_a, d) || pc_permutation_test(s, rel_rms, d))
+  if (pc_constant_test(e, u, d) || pc_shift_test(e, d) || pc_scale_test(s, d) ||
+      pc_permutation_test(s, rel_rms, d) || pc_crossing_tests(s, small_zeros, u, rms_a, d))
     return true;
   memset(d, 0, sizeof *d);
   return false;

@@ -5,6 +5,7 @@
 #include "kernel_f32.h" /* pc_f16_float */
 #include "numerics.h"   /* pc_dtype_round */
 
+#include <float.h>  /* FLT_MIN */
 #include <math.h>   /* fabs, isfinite, INFINITY */
 #include <string.h> /* memcpy, memset */
 
@@ -57,6 +58,9 @@ static inline void pc_evidence_pair(pc_evidence *e, double a, double b) {
   if (b == 0 && fabs(a) >= PC_ZERO_EVIDENCE_MIN) {
     e->zeroed++;
     e->zeroed_sq += a * a;
+  } else if (b == 0 && fabs(a) >= FLT_MIN) {
+    e->zeroed_small++;
+    e->zeroed_small_sq += a * a;
   } else if ((a < 0 && b > 0) || (a > 0 && b < 0)) {
     e->flipped++;
     e->flipped_sq += a * a;
@@ -150,6 +154,8 @@ void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
   dst->max_b = src->max_b > dst->max_b ? src->max_b : dst->max_b;
   dst->zeroed += src->zeroed;
   dst->zeroed_sq += src->zeroed_sq;
+  dst->zeroed_small += src->zeroed_small;
+  dst->zeroed_small_sq += src->zeroed_small_sq;
   dst->flipped += src->flipped;
   dst->flipped_sq += src->flipped_sq;
   dst->rest += src->rest;
@@ -175,6 +181,8 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
   e->sum_abs_b *= dn;
   e->zeroed *= n;
   e->zeroed_sq *= dn;
+  e->zeroed_small *= n;
+  e->zeroed_small_sq *= dn;
   e->flipped *= n;
   e->flipped_sq *= dn;
   e->rest *= n;

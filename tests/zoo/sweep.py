@@ -1,0 +1,173 @@
+#!/usr/bin/python3
+"""The structural sweep (issue "A pass is earned", docs/tolerance-model.md "Structure"):
+every tensor of at least 64 elements of every honest pair of the shipped dumps, changed by each
+mutation that rounding cannot produce, must not pass, under every shipped profile, in plain
+(A B) and three-way (--reference R, the CPU fp64 run) mode. Also counts the honest pairs that
+pass, and every mutated tensor's diagnosis.
+
+A run mutates every STRIDE-th eligible tensor of B (offset o = 0 .. STRIDE - 1), so that the
+tensors around each mutated one stay honest, as the judge's run-level rules assume of one bug.
+
+    /usr/bin/python3 tests/zoo/sweep.py --binary build/paritycheck [--json out.json]
+
+Exit 0 when no mutated tensor passed; 1 otherwise, listing them.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DIRS = [os.path.join(ROOT, "fixtures", "zoo"), os.path.join(ROOT, "fixtures", "real")]
+PROFILES = {"cpu-vs-cuda-fp32": "cuda_fp32", "tf32": "cuda_tf32",
+            "bf16-autocast": "cuda_bf16", "fp16-autocast": "cuda_fp16"}
+MIN_ELEMENTS = 64
+STRIDE = 4
+
+
+def mutate(kind, x, rng):
+    """x changed by one mutation; none of them is what rounding produces."""
+    if kind == "zero":
+        return np.zeros_like(x)
+    if kind == "x2":
+        return x * 2
+    if kind == "neg":
+        return -x
+    if kind == "roll":
+        return np.roll(x, 1)  # the flattened tensor, as torch.roll(x, 1) without dims
+    if kind == "zero10":
+        y = x.copy().reshape(-1)
+        y[rng.choice(y.size, max(1, y.size // 10), replace=False)] = 0
+        return y.reshape(x.shape)
+    if kind == "shuffle":
+        y = x.copy().reshape(-1)
+        rng.shuffle(y)
+        return y.reshape(x.shape)
+    raise ValueError(kind)
+
+
+MUTATIONS = ["zero", "x2", "neg", "roll", "zero10", "shuffle"]
+
+
+def eligible(path):
+    """Float datasets of at least MIN_ELEMENTS elements, in file order."""
+    out = []
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f" and obj.size >= MIN_ELEMENTS:
+                out.append("/" + name)
+        f.visititems(visit)
+    return out
+
+
+def changed_copy(src, dst, names, kind, seed):
+    """src with each dataset of `names` mutated, at dst. A mutation that leaves a dataset as it
+    was (the roll of a constant) is undone and not counted."""
+    shutil.copyfile(src, dst)
+    rng = np.random.default_rng(seed)
+    done = []
+    with h5py.File(dst, "r+") as f:
+        for n in names:
+            x = f[n][()]
+            y = mutate(kind, x, rng).astype(x.dtype)
+            if np.array_equal(x, y, equal_nan=True):
+                continue
+            f[n][...] = y
+            done.append(n)
+    return done
+
+
+def run(binary, a, b, profile, ref, work):
+    out = os.path.join(work, "r.json")
+    cmd = [binary, "-q", "--profile", profile, "--json", out, a, b]
+    if ref:
+        cmd[1:1] = ["--reference", ref]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr))
+    with open(out) as fh:
+        rep = json.load(fh)
+    return p.returncode, {t["path"]: t for t in rep["tensors"]}
+
+
+def family_paths(fam_dir, fam):
+    return {bk: os.path.join(fam_dir, "%s_%s.h5" % (fam, bk))
+            for bk in ["cpu_fp32", "cpu_fp64"] + list(PROFILES.values())}
+
+
+def families():
+    out = []
+    for d in DIRS:
+        for name in sorted(os.listdir(d)):
+            if name.endswith("_cpu_fp64.h5"):
+                out.append((d, name[:-len("_cpu_fp64.h5")]))
+    return out
+
+
+def sweep(binary, work, fams, profiles, modes):
+    res = {"honest": [], "mutated": 0, "passed": [], "diagnoses": {}}
+    for d, fam in fams:
+        paths = family_paths(d, fam)
+        for profile, backend in profiles.items():
+            b = paths[backend]
+            names = eligible(b)
+            for mode in modes:
+                ref = paths["cpu_fp64"] if mode == "three-way" else None
+                code, _ = run(binary, paths["cpu_fp32"], b, profile, ref, work)
+                res["honest"].append((fam, profile, mode, code))
+                for kind in MUTATIONS:
+                    for off in range(STRIDE):
+                        target = names[off::STRIDE]
+                        mb = os.path.join(work, "b.h5")
+                        done = changed_copy(b, mb, target, kind, seed=off)
+                        if not done:
+                            continue
+                        _, tens = run(binary, paths["cpu_fp32"], mb, profile, ref, work)
+                        for n in done:
+                            t = tens[n]
+                            res["mutated"] += 1
+                            diag = t.get("diagnosis", {}).get("kind", "none")
+                            key = "%s:%s" % (kind, diag)
+                            res["diagnoses"][key] = res["diagnoses"].get(key, 0) + 1
+                            if t["verdict"] == "pass":
+                                res["passed"].append((fam, profile, mode, kind, n))
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "paritycheck"))
+    ap.add_argument("--json", help="write the counts here")
+    ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
+    ap.add_argument("--modes", nargs="*", default=["plain", "three-way"])
+    a = ap.parse_args(argv)
+    profiles = {p: PROFILES[p] for p in a.profiles}
+    with tempfile.TemporaryDirectory() as work:
+        res = sweep(os.path.abspath(a.binary), work, families(), profiles, a.modes)
+    honest_pass = sum(1 for h in res["honest"] if h[3] == 0)
+    print("honest pairs passing: %d of %d" % (honest_pass, len(res["honest"])))
+    for mode in a.modes:
+        hs = [h for h in res["honest"] if h[2] == mode]
+        print("  %s: %d of %d" % (mode, sum(1 for h in hs if h[3] == 0), len(hs)))
+    print("mutated tensors: %d; passed: %d" % (res["mutated"], len(res["passed"])))
+    for p in res["passed"]:
+        print("  PASSED  %s %s %s %s %s" % p)
+    print("diagnoses (mutation:kind count):")
+    for k in sorted(res["diagnoses"]):
+        print("  %-28s %d" % (k, res["diagnoses"][k]))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump(res, fh, indent=1)
+    return 1 if res["passed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
