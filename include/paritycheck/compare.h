@@ -68,10 +68,6 @@ typedef struct pc_options {
 #define PC_OPTIONS_INIT                                                                            \
   { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false, NULL, 0, NULL, 0, NULL, 0, NULL, 0 }
 
-/** Whether the run's indeterminate tensors fail it (accept false, the default) or not, and the
- * run verdict again (CLI --accept-indeterminate; docs/tolerance-model.md, "Indeterminate"). */
-void pc_run_accept_indeterminate(pc_run *run, bool accept);
-
 /** Compare the tensor dumps at path_a (reference) and path_b (candidate). When both are
  * folders, their files are paired by path relative to the folder (recursively), each pair is
  * compared as two files are, and every tensor's path is "FILE:DATASET" (pc_tensor.file); a

@@ -353,6 +353,10 @@ typedef struct pc_run {
   size_t nwarnings;
 } pc_run;
 
+/** Whether the run's indeterminate tensors fail it (accept false, the default) or not, and the
+ * run verdict again (CLI --accept-indeterminate; docs/tolerance-model.md, "Indeterminate"). */
+void pc_run_accept_indeterminate(pc_run *run, bool accept);
+
 #ifdef __cplusplus
 }
 #endif

@@ -136,8 +136,9 @@ static void test_order_from_attributes(void **state) {
 }
 
 /* rel_rms 1e-3, 2e-3, 3e-3 pass the fixed 5e-3. The fourth, 1e-2, is over it but within
- * G x trend = 4 x max(2e-3, 3e-3) = 1.2e-2: pass. The fifth, 5e-2, is over 4 x max(3e-3, 1e-2) =
- * 4e-2: drift, with the reason rel_rms 5e-2 against the limit applied, 4e-2. */
+ * G x trend = 4 x max(2e-3, 3e-3) = 1.2e-2: pass, without feeding the trend (it needed the
+ * trend's help). The fifth, 5e-2, is over the same 4 x max(2e-3, 3e-3) = 1.2e-2: drift, with
+ * the reason rel_rms 5e-2 against the limit applied, 1.2e-2. */
 static void test_trend(void **state) {
   (void)state;
   static const double rel[] = {1e-3, 2e-3, 3e-3, 1e-2, 5e-2};
@@ -152,11 +153,13 @@ static void test_trend(void **state) {
   assert_true(fabs(run->tensors[3].context.trend - 3e-3) < 1e-15);
   pc_tensor *t = &run->tensors[4];
   assert_int_equal(t->verdict, PC_VERDICT_DRIFT);
-  assert_true(fabs(t->context.trend - 1e-2) < 1e-15);
+  assert_true(fabs(t->context.trend - 3e-3) < 1e-15);
   assert_int_equal(t->nreasons, 1);
   assert_int_equal(t->reasons[0].criterion, PC_CRIT_REL_RMS);
   assert_true(fabs(t->reasons[0].value - 5e-2) < 1e-12);
-  assert_true(fabs(t->reasons[0].limit - 4e-2) < 1e-15);
+  assert_true(fabs(t->reasons[0].limit - 1.2e-2) < 1e-15);
+  assert_int_equal(t->diagnosis.kind, PC_DIAG_NOISE);
+  assert_false(t->diagnosis.structural);
   assert_int_equal(run->first_divergence, 4);
   assert_int_equal(t->caused_by, -1);
   assert_int_equal(run->verdict, PC_RUN_DRIFT);
@@ -188,20 +191,22 @@ static void test_trend_elements(void **state) {
 }
 
 /* A bias gradient of RMS(A) 1e-9 and RMS(B - A) 1.4e-9 between gradients of RMS 1e-3 and
- * 5e-4: the noise scale is the lower middle of the two, 5e-4. With nu = 64 and u = 2^-24 the
- * floor is 64 x 2^-24 x 5e-4 = 1.91e-9 >= 1.4e-9: noise, and its rel_rms of 1.4 is waived. With
- * nu = 16 the floor is 4.8e-10 < 1e-9: judged as it is. With a NaN nothing is waived. */
+ * 5e-4: the noise scale is the lower middle of the two, 5e-4. With nu = max(16, sqrt(4096)) =
+ * 64 (sqrt of the terms a reduction upstream may sum) and u = 2^-24 the floor is
+ * 64 x 2^-24 x 5e-4 = 1.91e-9 >= 1.4e-9, and >= RMS(A) too: noise, and its rel_rms of 1.4 is
+ * waived. With RMS(B - A) 3e-9 > 1.91e-9 it is judged as it is, and a rel_rms of 3 leaves no
+ * significant digit: indeterminate. With a NaN nothing is waived. */
 static void test_noise_floor(void **state) {
   (void)state;
   for (int round = 0; round < 3; round++) {
     pc_run *run = new_run(3);
     set_tensor(&run->tensors[0], "/g/conv.weight", 1e-3, 1e-6);
-    set_tensor(&run->tensors[1], "/g/conv.bias", 1e-9, 1.4);
+    set_tensor(&run->tensors[1], "/g/conv.bias", 1e-9, round == 1 ? 3 : 1.4);
     set_tensor(&run->tensors[2], "/g/bn.weight", 5e-4, 1e-6);
     for (size_t i = 0; i < 3; i++) {
       run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_NOISE;
       run->tensors[i].tol.max_rel_rms = 1e-5;
-      run->tensors[i].tol.noise_floor_u = round == 1 ? 16 : 64;
+      run->tensors[i].tol.noise_floor_u = 16;
       run->tensors[i].tol.u = 0x1p-24;
     }
     if (round == 2)
@@ -210,7 +215,9 @@ static void test_noise_floor(void **state) {
     const pc_tensor *t = &run->tensors[1];
     assert_true(fabs(t->context.noise_scale - 5e-4) < 1e-18);
     assert_int_equal(t->context.noise_level, round != 1 ? true : false);
-    assert_int_equal(t->verdict, round == 0 ? PC_VERDICT_PASS : PC_VERDICT_DRIFT);
+    assert_int_equal(t->verdict, round == 0   ? PC_VERDICT_PASS
+                                 : round == 1 ? PC_VERDICT_INDETERMINATE
+                                              : PC_VERDICT_DRIFT);
     assert_int_equal(t->nreasons, (size_t)round); /* round 2: nan_mismatch and rel_rms */
     if (round)
       assert_int_equal(t->reasons[0].criterion,
@@ -219,11 +226,12 @@ static void test_noise_floor(void **state) {
   }
 }
 
-/* Without a trend (G = 1): t0 fails with rel_rms 0.5 (root); t1, 0.3 <= 0.5, is caused by t0;
- * t2 has a NaN (no earlier NaN: a root); t3, 2.0, is not explained (a NaN does not explain a
- * finite error, and 0.5 < 2.0): a root; t4, 0.4 <= 2.0, is caused by t3, the worst finite
- * failure; t5 has a NaN: caused by t2; t6 passes and links to nothing; a missing tensor and an
- * integer tensor are roots of their own. */
+/* Without a trend (G = 1), every failure within W = 8 tensors of the ones before: t0 fails with
+ * rel_rms 0.5 (root; indeterminate, no digit left); t1, 0.3 <= 0.5, is caused by t0; t2 has a
+ * NaN (no earlier NaN: a root); t3, 2.0, is not explained (a NaN does not explain a finite
+ * error, and 0.3, 0.5 < 2.0): a root, indeterminate; t4, 0.4 <= 2.0, is caused by t3, the
+ * nearest that explains it; t5 has a NaN: caused by t2; t6 passes and links to nothing; a
+ * missing tensor and an integer tensor are roots of their own. */
 static void test_cascades(void **state) {
   (void)state;
   static const double rel[] = {0.5, 0.3, 0.1, 2.0, 0.4, 0.1, 0, 0.9};
@@ -248,7 +256,10 @@ static void test_cascades(void **state) {
   for (size_t i = 0; i < 9; i++)
     assert_int_equal(run->tensors[i].caused_by, caused[i]);
   assert_int_equal(run->first_divergence, 0);
-  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], 7);
+  assert_int_equal(run->by_verdict[PC_VERDICT_DRIFT], 5);
+  assert_int_equal(run->by_verdict[PC_VERDICT_INDETERMINATE], 2);
+  assert_int_equal(run->tensors[0].verdict, PC_VERDICT_INDETERMINATE);
+  assert_int_equal(run->tensors[3].verdict, PC_VERDICT_INDETERMINATE);
   assert_int_equal(run->by_verdict[PC_VERDICT_MISSING_IN_B], 1);
   assert_string_equal(pc_criterion_name(run->tensors[2].reasons[0].criterion), "nan_mismatch");
   free_run(run);
@@ -309,6 +320,126 @@ static void test_reference(void **state) {
   }
 }
 
+
+/* The trend does not feed itself: eight tensors, each 3.9 times the one before from 1e-3, under
+ * rel_rms <= 5e-3, G = 4, W = 2. 1e-3 and 3.9e-3 pass on their own; 1.521e-2 passes within
+ * 4 x 3.9e-3 = 1.56e-2, by the trend's help, so it does not feed it; 5.93e-2 is beyond the same
+ * 1.56e-2 and fails, and so does every later one: drift, then from 3.9^5 x 1e-3 = 0.90 on
+ * indeterminate (no digit left). */
+static void test_trend_does_not_feed_itself(void **state) {
+  (void)state;
+  static const char *const paths[] = {"/a/0", "/a/1", "/a/2", "/a/3",
+                                      "/a/4", "/a/5", "/a/6", "/a/7"};
+  pc_run *run = new_run(8);
+  double rel = 1e-3;
+  for (size_t i = 0; i < 8; i++, rel *= 3.9) {
+    set_tensor(&run->tensors[i], paths[i], 1, rel);
+    run->tensors[i].tol = trend_tol();
+  }
+  judge_all(run);
+  for (size_t i = 0; i < 8; i++)
+    assert_int_equal(run->tensors[i].verdict, i < 3   ? PC_VERDICT_PASS
+                                              : i < 5 ? PC_VERDICT_DRIFT
+                                                      : PC_VERDICT_INDETERMINATE);
+  assert_true(fabs(run->tensors[7].context.trend - 3.9e-3) < 1e-15);
+  assert_true(fabs(run->tensors[3].reasons[0].limit - 1.56e-2) < 1e-15);
+  free_run(run);
+}
+
+/* The trend restarts where the gradients begin: a gradient after forward tensors of rel_rms
+ * 4e-3 has no trend (0), so its 1e-2 is judged against the fixed 5e-3 alone. */
+static void test_trend_restarts_at_backward(void **state) {
+  (void)state;
+  pc_run *run = new_run(3);
+  set_tensor(&run->tensors[0], "/activations/000_fc", 1, 4e-3);
+  set_tensor(&run->tensors[1], "/activations/001_out", 1, 4e-3);
+  set_tensor(&run->tensors[2], "/gradients/fc.weight", 1, 1e-2);
+  for (size_t i = 0; i < 3; i++)
+    run->tensors[i].tol = trend_tol();
+  judge_all(run);
+  assert_true(run->tensors[1].context.trend == 4e-3);
+  assert_true(run->tensors[2].context.trend == 0);
+  assert_int_equal(run->tensors[2].verdict, PC_VERDICT_DRIFT);
+  free_run(run);
+}
+
+/* B zero where A is not fails under every allowance: here the tensor sits at noise level
+ * (RMS(A) 1e-9 between neighbours of RMS 1e-3, nu = 64) and within a trend, yet B == 0 with
+ * an element of A above 2^-14 is "zeroed", a structure rounding cannot produce. */
+static void test_structure_never_waived(void **state) {
+  (void)state;
+  pc_run *run = new_run(3);
+  set_tensor(&run->tensors[0], "/g/conv.weight", 1e-3, 1e-6);
+  set_tensor(&run->tensors[1], "/g/conv.bias", 1e-9, 1);
+  set_tensor(&run->tensors[2], "/g/bn.weight", 1e-3, 1e-6);
+  for (size_t i = 0; i < 3; i++) {
+    run->tensors[i].tol = trend_tol();
+    run->tensors[i].tol.set |= PC_TOL_NOISE;
+    run->tensors[i].tol.noise_floor_u = 64;
+    run->tensors[i].tol.u = 0x1p-24;
+  }
+  pc_stats *s = &run->tensors[1].stats;
+  s->sum_sq_b = 0;
+  s->ev.pairs = N;
+  s->ev.zeroed = 1;
+  s->ev.zeroed_sq = 0x1p-28;
+  judge_all(run);
+  const pc_tensor *t = &run->tensors[1];
+  assert_true(t->context.noise_level);
+  assert_int_equal(t->verdict, PC_VERDICT_DRIFT);
+  assert_int_equal(t->diagnosis.kind, PC_DIAG_ZEROED);
+  assert_true(t->diagnosis.structural);
+  assert_int_equal(t->nreasons, 1);
+  assert_int_equal(t->reasons[0].criterion, PC_CRIT_STRUCTURE);
+  char buf[64];
+  assert_string_equal(pc_diagnosis_text(&t->diagnosis, buf, sizeof buf), "zeroed");
+  free_run(run);
+}
+
+/* An indeterminate tensor (rel_rms 0.8 >= 0.5: no digit left) fails the run unless the run
+ * accepts it; accepted, the run passes and the tensor is still tallied as indeterminate. */
+static void test_indeterminate_accepted(void **state) {
+  (void)state;
+  pc_run *run = new_run(2);
+  set_tensor(&run->tensors[0], "/a/0", 1, 1e-4);
+  set_tensor(&run->tensors[1], "/a/1", 1, 0.8);
+  for (size_t i = 0; i < 2; i++) {
+    run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS;
+    run->tensors[i].tol.max_rel_rms = 1e-3;
+  }
+  judge_all(run);
+  assert_int_equal(run->tensors[1].verdict, PC_VERDICT_INDETERMINATE);
+  assert_int_equal(run->tensors[1].diagnosis.kind, PC_DIAG_NO_DIGITS);
+  assert_int_equal(run->verdict, PC_RUN_DRIFT);
+  pc_run_accept_indeterminate(run, true);
+  assert_int_equal(run->verdict, PC_RUN_PASS);
+  assert_int_equal(run->by_verdict[PC_VERDICT_INDETERMINATE], 1);
+  pc_run_accept_indeterminate(run, false);
+  assert_int_equal(run->verdict, PC_RUN_DRIFT);
+  free_run(run);
+}
+
+/* A cascade needs a link: two failures of other modules 10 tensors apart (W = 8) are two roots,
+ * whatever their sizes; the second links to the first when it is within 8 tensors. */
+static void test_cascade_needs_link(void **state) {
+  (void)state;
+  for (int round = 0; round < 2; round++) {
+    size_t n = 12, second = round ? 8 : 11;
+    static const char *const paths[] = {"/a/000_m0", "/a/001_m1", "/a/002_m2",  "/a/003_m3",
+                                        "/a/004_m4", "/a/005_m5", "/a/006_m6",  "/a/007_m7",
+                                        "/a/008_m8", "/a/009_m9", "/a/010_m10", "/a/011_m11"};
+    pc_run *run = new_run(n);
+    for (size_t i = 0; i < n; i++) {
+      set_tensor(&run->tensors[i], paths[i], 1, i == 1 ? 0.3 : i == second ? 0.2 : 1e-6);
+      run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS;
+      run->tensors[i].tol.max_rel_rms = 1e-3;
+    }
+    judge_all(run);
+    assert_int_equal(run->tensors[second].caused_by, round ? 1 : -1);
+    free_run(run);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_order_from_paths),
                                      cmocka_unit_test(test_order_nested_gradients),
@@ -319,6 +450,11 @@ int main(void) {
                                      cmocka_unit_test(test_noise_floor),
                                      cmocka_unit_test(test_cascades),
                                      cmocka_unit_test(test_reasons),
-                                     cmocka_unit_test(test_reference)};
+                                     cmocka_unit_test(test_reference),
+                                     cmocka_unit_test(test_trend_does_not_feed_itself),
+                                     cmocka_unit_test(test_trend_restarts_at_backward),
+                                     cmocka_unit_test(test_structure_never_waived),
+                                     cmocka_unit_test(test_indeterminate_accepted),
+                                     cmocka_unit_test(test_cascade_needs_link)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

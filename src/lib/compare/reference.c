@@ -46,7 +46,10 @@ static const pc_tensor *pc_find_compared(const pc_by_path *ix, const char *path)
   const pc_path_entry *hit =
       bsearch(&key, ix->sorted, ix->n, sizeof *ix->sorted, pc_cmp_entry_path);
   const pc_tensor *t = hit ? pc_run_at(ix->run, hit->index) : NULL;
-  return t && (t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT) ? t : NULL;
+  return t && (t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT ||
+               t->verdict == PC_VERDICT_INDETERMINATE)
+             ? t
+             : NULL;
 }
 
 static pc_ref_side pc_side(const pc_tensor *t) {

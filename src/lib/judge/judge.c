@@ -5,8 +5,6 @@
 
 #include "pc_internal.h"
 
-#include <paritycheck/compare.h> /* pc_run_accept_indeterminate */
-
 #include <ctype.h>  /* tolower, isdigit */
 #include <math.h>   /* fabs, fmax, sqrt, INFINITY */
 #include <stdio.h>  /* snprintf */

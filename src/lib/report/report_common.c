@@ -63,7 +63,7 @@ const char *pc_report_dims(char buf[PC_DIMS_TEXT_MAX], int rank, const uint64_t 
 
 /* Only compared tensors carry figures; other verdicts are decided before any element is read. */
 bool pc_report_has_stats(pc_verdict v) {
-  return v == PC_VERDICT_PASS || v == PC_VERDICT_DRIFT;
+  return v == PC_VERDICT_PASS || v == PC_VERDICT_DRIFT || v == PC_VERDICT_INDETERMINATE;
 }
 
 /* Row-major: the last dimension varies fastest. A zero dimension means no element, hence no worst;
