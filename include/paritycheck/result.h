@@ -52,9 +52,8 @@ enum {
 extern const double pc_quantile_levels[PC_NQUANTILES];
 
 /* Shifts the evidence tests (docs/tolerance-model.md, "Structure"): by one element forward and
- * back in row-major order (a roll along the last axis, or of the flattened tensor), and by one
- * slice of the leading axis forward and back. */
-enum { PC_SHIFT_FLAT_FWD = 0, PC_SHIFT_FLAT_BACK, PC_SHIFT_AXIS0_FWD, PC_SHIFT_AXIS0_BACK, PC_NSHIFTS };
+ * back in row-major order (a roll along the last axis, or of the flattened tensor). */
+enum { PC_SHIFT_FWD = 0, PC_SHIFT_BACK, PC_NSHIFTS };
 
 /* Sums over the finite pairs of a tensor that rounding cannot move far (docs/tolerance-model.md,
  * "Structure"), gathered in the same pass as the figures and added block by block. "Zeroed":
@@ -62,6 +61,7 @@ enum { PC_SHIFT_FLAT_FWD = 0, PC_SHIFT_FLAT_BACK, PC_SHIFT_AXIS0_FWD, PC_SHIFT_A
  * cannot make it; "small": where |a| is a normal float32 below that, out of float16's normal
  * range). "Flipped": a and b nonzero of opposite signs. "Rest": every other pair. */
 typedef struct pc_evidence {
+  bool seen;                   /* a block was folded (its ends are set) */
   uint64_t pairs;              /* finite pairs folded */
   double sum_a, sum_b;         /* sums of a and of b */
   double sum_abs_a, sum_abs_b; /* sums of |a| and of |b| */
@@ -76,11 +76,14 @@ typedef struct pc_evidence {
   uint64_t rest;     /* the other pairs: their count, sum of (b - a)^2, largest |b - a| */
   double rest_sq;
   double rest_max;
-  /* Shifted pairs (b[i], a[i - s]) inside one block, per PC_SHIFT_*: their count, the sum of
-   * (b[i] - a[i - s])^2, and the sum of (b[i] - a[i])^2 over the same i. */
+  /* Shifted pairs (b[i], a[i - s]) of finite values, per PC_SHIFT_*: their count, the sum of
+   * (b[i] - a[i - s])^2, and the sum of (b[i] - a[i])^2 over the same i. The pairs that straddle
+   * two blocks are added when the blocks merge, from the first and last values of each (NaN when
+   * not finite), so that the sums do not depend on where blocks are cut. */
   uint64_t shift_pairs[PC_NSHIFTS];
   double shift_sq[PC_NSHIFTS];
   double shift_base_sq[PC_NSHIFTS];
+  double first_a, first_b, last_a, last_b;
   /* Precision signature, for float32 compare dtypes: pairs where a is not representable in
    * bfloat16 / float16 / tf32, and how many of those have b == a rounded to it (nearest even). */
   uint64_t round_cand[3];
@@ -234,7 +237,7 @@ typedef enum pc_diagnosis_kind {
   PC_DIAG_SCALED,        /* value: c, B = c A */
   PC_DIAG_NEGATED,       /* value: c (near -1) */
   PC_DIAG_SIGN_FLIPS,    /* value: the fraction of elements whose sign flipped */
-  PC_DIAG_SHIFTED,       /* value: the shift (+1 / -1), axis: 0 or -1 (flattened) */
+  PC_DIAG_SHIFTED,       /* value: the shift (+1 / -1) in row-major order */
   PC_DIAG_PERMUTED,      /* value: rel_rms */
   PC_DIAG_ROUNDED,       /* value: the fraction that match; axis: 0 bf16, 1 fp16, 2 tf32 */
   PC_DIAG_NOISE,         /* value: rel_rms: noise-like, consistent with amplified rounding */
@@ -245,10 +248,10 @@ typedef enum pc_diagnosis_kind {
 typedef struct pc_diagnosis {
   pc_diagnosis_kind kind;
   bool structural; /* rounding cannot produce it */
-  int axis;        /* PC_DIAG_SHIFTED, PC_DIAG_ROUNDED; else 0 */
+  int axis; /* PC_DIAG_ROUNDED: 0 bf16, 1 fp16, 2 tf32; PC_DIAG_NOISE: 1 in plain mode */
   double value;    /* per kind, above */
-  double statistic; /* the test's statistic, and the largest value honest rounding gives it */
-  double limit;
+  double statistic; /* the test's statistic, and the largest value honest rounding gives it: */
+  double limit;     /* structural when statistic > limit */
 } pc_diagnosis;
 
 /** "zeroed", "scaled", ... ("none" for PC_DIAG_NONE): the kind's stable name (JSON "kind"). */

@@ -103,4 +103,6 @@ def test_assert_parity_on_a_torch_model():
     paritycheck.assert_parity(ref, run(model, x), profile="cpu-vs-cuda-fp32")
     with pytest.raises(AssertionError) as e:
         paritycheck.assert_parity(ref, run(model, x, skip=True), profile="cpu-vs-cuda-fp32")
-    assert "/layer1: drift" in str(e.value)
+    # Skipping a layer leaves layer1 no significant digit (rel_rms 0.78): indeterminate, which
+    # fails as drift does.
+    assert "/layer1: indeterminate" in str(e.value)

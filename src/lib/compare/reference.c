@@ -109,7 +109,8 @@ int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *op
       pc_run_at(run, i)->vs_reference = pc_attach(&ia, &ib, pc_run_at(run, i)->path);
     free(run->path_ref);
     run->path_ref = path;
-    rc = pc_judge_reference(run);
+    if (pc_judge_reference(run) < 0)
+      rc = pc_error_set(err, PC_ENOMEM, "out of memory");
   }
   free(ia.sorted);
   free(ib.sorted);

@@ -142,17 +142,6 @@ static pc_qhist **pc_slot_hists(const pc_stream *s, pc_slot *sl) {
   return s->cfg.quantiles ? sl->hist : NULL;
 }
 
-/* Elements in one slice of the tensor's leading axis; 0 below two axes, where a shift along
- * it is the flat one. */
-static size_t pc_stride0(const pc_tensor *t) {
-  if (t->rank < 2 || !t->dims || t->dims[0] == 0)
-    return 0;
-  size_t n = 1;
-  for (int i = 1; i < t->rank; i++)
-    n *= (size_t)t->dims[i];
-  return n;
-}
-
 /* Decode and fold one slot's stored bytes (sl->raw) into its own partial, and its structural
  * evidence (evidence.h) for real floats. */
 static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
@@ -163,12 +152,12 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   if (pc_f32_direct(sl) && !same) {
     pc_kernel_f32(&k, ra, rb, sl->a->logical == PC_DTYPE_BFLOAT16,
                   sl->b->logical == PC_DTYPE_BFLOAT16);
-    pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, pc_stride0(sl->t), false);
+    pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, false);
     return;
   }
   if (pc_f16_direct(sl) && !same) {
     pc_kernel_f16(&k, ra, rb);
-    pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, pc_stride0(sl->t), true);
+    pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, true);
     return;
   }
   if (!pc_worker_reserve(w, sl->n)) {
@@ -179,7 +168,7 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   pc_dataset_decode(sl->b, rb, sl->n, w->vals[1], w->ints[1]);
   pc_worker_kernels(w, sl, &k, same);
   if (sl->a->kind == PC_KIND_FLOAT && sl->b->kind == PC_KIND_FLOAT)
-    pc_evidence_add_f64(&sl->part, w->vals[0], w->vals[1], sl->n, pc_stride0(sl->t),
+    pc_evidence_add_f64(&sl->part, w->vals[0], w->vals[1], sl->n,
                         sl->t->compare != PC_DTYPE_FLOAT64);
   /* Only real float datasets carry a logical dtype other than their stored one. */
   if (sl->a->logical != sl->a->stored)

@@ -572,11 +572,13 @@ static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
   if (!pc_dtype_is_float(t->compare) || t->is_complex || t->diagnosis.structural ||
       !t->stats.finite_terms)
     return;
-  bool magnitude = false;
-  for (size_t i = 0; i < t->nreasons; i++)
+  bool magnitude = false, product = false; /* a product metric's failure is the product's */
+  for (size_t i = 0; i < t->nreasons; i++) {
     magnitude |= t->reasons[i].criterion < PC_CRIT_STRUCTURE;
+    product |= t->reasons[i].criterion >= PC_CRIT_METRIC_;
+  }
   double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
-  if (magnitude && no_digits) {
+  if (magnitude && !product && no_digits) {
     t->verdict = PC_VERDICT_INDETERMINATE;
     t->diagnosis = (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, rel_rms, rel_rms,
                                   PC_INDETERMINATE_REL};
@@ -588,12 +590,13 @@ static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
     t->diagnosis.axis = plain;
 }
 
-/* Plain mode: B keeps no significant digit when its error is half A's size. */
+/* Plain mode: B keeps no significant digit when its error is half A's size (A nonzero: B
+ * nonzero where A is exactly zero is a difference, not a lost digit). */
 static void pc_classify_plain(pc_tensor *t) {
   if (!t->stats.finite_terms)
     return;
   double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
-  pc_classify_failure(t, !(rel_rms < PC_INDETERMINATE_REL), true);
+  pc_classify_failure(t, isfinite(rel_rms) && rel_rms >= PC_INDETERMINATE_REL, true);
 }
 
 /* --- cascades ------------------------------------------------------------------------------ */

@@ -6,7 +6,7 @@
 #include "numerics.h"   /* pc_dtype_round */
 
 #include <float.h>  /* FLT_MIN */
-#include <math.h>   /* fabs, isfinite, INFINITY */
+#include <math.h>   /* fabs, isfinite, INFINITY, NAN */
 #include <string.h> /* memcpy, memset */
 
 /* The smallest normal float16: below it a backend may flush or underflow a value to zero
@@ -17,6 +17,7 @@ static void pc_evidence_reset(pc_evidence *e) {
   memset(e, 0, sizeof *e);
   e->min_a = e->min_b = INFINITY;
   e->max_a = e->max_b = -INFINITY;
+  e->first_a = e->first_b = e->last_a = e->last_b = NAN;
 }
 
 /* Rounds float32 bits to nearest even, keeping the top `keep` bits of the pattern's 32 (16 for
@@ -81,33 +82,40 @@ static inline void pc_shift_pair(pc_evidence *e, int k, double ai, double bi, do
   e->shift_base_sq[k] += d0 * d0;
 }
 
-/* The loop over a block: LOAD(i, x) sets double x to a's or b's value i. */
+/* The loop over a block: LOAD(j, x) sets double x to a's or b's value j. Non-finite pairs take
+ * part only as a block's ends (NaN there: no straddling pair). */
 #define PC_EVIDENCE_LOOP(LOAD_A, LOAD_B, SIG)                                                      \
   for (size_t i = 0; i < n; i++) {                                                               \
     double a, b;                                                                                 \
     LOAD_A(i, a);                                                                                \
     LOAD_B(i, b);                                                                                \
-    if (!isfinite(a) || !isfinite(b))                                                            \
+    bool ok = isfinite(a) && isfinite(b);                                                        \
+    if (i == 0) {                                                                                \
+      e->first_a = ok ? a : NAN;                                                                 \
+      e->first_b = ok ? b : NAN;                                                                 \
+    }                                                                                            \
+    if (i + 1 == n) {                                                                            \
+      e->last_a = ok ? a : NAN;                                                                  \
+      e->last_b = ok ? b : NAN;                                                                  \
+    }                                                                                            \
+    if (!ok)                                                                                     \
       continue;                                                                                  \
     pc_evidence_pair(e, a, b);                                                                   \
     if (SIG)                                                                                     \
       pc_signature(e, (float)a, (float)b);                                                       \
-    size_t step[PC_NSHIFTS] = {1, 1, stride0, stride0};                                          \
-    for (int k = 0; k < PC_NSHIFTS; k++) {                                                       \
-      size_t s = step[k];                                                                        \
-      if (s == 0)                                                                                \
-        continue;                                                                                \
-      bool fwd = (k % 2) == 0; /* b[i] against a[i - s], else a[i + s] */                        \
-      if (fwd ? i < s : i + s >= n)                                                              \
-        continue;                                                                                \
-      double as;                                                                                 \
-      LOAD_A(fwd ? i - s : i + s, as);                                                           \
-      pc_shift_pair(e, k, a, b, as);                                                             \
+    double as;                                                                                   \
+    if (i > 0) {                                                                                 \
+      LOAD_A(i - 1, as);                                                                         \
+      pc_shift_pair(e, PC_SHIFT_FWD, a, b, as);                                                  \
+    }                                                                                            \
+    if (i + 1 < n) {                                                                             \
+      LOAD_A(i + 1, as);                                                                         \
+      pc_shift_pair(e, PC_SHIFT_BACK, a, b, as);                                                 \
     }                                                                                            \
   }
 
 static void pc_evidence_f64(pc_evidence *e, const double *va, const double *vb, size_t n,
-                     size_t stride0, bool signature) {
+                            bool signature) {
 #define LA(j, x) (x) = va[j]
 #define LB(j, x) (x) = vb[j]
   PC_EVIDENCE_LOOP(LA, LB, signature)
@@ -127,8 +135,8 @@ static inline double pc_load_stored(const unsigned char *r, size_t j, bool half)
   return f;
 }
 
-static void pc_evidence_bytes(pc_evidence *e, const unsigned char *ra, const unsigned char *rb, size_t n,
-                       size_t stride0, bool half) {
+static void pc_evidence_bytes(pc_evidence *e, const unsigned char *ra, const unsigned char *rb,
+                              size_t n, bool half) {
 #define LA(j, x) (x) = pc_load_stored(ra, (j), half)
 #define LB(j, x) (x) = pc_load_stored(rb, (j), half)
   PC_EVIDENCE_LOOP(LA, LB, !half)
@@ -136,13 +144,24 @@ static void pc_evidence_bytes(pc_evidence *e, const unsigned char *ra, const uns
 #undef LB
 }
 
+/* The shifted pairs that straddle dst's last element and src's first. */
+static void pc_evidence_seam(pc_evidence *dst, const pc_evidence *src) {
+  if (isfinite(dst->last_a) && isfinite(src->first_b))
+    pc_shift_pair(dst, PC_SHIFT_FWD, src->first_a, src->first_b, dst->last_a);
+  if (isfinite(dst->last_b) && isfinite(src->first_a))
+    pc_shift_pair(dst, PC_SHIFT_BACK, dst->last_a, dst->last_b, src->first_a);
+}
+
 void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
-  if (!src->pairs)
+  if (!src->seen)
     return;
-  if (!dst->pairs) {
+  if (!dst->seen) {
     *dst = *src;
     return;
   }
+  pc_evidence_seam(dst, src);
+  dst->last_a = src->last_a;
+  dst->last_b = src->last_b;
   dst->pairs += src->pairs;
   dst->sum_a += src->sum_a;
   dst->sum_b += src->sum_b;
@@ -191,23 +210,29 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
     e->round_cand[k] *= n;
     e->round_hit[k] *= n;
   }
-  memset(e->shift_pairs, 0, sizeof e->shift_pairs); /* a fill has no position to shift */
-  memset(e->shift_sq, 0, sizeof e->shift_sq);
-  memset(e->shift_base_sq, 0, sizeof e->shift_base_sq);
+  /* n equal pairs hold n - 1 shifted pairs in each direction, each the one pair's difference. */
+  if (isfinite(e->first_a) && isfinite(e->first_b) && n > 1)
+    for (int k = 0; k < PC_NSHIFTS; k++) {
+      double d = e->first_b - e->first_a;
+      e->shift_pairs[k] = n - 1;
+      e->shift_sq[k] = e->shift_base_sq[k] = d * d * (double)(n - 1);
+    }
 }
 
-void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, size_t stride0,
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n,
                          bool signature) {
   pc_evidence e;
   pc_evidence_reset(&e);
-  pc_evidence_f64(&e, a, b, n, stride0, signature);
+  pc_evidence_f64(&e, a, b, n, signature);
+  e.seen = n > 0;
   pc_evidence_merge(&s->ev, &e);
 }
 
 void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned char *b, size_t n,
-                           size_t stride0, bool half) {
+                           bool half) {
   pc_evidence e;
   pc_evidence_reset(&e);
-  pc_evidence_bytes(&e, a, b, n, stride0, half);
+  pc_evidence_bytes(&e, a, b, n, half);
+  e.seen = n > 0;
   pc_evidence_merge(&s->ev, &e);
 }

@@ -11,16 +11,14 @@
 #include <stddef.h>  /* size_t */
 #include <stdint.h>  /* uint64_t */
 
-/** Fold n pairs of real values (doubles) into s->ev. stride0: elements in one slice of the
- * leading axis, 0 when the tensor has fewer than two axes (no axis-0 shift is tested).
+/** Fold a block of n pairs of real values (doubles) into s->ev, after the blocks already in it.
  * signature: count the precision signature (a float32 compare dtype). */
-void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, size_t stride0,
-                         bool signature);
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, bool signature);
 
 /** The same from stored bytes in the machine's order: float32 (half false, with the
  * signature) or float16 (half true, without). */
 void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned char *b, size_t n,
-                           size_t stride0, bool half);
+                           bool half);
 
 /** dst += src, src holding pairs that follow dst's. */
 void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src);

@@ -220,9 +220,9 @@ static json_t *reason_json(const char *criterion, const pc_reason *r) {
 static json_t *reasons_json(const pc_tensor *t) {
   json_t *a = json_array();
   int rc = 0;
-  if (t->verdict != PC_VERDICT_DRIFT)
-    rc |= json_array_append_new(a, reason_json(pc_verdict_name(t->verdict), NULL));
   bool judged = t->verdict == PC_VERDICT_DRIFT || t->verdict == PC_VERDICT_INDETERMINATE;
+  if (!judged)
+    rc |= json_array_append_new(a, reason_json(pc_verdict_name(t->verdict), NULL));
   for (size_t k = 0; judged && k < t->nreasons && k < PC_CRIT_COUNT_; k++)
     rc |= json_array_append_new(
         a, reason_json(pc_criterion_name(t->reasons[k].criterion), &t->reasons[k]));
