@@ -18,7 +18,9 @@ OLD_REV = 'd4955c3'  # 'Review: JUnit's full-precision worst line ...', before t
 FIELDS = ['path', 'dtype_a', 'dtype_b', 'compare_dtype', 'shape', 'count', 'mismatches',
           'nan_mismatches', 'inf_mismatches', 'max_abs', 'max_rel', 'max_ulp', 'mean_abs',
           'mean_rel', 'mean_ulp', 'rms', 'rel_rms', 'cosine', 'snr_db', 'scale_error', 'worst',
-          'quantiles', 'ulp_hist', 'verdict']
+          'quantiles', 'ulp_hist']
+# Verdicts are no longer compared: the judge of issue 29 decides them from structural evidence
+# and may call a tensor indeterminate, by design; the figures above must still be identical.
 
 
 def pairs(repo):

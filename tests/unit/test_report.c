@@ -504,10 +504,10 @@ static void test_json_summary(void **state) {
   const json_t *s = json_object_get(root, "summary");
   static const char *const keys[] = {
       "tensors",        "pass",    "drift", "missing_in_a", "missing_in_b", "shape_mismatch",
-      "dtype_mismatch", "skipped", "error", "failures",     "roots"};
-  assert_keys(s, keys, 11);
-  static const json_int_t counts[] = {8, 1, 2, 1, 1, 1, 0, 1, 1};
-  for (size_t i = 0; i < 9; i++)
+      "dtype_mismatch", "skipped", "error", "indeterminate", "failures", "roots"};
+  assert_keys(s, keys, 12);
+  static const json_int_t counts[] = {8, 1, 2, 1, 1, 1, 0, 1, 1, 0};
+  for (size_t i = 0; i < 10; i++)
     assert_int_equal(int_at(s, keys[i]), counts[i]);
   assert_int_equal(int_at(s, "failures"), 5); /* 2 drift + missing_in_a/b + shape_mismatch */
   assert_int_equal(int_at(s, "roots"), 4);    /* all but /enc/2/cplx, which attn explains */
