@@ -2,6 +2,7 @@
  * "Baseline gate"). The file is JSON written and read with jansson. */
 #include "json_util.h"
 #include "pc_internal.h"
+#include "report_common.h" /* pc_report_has_stats, pc_report_accepted */
 
 #include <paritycheck/baseline.h>
 
@@ -40,8 +41,7 @@ static json_t *tensor_json(const pc_tensor *t) {
   json_t *o = json_object();
   int rc = json_object_set_new(o, "path", pc_json_string(t->path));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
-  bool compared = t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT;
-  if (!compared)
+  if (!pc_report_has_stats(t->verdict)) /* an indeterminate tensor has figures too */
     return pc_json_finish(o, rc);
   rc |= json_object_set_new(o, "compare_dtype", json_string(pc_dtype_name(t->compare)));
   rc |= json_object_set_new(o, "count", pc_json_count(s->count));
@@ -149,7 +149,7 @@ static int read_entry(entry *out, const json_t *o, const char *path, size_t i, p
     return bad_file(err, path, i, "wants an object with string keys path and verdict");
   if (!verdict_from_name(verdict, &out->e.verdict))
     return bad_file(err, path, i, "unknown verdict");
-  if (out->e.verdict == PC_VERDICT_PASS || out->e.verdict == PC_VERDICT_DRIFT) {
+  if (pc_report_has_stats(out->e.verdict)) {
     int rc = read_figures(&out->e, o, path, i, err);
     if (rc < 0)
       return rc;
@@ -220,7 +220,7 @@ int pc_baseline_load(pc_baseline **out, const char *path, pc_error *err) {
 /* ---- judging ---- */
 
 static bool compared(pc_verdict v) {
-  return v == PC_VERDICT_PASS || v == PC_VERDICT_DRIFT;
+  return pc_report_has_stats(v);
 }
 
 /* A verdict the gate has to look at: a failure, or a tensor that could not be read. */
@@ -295,7 +295,8 @@ static void judge(pc_gate *g, const pc_baseline *base, const pc_run *run, bool *
     if (e)
       gt->base = *e;
     gt->change = judge_change(t, e, g->factor);
-    gt->fails = pc_verdict_is_failure(t->verdict) &&
+    /* an indeterminate tensor the run accepts fails no gate either: the gate sets the exit code */
+    gt->fails = pc_verdict_is_failure(t->verdict) && !pc_report_accepted(run, i) &&
                 (gt->change == PC_CHANGE_NEW || gt->change == PC_CHANGE_WORSE);
     g->by_change[gt->change]++;
     g->failures += gt->fails;
