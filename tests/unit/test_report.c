@@ -1476,8 +1476,11 @@ static void test_text_provenance_width(void **state) {
 
 /* A run of five float32 tensors of [4] as the judge leaves them (docs/reports.md,
  * "Indeterminate tensors"): a pass, an indeterminate gradient (rel_rms 0.8 against 0.001, no
- * digit left), and three structural drifts (B = 2 A, B shifted by one slice of axis 0, 12 % of
- * A's nonzero elements zeroed in B), each with the structure criterion's statistic and limit.
+ * digit left), and three structural drifts, each with the structure criterion's statistic and
+ * limit as the judge's tests set them: B = 2 A (the scale test's p-value 0 below 1e-6), B
+ * shifted by one slice of axis 0 (shifted over unshifted distance 0.01 below 0.25), 12 % of A's
+ * nonzero elements zeroed in B (their energy 60 above 3): a failing statistic on either side
+ * of its limit reads "<" or ">".
  * The judge's first divergence is the indeterminate tensor. */
 enum { D_PASS, D_INDET, D_SCALED, D_SHIFTED, D_ZEROED, D_COUNT };
 static pc_tensor diag_tensors[D_COUNT];
@@ -1506,11 +1509,11 @@ static pc_run diag_run(size_t n, bool accept) {
       diag_tensor("/l1/grad", PC_VERDICT_INDETERMINATE, (pc_reason){PC_CRIT_REL_RMS, 0.8, 0.001},
                   (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, 0.8, 0.8, 0.5});
   diag_tensors[D_SCALED] =
-      diag_tensor("/l2/scaled", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 40, 3},
-                  (pc_diagnosis){PC_DIAG_SCALED, true, 0, 2.0, 40, 3});
+      diag_tensor("/l2/scaled", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 0, 1e-6},
+                  (pc_diagnosis){PC_DIAG_SCALED, true, 0, 2.0, 0, 1e-6});
   diag_tensors[D_SHIFTED] =
-      diag_tensor("/l3/shifted", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 25, 3},
-                  (pc_diagnosis){PC_DIAG_SHIFTED, true, 0, 1, 25, 3});
+      diag_tensor("/l3/shifted", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 0.01, 0.25},
+                  (pc_diagnosis){PC_DIAG_SHIFTED, true, 0, 1, 0.01, 0.25});
   diag_tensors[D_ZEROED] =
       diag_tensor("/l4/zeroed", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 60, 3},
                   (pc_diagnosis){PC_DIAG_PARTLY_ZEROED, true, 0, 0.12, 60, 3});
@@ -1542,8 +1545,8 @@ static void test_text_diagnosis(void **state) {
         "\nINDETERMINATE  /l1/grad ",
         DETAIL INDET_WHY "\n",
         "\nDRIFT          /l2/scaled ",
-        DETAIL "structure 40 > limit 3; diagnosis: scaled by 2.000\n",
-        DETAIL "structure 25 > limit 3; diagnosis: shifted by +1 along axis 0\n",
+        DETAIL "structure 0 < limit 1e-06; diagnosis: scaled by 2.000\n",
+        DETAIL "structure 0.01 < limit 0.25; diagnosis: shifted by +1 along axis 0\n",
         DETAIL "structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed\n",
         "\nFAIL: 4 of 5 tensors fail (3 drift, 1 indeterminate); first divergence: /l1/grad\n"};
     assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
@@ -1624,8 +1627,8 @@ static void test_markdown_diagnosis(void **state) {
       "- **verdict**: drift; 5 tensors: 1 pass, 4 fail (3 drift, 1 indeterminate)\n",
       "| `/l1/grad` | **indeterminate** |",
       "`" INDET_WHY "`",
-      "`structure 40 > limit 3; diagnosis: scaled by 2.000`",
-      "`structure 25 > limit 3; diagnosis: shifted by +1 along axis 0`",
+      "`structure 0 < limit 1e-06; diagnosis: scaled by 2.000`",
+      "`structure 0.01 < limit 0.25; diagnosis: shifted by +1 along axis 0`",
       "`structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed`"};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   free(text);
@@ -1645,7 +1648,7 @@ static void test_junit_diagnosis(void **state) {
   pc_run r = diag_run(D_COUNT, false);
   char *text = render_file(pc_report_junit, &r, NULL);
   static const char *const wanted[] = {
-      "<failure type=\"drift\" message=\"structure 40 &gt; limit 3; diagnosis: scaled by "
+      "<failure type=\"drift\" message=\"structure 0 &lt; limit 1e-06; diagnosis: scaled by "
       "2.000\">",
       "\ndiagnosis scaled by 2.000\n",
       "<failure type=\"drift\" message=\"structure 60 &gt; limit 3; diagnosis: 12.0 % of "
@@ -1674,9 +1677,10 @@ static void test_github_diagnosis(void **state) {
   assert_string_equal(
       text,
       "::error title=paritycheck INDETERMINATE::/l1/grad: " INDET_WHY "\n"
-      "::error title=paritycheck DRIFT::/l2/scaled: structure 40 > limit 3; diagnosis: scaled "
+      "::error title=paritycheck DRIFT::/l2/scaled: structure 0 < limit 1e-06; diagnosis: scaled "
       "by 2.000\n"
-      "::error title=paritycheck DRIFT::/l3/shifted: structure 25 > limit 3; diagnosis: shifted "
+      "::error title=paritycheck DRIFT::/l3/shifted: structure 0.01 < limit 0.25; diagnosis: "
+      "shifted "
       "by +1 along axis 0\n"
       "::error title=paritycheck DRIFT::/l4/zeroed: structure 60 > limit 3; diagnosis: 12.0 %25 "
       "of elements zeroed\n");
@@ -1694,7 +1698,7 @@ static void test_html_diagnosis(void **state) {
   pc_run r = diag_run(D_COUNT, false);
   char *text = render_file(pc_report_html, &r, NULL);
   static const char *const wanted[] = {"class=\"v-indeterminate\">indeterminate</td>",
-                                       "structure 40 &gt; limit 3; diagnosis: scaled by 2.000",
+                                       "structure 0 &lt; limit 1e-06; diagnosis: scaled by 2.000",
                                        "no significant digit left (0.8 of the value&apos;s size)"};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   assert_non_null(strstr(text, "<tr class=\"fail\"><td class=\"n\" data-v=\"1\">2</td>"));

@@ -344,6 +344,15 @@ static void append(char *buf, size_t size, size_t *n, const char *fmt, ...) {
     *n += (size_t)k;
 }
 
+/* How a failing value stands to its limit. The structure criterion's statistic fails on either
+ * side, by the test behind it (a scale test's p-value below its limit, a zeroed energy above
+ * its own: pc_diagnosis), so its sign is read off the two numbers. */
+static const char *reason_sign(const pc_reason *r) {
+  if (r->criterion == PC_CRIT_STRUCTURE)
+    return r->value < r->limit ? "<" : ">";
+  return pc_criterion_is_floor(r->criterion) ? "<" : ">";
+}
+
 /* "rel_rms 1.2e-05 > limit 8.9e-06": the criterion, the tensor's value and the limit the judge
  * applied; counts (nan and inf mismatches) as integers, and the mismatch fraction with the
  * count it comes from. */
@@ -355,8 +364,7 @@ static void append_reason(char *buf, size_t size, size_t *n, const pc_reason *r,
     append(buf, size, n, "%.0f", r->value);
   else
     append(buf, size, n, "%.*g", digits, r->value);
-  append(buf, size, n, " %s limit %.*g", pc_criterion_is_floor(r->criterion) ? "<" : ">", digits,
-         r->limit);
+  append(buf, size, n, " %s limit %.*g", reason_sign(r), digits, r->limit);
   if (r->criterion == PC_CRIT_MISMATCH_FRACTION)
     append(buf, size, n, " (%" PRIu64 " of %" PRIu64 " element%s)", s->mismatches, s->count,
            plural(s->count));
