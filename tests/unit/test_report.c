@@ -1599,6 +1599,10 @@ static void test_json_diagnosis(void **state) {
   assert_string_equal(json_string_value(json_object_get(d, "text")), "scaled by 2.000");
   assert_true(json_is_true(json_object_get(d, "structural")));
   assert_true(real_at(d, "value") == 2.0);
+  assert_null(json_object_get(d, "axis")); /* only a shift has one */
+  d = json_object_get(json_array_get(ts, D_SHIFTED), "diagnosis");
+  assert_string_equal(json_string_value(json_object_get(d, "text")), "shifted by +1 along axis 0");
+  assert_int_equal(int_at(d, "axis"), 0);
   const json_t *indet = json_array_get(ts, D_INDET);
   assert_string_equal(json_string_value(json_object_get(indet, "verdict")), "indeterminate");
   assert_string_equal(

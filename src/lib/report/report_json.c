@@ -240,6 +240,8 @@ static json_t *diagnosis_json(const pc_diagnosis *d) {
   rc |= json_object_set_new(o, "value", pc_json_real(d->value));
   rc |= json_object_set_new(o, "statistic", pc_json_real(d->statistic));
   rc |= json_object_set_new(o, "limit", pc_json_real(d->limit));
+  if (d->kind == PC_DIAG_SHIFTED) /* which shift: the text says it, a program reads this */
+    rc |= json_object_set_new(o, "axis", json_integer(d->axis));
   return pc_json_finish(o, rc);
 }
 
