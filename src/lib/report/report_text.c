@@ -1,8 +1,9 @@
 /* Text report: a header, one aligned line per tensor (failures in upper case, coloured on a
- * terminal), a detail line under each drift, and a one-line summary; with a baseline, a column
- * of changes and a gate line. Verbose mode adds the error statistics under every compared tensor.
- * Every figure is defined in docs/metrics.md. Passing tensors print their figures, never
- * "0 differences": a line always says how close the tensor came. */
+ * terminal), a detail line under each drift or indeterminate tensor (its reasons and diagnosis),
+ * and a one-line summary; with a baseline, a column of changes and a gate line. Verbose mode adds
+ * the error statistics under every compared tensor. Every figure is defined in docs/metrics.md.
+ * Passing tensors print their figures, never "0 differences": a line always says how close the
+ * tensor came. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -248,15 +249,14 @@ static void put_reasons(FILE *out, const view *v, size_t i, size_t indent, bool 
 }
 
 /* Under a drift or an indeterminate tensor (and in verbose mode under a pass): why and where it
- * is worst. Under a pass: a
- * dtype attribute the stored values contradict, which is a problem of the data whatever the
- * tolerance. */
+ * is worst. Under a pass: a dtype attribute the stored values contradict, which is a problem of
+ * the data whatever the tolerance. */
 static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
   const pc_tensor *t = pc_run_at(v->run, i);
   const pc_stats *s = &t->stats;
-  bool drift = pc_report_is_judged(t->verdict), verbose = v->opts->verbose;
+  bool judged = pc_report_is_judged(t->verdict), verbose = v->opts->verbose;
   bool first = true;
-  if (drift)
+  if (judged)
     put_reasons(out, v, i, indent, &first);
   if (v->opts->gate && v->opts->gate->tensors[i].approval) {
     put_item(out, indent, &first);
@@ -268,11 +268,11 @@ static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
     put_item(out, indent, &first);
     fprintf(out, "metrics %s", text);
   }
-  if ((drift || verbose) && s->has_worst)
+  if ((judged || verbose) && s->has_worst)
     put_worst(out, t, indent, &first);
   put_count(out, s->not_representable_a, "not representable in A's dtype", indent, &first);
   put_count(out, s->not_representable_b, "not representable in B's dtype", indent, &first);
-  if ((drift || verbose) && t->note) {
+  if ((judged || verbose) && t->note) {
     put_item(out, indent, &first);
     put_untrusted(out, t->note);
   }
@@ -437,7 +437,7 @@ static bool is_error(pc_verdict v) {
   return v == PC_VERDICT_ERROR;
 }
 
-static bool is_accepted(pc_verdict v) {
+static bool is_indeterminate(pc_verdict v) {
   return v == PC_VERDICT_INDETERMINATE;
 }
 
@@ -456,10 +456,10 @@ static void put_failure_breakdown(FILE *out, const pc_run *run) {
 }
 
 /* "; 1 indeterminate accepted (first: /x)": tensors the run accepts are still named, since a
- * bug may hide in them (docs/reports.md, "Indeterminate tensors"). */
+ * bug may hide in them (docs/reports.md, "Diagnosis and indeterminate tensors"). */
 static void put_accepted_tail(FILE *out, const pc_run *run) {
   size_t n = pc_report_accepted_count(run);
-  const pc_tensor *first = first_where(run, is_accepted);
+  const pc_tensor *first = first_where(run, is_indeterminate);
   if (!n || !first)
     return;
   fprintf(out, "; %zu indeterminate accepted (first: ", n);
