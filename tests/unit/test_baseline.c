@@ -214,6 +214,41 @@ static void test_gate_error_run(void **state) {
   pc_gate_free(g);
 }
 
+/* The indeterminate verdict (a compared tensor, with figures) survives the file: read back by
+ * name with its figures, judged by them against itself, worse when they grow past the factor
+ * (max_ulp 100 -> 1000 at factor 2) and when a drift of the baseline became indeterminate. A run
+ * that accepts indeterminate tensors (pc_run.accept_indeterminate) fails no gate with them. */
+static void test_gate_indeterminate(void **state) {
+  (void)state;
+  static fixture_run then, now;
+  start(&then);
+  start(&now);
+  add(&then, "/i", PC_VERDICT_INDETERMINATE, F32, 10, 8, 0, 100);
+  add(&then, "/d", DRIFT, F32, 10, 8, 0, 100);
+  add(&now, "/i", PC_VERDICT_INDETERMINATE, F32, 10, 8, 0, 1000);
+  add(&now, "/d", PC_VERDICT_INDETERMINATE, F32, 10, 8, 0, 100);
+  pc_gate *g = judge(&then.run, &then.run, 2);
+  const pc_gate_tensor *gi = at(g, &then.run, "/i");
+  assert_true(gi->in_baseline);
+  assert_int_equal(gi->base.verdict, PC_VERDICT_INDETERMINATE);
+  assert_int_equal(gi->base.count, 10);
+  assert_int_equal(gi->base.max_ulp, 100);
+  expect(g, &then.run, "/i", PC_CHANGE_UNCHANGED, false);
+  pc_gate_free(g);
+  g = judge(&then.run, &now.run, 2);
+  expect(g, &now.run, "/i", PC_CHANGE_WORSE, true);
+  expect(g, &now.run, "/d", PC_CHANGE_WORSE, true);
+  assert_int_equal(g->verdict, PC_RUN_DRIFT);
+  pc_gate_free(g);
+  now.run.accept_indeterminate = true;
+  g = judge(&then.run, &now.run, 2);
+  expect(g, &now.run, "/i", PC_CHANGE_WORSE, false);
+  expect(g, &now.run, "/d", PC_CHANGE_WORSE, false);
+  assert_int_equal(g->failures, 0);
+  assert_int_equal(g->verdict, PC_RUN_PASS);
+  pc_gate_free(g);
+}
+
 /* A max_ulp past INT64_MAX survives the file (written as a double, read back saturated). */
 static void test_save_load_extremes(void **state) {
   (void)state;
@@ -356,6 +391,7 @@ int main(void) {
       cmocka_unit_test(test_gate_zero_and_factor), cmocka_unit_test(test_gate_error_run),
       cmocka_unit_test(test_save_load_extremes),   cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_usage_errors),         cmocka_unit_test(test_load_saturates),
+      cmocka_unit_test(test_gate_indeterminate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* Tests of the report writers: a run built by hand (one tensor of each kind) rendered as JSON and
  * parsed back, and as text. Every expected value is derived by hand in the comments. */
+#include <paritycheck/compare.h> /* pc_run_accept_indeterminate */
 #include <paritycheck/report.h>
 
 #include "json_util.h"     /* pc_json_put_nested */
@@ -503,12 +504,14 @@ static void test_json_summary(void **state) {
   json_t *root = render_json(&run);
   const json_t *s = json_object_get(root, "summary");
   static const char *const keys[] = {
-      "tensors",        "pass",    "drift", "missing_in_a", "missing_in_b", "shape_mismatch",
-      "dtype_mismatch", "skipped", "error", "indeterminate", "failures", "roots"};
-  assert_keys(s, keys, 12);
+      "tensors",        "pass",    "drift", "missing_in_a",  "missing_in_b", "shape_mismatch",
+      "dtype_mismatch", "skipped", "error", "indeterminate", "failures",     "accept_indeterminate",
+      "roots"};
+  assert_keys(s, keys, 13);
   static const json_int_t counts[] = {8, 1, 2, 1, 1, 1, 0, 1, 1, 0};
   for (size_t i = 0; i < 10; i++)
     assert_int_equal(int_at(s, keys[i]), counts[i]);
+  assert_true(json_is_false(json_object_get(s, "accept_indeterminate")));
   assert_int_equal(int_at(s, "failures"), 5); /* 2 drift + missing_in_a/b + shape_mismatch */
   assert_int_equal(int_at(s, "roots"), 4);    /* all but /enc/2/cplx, which attn explains */
   json_decref(root);
@@ -1469,6 +1472,248 @@ static void test_text_provenance_width(void **state) {
   free(text);
 }
 
+/* ---- diagnoses and the indeterminate verdict ---- */
+
+/* A run of five float32 tensors of [4] as the judge leaves them (docs/reports.md,
+ * "Indeterminate tensors"): a pass, an indeterminate gradient (rel_rms 0.8 against 0.001, no
+ * digit left), and three structural drifts, each with the structure criterion's statistic and
+ * limit as the judge's tests set them: B = 2 A (the scale test's p-value 0 below 1e-6), B
+ * shifted by one slice of axis 0 (shifted over unshifted distance 0.01 below 0.25), 12 % of A's
+ * nonzero elements zeroed in B (their energy 60 above 3): a failing statistic on either side
+ * of its limit reads "<" or ">".
+ * The judge's first divergence is the indeterminate tensor. */
+enum { D_PASS, D_INDET, D_SCALED, D_SHIFTED, D_ZEROED, D_COUNT };
+static pc_tensor diag_tensors[D_COUNT];
+static uint64_t four[] = {4};
+
+static pc_tensor diag_tensor(const char *path, pc_verdict v, pc_reason why, pc_diagnosis d) {
+  pc_tensor t = {.path = (char *)path, .verdict = v, .rank = 1, .dims = four, .caused_by = -1};
+  t.dtype_a = t.dtype_b = t.compare = PC_DTYPE_FLOAT32;
+  t.stats = (pc_stats){.count = 4,
+                       .mismatches = v == PC_VERDICT_PASS ? 0 : 4,
+                       .max_abs = 1,
+                       .max_rel = 0.5,
+                       .max_ulp = 8,
+                       .finite_terms = 4};
+  t.nreasons = v == PC_VERDICT_PASS ? 0 : 1;
+  t.reasons[0] = why;
+  t.diagnosis = d;
+  return t;
+}
+
+/* n tensors of the run above, tallied by the library (pc_run_accept_indeterminate) with or
+ * without accepting indeterminate tensors. */
+static pc_run diag_run(size_t n, bool accept) {
+  diag_tensors[D_PASS] = diag_tensor("/l0/out", PC_VERDICT_PASS, (pc_reason){0}, (pc_diagnosis){0});
+  diag_tensors[D_INDET] =
+      diag_tensor("/l1/grad", PC_VERDICT_INDETERMINATE, (pc_reason){PC_CRIT_REL_RMS, 0.8, 0.001},
+                  (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, 0.8, 0.8, 0.5});
+  diag_tensors[D_SCALED] =
+      diag_tensor("/l2/scaled", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 0, 1e-6},
+                  (pc_diagnosis){PC_DIAG_SCALED, true, 0, 2.0, 0, 1e-6});
+  diag_tensors[D_SHIFTED] =
+      diag_tensor("/l3/shifted", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 0.01, 0.25},
+                  (pc_diagnosis){PC_DIAG_SHIFTED, true, 0, 1, 0.01, 0.25});
+  diag_tensors[D_ZEROED] =
+      diag_tensor("/l4/zeroed", PC_VERDICT_DRIFT, (pc_reason){PC_CRIT_STRUCTURE, 60, 3},
+                  (pc_diagnosis){PC_DIAG_PARTLY_ZEROED, true, 0, 0.12, 60, 3});
+  pc_run r = {.path_a = "a.h5",
+              .path_b = "b.h5",
+              .tensors = diag_tensors,
+              .ntensors = n,
+              .first_divergence = D_INDET};
+  pc_run_accept_indeterminate(&r, accept);
+  return r;
+}
+
+/* The detail line under each judged tensor: the indent is the verdict column, "INDETERMINATE"
+ * (13) and the gap (2); the reason as pc_report_reasons gives it, then the diagnosis as
+ * pc_diagnosis_text words it. */
+#define DETAIL "\n               "
+#define INDET_WHY                                                                                  \
+  "rel_rms 0.8 > limit 0.001; diagnosis: no significant digit left (0.8 of the value's size): "    \
+  "a bug and honest drift look alike here"
+
+static void test_text_diagnosis(void **state) {
+  (void)state;
+  pc_run r = diag_run(D_COUNT, false);
+  assert_int_equal(r.verdict, PC_RUN_DRIFT);
+  assert_int_equal(r.by_verdict[PC_VERDICT_INDETERMINATE], 1);
+  for (int quiet = 0; quiet < 2; quiet++) { /* quiet mode keeps every failure */
+    char *text = render_text(&r, false, quiet);
+    static const char *const wanted[] = {
+        "\nINDETERMINATE  /l1/grad ",
+        DETAIL INDET_WHY "\n",
+        "\nDRIFT          /l2/scaled ",
+        DETAIL "structure 0 < limit 1e-06; diagnosis: scaled by 2.000\n",
+        DETAIL "structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis (row-major order)\n",
+        DETAIL "structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed\n",
+        "\nFAIL: 4 of 5 tensors fail (3 drift, 1 indeterminate); first divergence: /l1/grad\n"};
+    assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+    free(text);
+  }
+}
+
+/* Accepted, the indeterminate tensor is still listed (quiet mode too), in lower case as no
+ * failure, with the acceptance on its detail line; the summary counts it apart and names it,
+ * and the first divergence moves to the first tensor that fails the run. With nothing else
+ * failing the run passes. */
+static void test_text_indeterminate_accepted(void **state) {
+  (void)state;
+  pc_run r = diag_run(D_COUNT, true);
+  assert_int_equal(r.verdict, PC_RUN_DRIFT); /* the three drifts */
+  for (int quiet = 0; quiet < 2; quiet++) {
+    char *text = render_text(&r, false, quiet);
+    static const char *const wanted[] = {
+        "\nindeterminate  /l1/grad ",
+        DETAIL INDET_WHY "; accepted: the run accepts indeterminate tensors\n",
+        "\nFAIL: 3 of 5 tensors fail (3 drift); 1 indeterminate accepted (first: /l1/grad); "
+        "first divergence: /l2/scaled\n"};
+    assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+    assert_null(strstr(text, "INDETERMINATE"));
+    free(text);
+  }
+  r = diag_run(2, true);
+  assert_int_equal(r.verdict, PC_RUN_PASS);
+  char *text = render_text(&r, false, false);
+  assert_non_null(strstr(
+      text, "\nPASS: 1 tensor within tolerance; 1 indeterminate accepted (first: /l1/grad)\n"));
+  free(text);
+  r = diag_run(2, false);
+  assert_int_equal(r.verdict, PC_RUN_DRIFT);
+  text = render_text(&r, false, false);
+  assert_non_null(
+      strstr(text, "\nFAIL: 1 of 2 tensors fails (1 indeterminate); first divergence: /l1/grad\n"));
+  free(text);
+}
+
+/* JSON: the diagnosis object as the judge set it, figures for the indeterminate tensor (it was
+ * compared), and the summary's failures without the accepted one. */
+static void test_json_diagnosis(void **state) {
+  (void)state;
+  pc_run r = diag_run(D_COUNT, false);
+  json_t *root = render_json(&r);
+  const json_t *ts = json_object_get(root, "tensors");
+  const json_t *d = json_object_get(json_array_get(ts, D_SCALED), "diagnosis");
+  assert_string_equal(json_string_value(json_object_get(d, "kind")), "scaled");
+  assert_string_equal(json_string_value(json_object_get(d, "text")), "scaled by 2.000");
+  assert_true(json_is_true(json_object_get(d, "structural")));
+  assert_true(real_at(d, "value") == 2.0);
+  assert_null(json_object_get(d, "axis")); /* only a shift has one */
+  d = json_object_get(json_array_get(ts, D_SHIFTED), "diagnosis");
+  assert_string_equal(json_string_value(json_object_get(d, "text")), "shifted by +1 along the last axis (row-major order)");
+  assert_int_equal(int_at(d, "axis"), 0);
+  const json_t *indet = json_array_get(ts, D_INDET);
+  assert_string_equal(json_string_value(json_object_get(indet, "verdict")), "indeterminate");
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(indet, "diagnosis"), "kind")), "no_digits");
+  assert_int_equal(int_at(indet, "mismatches"), 4); /* it was compared: figures */
+  assert_null(json_object_get(json_array_get(ts, D_PASS), "diagnosis"));
+  const json_t *s = json_object_get(root, "summary");
+  assert_int_equal(int_at(s, "indeterminate"), 1);
+  assert_int_equal(int_at(s, "failures"), 4);
+  json_decref(root);
+  r = diag_run(D_COUNT, true);
+  root = render_json(&r);
+  s = json_object_get(root, "summary");
+  assert_int_equal(int_at(s, "failures"), 3);
+  assert_true(json_is_true(json_object_get(s, "accept_indeterminate")));
+  json_decref(root);
+}
+
+/* Markdown: the verdict cell (bold as a failure, "(accepted)" when the run accepts it), the
+ * reason with its diagnosis in the details cell, and the tally. */
+static void test_markdown_diagnosis(void **state) {
+  (void)state;
+  pc_run r = diag_run(D_COUNT, false);
+  char *text = render_file(pc_report_markdown, &r, NULL);
+  static const char *const wanted[] = {
+      "- **verdict**: drift; 5 tensors: 1 pass, 4 fail (3 drift, 1 indeterminate)\n",
+      "| `/l1/grad` | **indeterminate** |",
+      "`" INDET_WHY "`",
+      "`structure 0 < limit 1e-06; diagnosis: scaled by 2.000`",
+      "`structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis (row-major order)`",
+      "`structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed`"};
+  assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+  free(text);
+  r = diag_run(D_COUNT, true);
+  text = render_file(pc_report_markdown, &r, NULL);
+  static const char *const accepted[] = {
+      "- **verdict**: drift; 5 tensors: 1 pass, 3 fail (3 drift), 1 indeterminate accepted\n",
+      "| `/l1/grad` | indeterminate (accepted) |", "- **first divergence**: `/l2/scaled`\n"};
+  assert_lines(text, accepted, sizeof accepted / sizeof accepted[0]);
+  free(text);
+}
+
+/* JUnit: the failure's message carries the diagnosis, and so does its body; an accepted
+ * indeterminate tensor is a pass for CI with its reason kept. */
+static void test_junit_diagnosis(void **state) {
+  (void)state;
+  pc_run r = diag_run(D_COUNT, false);
+  char *text = render_file(pc_report_junit, &r, NULL);
+  static const char *const wanted[] = {
+      "<failure type=\"drift\" message=\"structure 0 &lt; limit 1e-06; diagnosis: scaled by "
+      "2.000\">",
+      "\ndiagnosis scaled by 2.000\n",
+      "<failure type=\"drift\" message=\"structure 60 &gt; limit 3; diagnosis: 12.0 % of "
+      "elements zeroed\">",
+      "<failure type=\"indeterminate\" message=\"rel_rms 0.8 &gt; limit 0.001; diagnosis: no "
+      "significant digit left (0.8 of the value&apos;s size): a bug and honest drift look alike "
+      "here\">"};
+  assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+  assert_non_null(strstr(text, " failures=\"4\""));
+  free(text);
+  r = diag_run(D_COUNT, true);
+  text = render_file(pc_report_junit, &r, NULL);
+  assert_non_null(strstr(text, "<system-out>accepted by the run (indeterminate): rel_rms 0.8 "
+                               "&gt; limit 0.001; diagnosis: no significant digit left"));
+  assert_null(strstr(text, "<failure type=\"indeterminate\""));
+  assert_non_null(strstr(text, " failures=\"3\""));
+  free(text);
+}
+
+/* GitHub: the diagnosis on each ::error line, '%' as %25; an accepted indeterminate tensor a
+ * ::warning that says who accepted it. */
+static void test_github_diagnosis(void **state) {
+  (void)state;
+  pc_run r = diag_run(D_COUNT, false);
+  char *text = render_file(pc_report_github, &r, NULL);
+  assert_string_equal(
+      text,
+      "::error title=paritycheck INDETERMINATE::/l1/grad: " INDET_WHY "\n"
+      "::error title=paritycheck DRIFT::/l2/scaled: structure 0 < limit 1e-06; diagnosis: scaled "
+      "by 2.000\n"
+      "::error title=paritycheck DRIFT::/l3/shifted: structure 0.01 < limit 0.25; diagnosis: "
+      "shifted "
+      "by +1 along the last axis (row-major order)\n"
+      "::error title=paritycheck DRIFT::/l4/zeroed: structure 60 > limit 3; diagnosis: 12.0 %25 "
+      "of elements zeroed\n");
+  free(text);
+  r = diag_run(2, true);
+  text = render_file(pc_report_github, &r, NULL);
+  assert_string_equal(text, "::warning title=paritycheck INDETERMINATE::/l1/grad: " INDET_WHY
+                            " (accepted by the run: indeterminate)\n");
+  free(text);
+}
+
+/* HTML: the verdict's own class, the diagnosis in the details cell, an accepted row's class. */
+static void test_html_diagnosis(void **state) {
+  (void)state;
+  pc_run r = diag_run(D_COUNT, false);
+  char *text = render_file(pc_report_html, &r, NULL);
+  static const char *const wanted[] = {"class=\"v-indeterminate\">indeterminate</td>",
+                                       "structure 0 &lt; limit 1e-06; diagnosis: scaled by 2.000",
+                                       "no significant digit left (0.8 of the value&apos;s size)"};
+  assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
+  assert_non_null(strstr(text, "<tr class=\"fail\"><td class=\"n\" data-v=\"1\">2</td>"));
+  free(text);
+  r = diag_run(D_COUNT, true);
+  text = render_file(pc_report_html, &r, NULL);
+  assert_non_null(strstr(text, "<tr class=\"accepted\"><td class=\"n\" data-v=\"1\">2</td>"));
+  assert_non_null(strstr(text, "; accepted by the run (indeterminate)"));
+  free(text);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_json_top_level, setup),
@@ -1513,6 +1758,13 @@ int main(void) {
       cmocka_unit_test(test_ordered_rows),
       cmocka_unit_test_setup(test_text_provenance_width, setup),
       cmocka_unit_test_setup(test_report_threads, setup),
+      cmocka_unit_test(test_text_diagnosis),
+      cmocka_unit_test(test_text_indeterminate_accepted),
+      cmocka_unit_test(test_json_diagnosis),
+      cmocka_unit_test(test_markdown_diagnosis),
+      cmocka_unit_test(test_junit_diagnosis),
+      cmocka_unit_test(test_github_diagnosis),
+      cmocka_unit_test(test_html_diagnosis),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

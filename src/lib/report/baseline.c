@@ -2,7 +2,7 @@
  * "Baseline gate"). The file is JSON written and read with jansson. */
 #include "json_util.h"
 #include "pc_internal.h"
-#include "report_common.h" /* pc_report_has_stats */
+#include "report_common.h" /* pc_report_has_stats, pc_report_accepted */
 
 #include <paritycheck/baseline.h>
 
@@ -41,8 +41,7 @@ static json_t *tensor_json(const pc_tensor *t) {
   json_t *o = json_object();
   int rc = json_object_set_new(o, "path", pc_json_string(t->path));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
-  bool compared = pc_report_has_stats(t->verdict);
-  if (!compared)
+  if (!pc_report_has_stats(t->verdict)) /* an indeterminate tensor has figures too */
     return pc_json_finish(o, rc);
   rc |= json_object_set_new(o, "compare_dtype", json_string(pc_dtype_name(t->compare)));
   rc |= json_object_set_new(o, "count", pc_json_count(s->count));
@@ -296,7 +295,8 @@ static void judge(pc_gate *g, const pc_baseline *base, const pc_run *run, bool *
     if (e)
       gt->base = *e;
     gt->change = judge_change(t, e, g->factor);
-    gt->fails = pc_verdict_is_failure(t->verdict) &&
+    /* an indeterminate tensor the run accepts fails no gate either: the gate sets the exit code */
+    gt->fails = pc_verdict_is_failure(t->verdict) && !pc_report_accepted(run, i) &&
                 (gt->change == PC_CHANGE_NEW || gt->change == PC_CHANGE_WORSE);
     g->by_change[gt->change]++;
     g->failures += gt->fails;

@@ -61,9 +61,40 @@ const char *pc_report_dims(char buf[PC_DIMS_TEXT_MAX], int rank, const uint64_t 
   return buf;
 }
 
-/* Only compared tensors carry figures; other verdicts are decided before any element is read. */
+/* Only compared tensors carry figures; other verdicts are decided before any element is read.
+ * An indeterminate tensor was compared: its figures are why it is indeterminate. */
 bool pc_report_has_stats(pc_verdict v) {
   return v == PC_VERDICT_PASS || v == PC_VERDICT_DRIFT || v == PC_VERDICT_INDETERMINATE;
+}
+
+bool pc_report_is_judged(pc_verdict v) {
+  return v == PC_VERDICT_DRIFT || v == PC_VERDICT_INDETERMINATE;
+}
+
+bool pc_report_accepted(const pc_run *run, size_t i) {
+  return run->accept_indeterminate && pc_run_at(run, i)->verdict == PC_VERDICT_INDETERMINATE;
+}
+
+bool pc_report_counts(const pc_run *run, pc_verdict v) {
+  return pc_verdict_is_failure(v) && !(v == PC_VERDICT_INDETERMINATE && run->accept_indeterminate);
+}
+
+size_t pc_report_failures(const pc_run *run) {
+  size_t n = 0;
+  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
+    if (pc_report_counts(run, (pc_verdict)v))
+      n += run->by_verdict[v];
+  return n;
+}
+
+size_t pc_report_accepted_count(const pc_run *run) {
+  return run->accept_indeterminate ? run->by_verdict[PC_VERDICT_INDETERMINATE] : 0;
+}
+
+void pc_report_diagnosis(char *buf, size_t size, const pc_tensor *t) {
+  buf[0] = '\0';
+  if (t->diagnosis.kind != PC_DIAG_NONE)
+    pc_diagnosis_text(&t->diagnosis, buf, size);
 }
 
 /* Row-major: the last dimension varies fastest. A zero dimension means no element, hence no worst;
@@ -77,9 +108,18 @@ void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]) {
   }
 }
 
+/* An indeterminate tensor that the run accepts is no place to start looking: the first tensor
+ * that fails the run, in execution order, is named instead (none when nothing does). */
 const pc_tensor *pc_report_first_divergence(const pc_run *run) {
   long i = run->first_divergence;
-  return i >= 0 && (size_t)i < run->ntensors ? pc_run_at(run, i) : NULL;
+  if (i < 0 || (size_t)i >= run->ntensors)
+    return NULL;
+  if (!pc_report_accepted(run, (size_t)i))
+    return pc_run_at(run, i);
+  for (size_t k = 0; k < run->ntensors; k++)
+    if (pc_report_fails(run, NULL, pc_report_exec_at(run, k)))
+      return pc_run_at(run, pc_report_exec_at(run, k));
+  return NULL;
 }
 
 /* The judge writes context.exec_index = k for order[k]; a run made elsewhere is searched. */
@@ -167,7 +207,7 @@ double pc_report_mismatch_fraction(const pc_stats *s) {
 }
 
 bool pc_report_fails(const pc_run *run, const pc_gate *gate, size_t i) {
-  if (!pc_verdict_is_failure(pc_run_at(run, i)->verdict))
+  if (!pc_verdict_is_failure(pc_run_at(run, i)->verdict) || pc_report_accepted(run, i))
     return false;
   return !gate || gate->tensors[i].fails;
 }
@@ -267,23 +307,22 @@ static const char *plural(uint64_t n) {
 }
 
 void pc_report_put_tally(FILE *out, const pc_run *run) {
-  size_t fails = 0;
-  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
-    if (pc_verdict_is_failure((pc_verdict)v))
-      fails += run->by_verdict[v];
+  size_t fails = pc_report_failures(run), accepted = pc_report_accepted_count(run);
   fprintf(out, "%zu tensor%s: %zu pass", run->ntensors, plural(run->ntensors),
           run->by_verdict[PC_VERDICT_PASS]);
   if (fails) {
     const char *sep = " (";
     fprintf(out, ", %zu fail", fails);
     for (int v = 0; v < PC_VERDICT_COUNT_; v++) {
-      if (!pc_verdict_is_failure((pc_verdict)v) || !run->by_verdict[v])
+      if (!pc_report_counts(run, (pc_verdict)v) || !run->by_verdict[v])
         continue;
       fprintf(out, "%s%zu %s", sep, run->by_verdict[v], pc_verdict_name((pc_verdict)v));
       sep = ", ";
     }
     fputc(')', out);
   }
+  if (accepted)
+    fprintf(out, ", %zu indeterminate accepted", accepted);
   if (run->by_verdict[PC_VERDICT_ERROR])
     fprintf(out, ", %zu error", run->by_verdict[PC_VERDICT_ERROR]);
   if (run->by_verdict[PC_VERDICT_SKIPPED])
@@ -305,6 +344,15 @@ static void append(char *buf, size_t size, size_t *n, const char *fmt, ...) {
     *n += (size_t)k;
 }
 
+/* How a failing value stands to its limit. The structure criterion's statistic fails on either
+ * side, by the test behind it (a scale test's p-value below its limit, a zeroed energy above
+ * its own: pc_diagnosis), so its sign is read off the two numbers. */
+static const char *reason_sign(const pc_reason *r) {
+  if (r->criterion == PC_CRIT_STRUCTURE)
+    return r->value < r->limit ? "<" : ">";
+  return pc_criterion_is_floor(r->criterion) ? "<" : ">";
+}
+
 /* "rel_rms 1.2e-05 > limit 8.9e-06": the criterion, the tensor's value and the limit the judge
  * applied; counts (nan and inf mismatches) as integers, and the mismatch fraction with the
  * count it comes from. */
@@ -316,8 +364,7 @@ static void append_reason(char *buf, size_t size, size_t *n, const pc_reason *r,
     append(buf, size, n, "%.0f", r->value);
   else
     append(buf, size, n, "%.*g", digits, r->value);
-  append(buf, size, n, " %s limit %.*g", pc_criterion_is_floor(r->criterion) ? "<" : ">", digits,
-         r->limit);
+  append(buf, size, n, " %s limit %.*g", reason_sign(r), digits, r->limit);
   if (r->criterion == PC_CRIT_MISMATCH_FRACTION)
     append(buf, size, n, " (%" PRIu64 " of %" PRIu64 " element%s)", s->mismatches, s->count,
            plural(s->count));
@@ -326,7 +373,7 @@ static void append_reason(char *buf, size_t size, size_t *n, const pc_reason *r,
 void pc_report_reasons(char *buf, size_t size, const pc_tensor *t, bool full) {
   size_t n = 0;
   buf[0] = '\0';
-  if (t->verdict != PC_VERDICT_DRIFT)
+  if (!pc_report_is_judged(t->verdict))
     return;
   if (!t->nreasons)
     append(buf, size, &n, "%s", pc_verdict_name(t->verdict));
@@ -390,6 +437,17 @@ const char *pc_report_prov_value(const pc_prov_row *r, int side) {
   return a ? a->value : "-";
 }
 
+/* "rel_rms 0.5 > limit 0.001; diagnosis: scaled by 2.000": the judge's criteria, then what the
+ * difference looks like, which is what a reader acts on. */
+static void reasons_and_diagnosis(char *buf, size_t size, const pc_tensor *t) {
+  char diag[PC_DIAGNOSIS_MAX];
+  pc_report_reasons(buf, size, t, false);
+  pc_report_diagnosis(diag, sizeof diag, t);
+  size_t n = strlen(buf);
+  if (diag[0])
+    append(buf, size, &n, "%sdiagnosis: %s", n ? "; " : "", diag);
+}
+
 void pc_report_reason(char *buf, size_t size, const pc_tensor *t) {
   char a[PC_DIMS_TEXT_MAX], b[PC_DIMS_TEXT_MAX];
   buf[0] = '\0';
@@ -397,7 +455,8 @@ void pc_report_reason(char *buf, size_t size, const pc_tensor *t) {
   case PC_VERDICT_PASS:
     return;
   case PC_VERDICT_DRIFT:
-    pc_report_reasons(buf, size, t, false);
+  case PC_VERDICT_INDETERMINATE:
+    reasons_and_diagnosis(buf, size, t);
     return;
   case PC_VERDICT_MISSING_IN_A:
   case PC_VERDICT_MISSING_IN_B:

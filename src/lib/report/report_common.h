@@ -34,14 +34,40 @@ void pc_report_dtypes(char *buf, size_t size, const pc_tensor *t);
 /** "[2,3]" ("[]" for a scalar), or "-" when rank < 0. Writes into buf and returns it. */
 const char *pc_report_dims(char buf[PC_DIMS_TEXT_MAX], int rank, const uint64_t *dims);
 
-/** True for the verdicts whose tensors were compared and so carry figures (pass, drift). */
+/* One diagnosis line (pc_diagnosis_text): its longest is about 110 characters. */
+enum { PC_DIAGNOSIS_MAX = 160 };
+
+/** True for the verdicts whose tensors were compared and so carry figures (pass, drift,
+ * indeterminate). */
 bool pc_report_has_stats(pc_verdict v);
+
+/** True for the verdicts the judge reached from the figures, with reasons and a diagnosis
+ * (drift, indeterminate). */
+bool pc_report_is_judged(pc_verdict v);
+
+/** Whether run tensor i is indeterminate and the run accepts that (pc_run.accept_indeterminate):
+ * reported, but no failure. */
+bool pc_report_accepted(const pc_run *run, size_t i);
+
+/** Whether tensors of verdict v fail this run: a failure the run does not accept. */
+bool pc_report_counts(const pc_run *run, pc_verdict v);
+
+/** The run's tensors that fail it (pc_report_counts), from run->by_verdict. */
+size_t pc_report_failures(const pc_run *run);
+
+/** The indeterminate tensors the run accepts (0 when it accepts none). */
+size_t pc_report_accepted_count(const pc_run *run);
+
+/** t's diagnosis as one line (pc_diagnosis_text), or empty when it has none. */
+void pc_report_diagnosis(char *buf, size_t size, const pc_tensor *t);
 
 /** The row-major multi-index of t's worst element. */
 void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]);
 
 /** The first divergence of a run as the judge recorded it (pc_run.first_divergence: the first
- * root cause in execution order); NULL when it is -1 (nothing fails) or out of range. */
+ * root cause in execution order); NULL when it is -1 (nothing fails) or out of range. When the
+ * run accepts that tensor (an indeterminate one), the first tensor that fails the run in
+ * execution order, or NULL. */
 const pc_tensor *pc_report_first_divergence(const pc_run *run);
 
 /** Position of run tensor i in execution order (pc_run.order); i itself for a run without one. */
@@ -88,7 +114,8 @@ pc_run_verdict pc_report_verdict(const pc_run *run, const pc_gate *gate);
 size_t *pc_report_row_order(const pc_run *run, const pc_gate *gate, pc_sort sort);
 
 /** "8 tensors: 1 pass, 5 fail (2 drift, 1 shape_mismatch, ...), 1 error, 1 skipped", the parts
- * that are zero left out (but for the pass count). */
+ * that are zero left out (but for the pass count); indeterminate tensors that the run accepts
+ * are no failure: ", 1 indeterminate accepted" after the failures. */
 void pc_report_put_tally(FILE *out, const pc_run *run);
 
 /* One row of the provenance block (docs/reports.md, "Provenance"): an attribute of A's files or
@@ -106,8 +133,9 @@ int pc_report_provenance(const pc_run *run, pc_prov_row **rows, size_t *n);
 /** A row's value of side 0 (A) or 1 (B) as text, "-" where the side has none. */
 const char *pc_report_prov_value(const pc_prov_row *r, int side);
 
-/** Why a tensor that is not a pass has its verdict: for a drift the criteria the judge recorded
- * (pc_report_reasons at 3 digits), for the other verdicts "only in A", "only in B" (or the
+/** Why a tensor that is not a pass has its verdict: for a drift or an indeterminate tensor the
+ * criteria the judge recorded (pc_report_reasons at 3 digits) and "; diagnosis: TEXT" when it has
+ * one, for the other verdicts "only in A", "only in B" (or the
  * message, e.g. "file only in A"; then "; did you mean X?" when there is a suggestion),
  * "shape [2,3] vs [3,2]" or the message. Empty for a pass. */
 void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
@@ -115,8 +143,8 @@ void pc_report_reason(char *buf, size_t size, const pc_tensor *t);
 /** The criteria a drift broke, as the judge recorded them (t->reasons), in its order, joined by
  * "; ": "rel_rms 1.2e-05 > limit 8.9e-06", "mismatch_fraction 0.001 > limit 0 (1 of 1000
  * elements)", "nan_mismatch 1 > limit 0", "top1_agreement 0.98 < limit 0.99"; figures at 3
- * significant digits, or 17 with `full`. "drift" for a drift without a recorded reason; empty for
- * every other verdict. */
+ * significant digits, or 17 with `full`. The verdict's name ("drift", "indeterminate") for a
+ * judged tensor without a recorded reason; empty for every other verdict. */
 void pc_report_reasons(char *buf, size_t size, const pc_tensor *t, bool full);
 
 /** True when the judge recorded product metrics for t (docs/metrics.md, "Product metrics"). */

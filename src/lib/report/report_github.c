@@ -1,8 +1,9 @@
 /* GitHub Actions annotations (docs/reports.md, "GitHub"): one workflow command a failing tensor,
- * "::error title=paritycheck DRIFT::PATH: REASON", and "::warning" for a failure the gate
- * accepts and for the run's warnings. Names and messages come from the files, so they are
- * escaped twice: control characters as visible escapes (pc_escape), then GitHub's own: '%',
- * CR and LF as %25, %0D, %0A, so that nothing can end the command early or forge another. */
+ * "::error title=paritycheck DRIFT::PATH: REASON; diagnosis: TEXT", and "::warning" for a failure
+ * the gate accepts, an indeterminate tensor the run accepts, and the run's warnings. Names and
+ * messages come from the files, so they are escaped twice: control characters as visible escapes
+ * (pc_escape), then GitHub's own: '%', CR and LF as %25, %0D, %0A, so that nothing can end the
+ * command early or forge another. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -28,8 +29,9 @@ static int put_message(FILE *out, const char *s) {
   return PC_OK;
 }
 
-static int put_tensor(FILE *out, const pc_tensor *t, bool accepted) {
-  char why[PC_ERROR_MESSAGE_MAX];
+/* accepted: NULL for a failure, else the words that say who accepted it. */
+static int put_tensor(FILE *out, const pc_tensor *t, const char *accepted) {
+  char why[PC_REASON_MAX];
   const char *verdict = pc_verdict_name(t->verdict);
   fprintf(out, "::%s title=paritycheck ", accepted ? "warning" : "error");
   for (const char *p = verdict; *p; p++)
@@ -42,7 +44,7 @@ static int put_tensor(FILE *out, const pc_tensor *t, bool accepted) {
     rc = put_message(out, why);
   }
   if (accepted)
-    fputs(" (accepted by the gate)", out);
+    fputs(accepted, out);
   fputc('\n', out);
   return rc;
 }
@@ -52,8 +54,12 @@ static int put_annotations(FILE *out, const pc_run *run, const pc_report_options
   int rc = PC_OK;
   for (size_t i = 0; rc == PC_OK && i < run->ntensors; i++) {
     const pc_tensor *t = pc_run_at(run, i);
-    if (pc_verdict_is_failure(t->verdict))
-      rc = put_tensor(out, t, gate && !gate->tensors[i].fails);
+    if (!pc_verdict_is_failure(t->verdict))
+      continue;
+    rc = put_tensor(out, t,
+                    pc_report_accepted(run, i)      ? " (accepted by the run: indeterminate)"
+                    : pc_report_fails(run, gate, i) ? NULL
+                                                    : " (accepted by the gate)");
   }
   for (size_t i = 0; rc == PC_OK && i < run->nwarnings; i++) {
     fputs("::warning title=paritycheck::", out);

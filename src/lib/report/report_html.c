@@ -29,8 +29,9 @@ static const char STYLE[] =
     "td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
     "td.path,td.details{font-family:ui-monospace,monospace;font-size:.9em}\n"
     "td.details{min-width:24em}\n"
-    "tr.fail{background:#ffebe9}tr.error{background:#fff8c5}tr.skipped{color:#656d76}\n"
-    ".v-pass{color:#1a7f37}.v-drift,.v-fail{color:#cf222e;font-weight:bold}"
+    "tr.fail{background:#ffebe9}tr.error{background:#fff8c5}tr.skipped{color:#656d76}"
+    "tr.accepted{background:#f6f8fa}\n"
+    ".v-pass{color:#1a7f37}.v-drift,.v-indeterminate,.v-fail{color:#cf222e;font-weight:bold}"
     ".v-error{color:#9a6700;font-weight:bold}\n"
     "svg.hist rect{fill:#0969da}\n"
     "strong.root{color:#cf222e}\n"
@@ -299,6 +300,8 @@ static const char *row_class(const page *pg, size_t i) {
   pc_verdict v = pc_run_at(pg->run, i)->verdict;
   if (pc_report_fails(pg->run, pg->gate, i))
     return "fail";
+  if (pc_report_accepted(pg->run, i)) /* reported, no failure: its own look */
+    return "accepted";
   return v == PC_VERDICT_ERROR ? "error" : v == PC_VERDICT_SKIPPED ? "skipped" : "ok";
 }
 
@@ -315,7 +318,7 @@ static void put_details(FILE *out, const page *pg, size_t i) {
   pc_report_reason(text, sizeof text, t);
   /* pc_report_reason quotes the message of a tensor that was not compared for a reason of its
    * data; the others it words itself */
-  if (t->verdict >= PC_VERDICT_DTYPE_MISMATCH && t->message)
+  if (t->verdict >= PC_VERDICT_DTYPE_MISMATCH && !pc_report_is_judged(t->verdict) && t->message)
     put_text(out, text);
   else
     put_plain(out, text);
@@ -323,7 +326,9 @@ static void put_details(FILE *out, const page *pg, size_t i) {
     fputs("; caused by ", out);
     put_text(out, pc_run_at(pg->run, root)->path);
   }
-  if (t->verdict == PC_VERDICT_DRIFT) {
+  if (pc_report_accepted(pg->run, i))
+    fputs("; accepted by the run (indeterminate)", out);
+  if (pc_report_is_judged(t->verdict)) {
     pc_report_worst_text(text, sizeof text, t, false);
     if (text[0])
       fputs("; ", out);

@@ -240,6 +240,8 @@ static json_t *diagnosis_json(const pc_diagnosis *d) {
   rc |= json_object_set_new(o, "value", pc_json_real(d->value));
   rc |= json_object_set_new(o, "statistic", pc_json_real(d->statistic));
   rc |= json_object_set_new(o, "limit", pc_json_real(d->limit));
+  if (d->kind == PC_DIAG_SHIFTED) /* which shift: the text says it, a program reads this */
+    rc |= json_object_set_new(o, "axis", json_integer(d->axis));
   return pc_json_finish(o, rc);
 }
 
@@ -345,14 +347,12 @@ static json_t *first_divergence_json(const pc_run *run) {
 
 static json_t *summary_json(const pc_run *run) {
   json_t *o = json_object();
-  uint64_t failures = 0;
   int rc = json_object_set_new(o, "tensors", pc_json_count(run->ntensors));
-  for (int v = 0; v < PC_VERDICT_COUNT_; v++) {
+  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
     rc |= json_object_set_new(o, pc_verdict_name((pc_verdict)v), pc_json_count(run->by_verdict[v]));
-    if (pc_verdict_is_failure((pc_verdict)v))
-      failures += run->by_verdict[v];
-  }
-  rc |= json_object_set_new(o, "failures", pc_json_count(failures));
+  /* the tensors that fail the run: indeterminate ones it accepts are counted apart */
+  rc |= json_object_set_new(o, "failures", pc_json_count(pc_report_failures(run)));
+  rc |= json_object_set_new(o, "accept_indeterminate", json_boolean(run->accept_indeterminate));
   uint64_t roots = 0;
   for (size_t i = 0; i < run->ntensors; i++)
     roots += pc_report_is_root(run, i);

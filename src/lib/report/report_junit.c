@@ -234,6 +234,12 @@ static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_te
     pc_report_put_xml(out, reasons);
     fputc('\n', out);
   }
+  pc_report_diagnosis(reasons, sizeof reasons, t);
+  if (reasons[0]) {
+    fputs("diagnosis ", out);
+    pc_report_put_xml(out, reasons);
+    fputc('\n', out);
+  }
   if (root >= 0) {
     fputs("caused by ", out);
     pc_report_put_xml(out, pc_run_at(run, root)->path);
@@ -245,12 +251,15 @@ static void put_failure(FILE *out, const pc_run *run, size_t i, const pc_gate_te
   fputs("</failure>\n", out);
 }
 
-/* A failure that the baseline accepted: a pass for CI, with the reason kept for people. */
+/* A failure that the baseline accepted, or an indeterminate tensor that the run accepts: a pass
+ * for CI, with the reason (and diagnosis) kept for people. */
 static void put_accepted(FILE *out, const pc_run *run, size_t i, const pc_gate_tensor *g) {
   const pc_tensor *t = pc_run_at(run, i);
   char reason[PC_REASON_MAX];
   pc_report_reason(reason, sizeof reason, t);
-  if (g->approval) {
+  if (pc_report_accepted(run, i)) { /* before the gate's words: no gate fails it either */
+    fputs("      <system-out>accepted by the run (indeterminate): ", out);
+  } else if (g->approval) {
     fputs("      <system-out>", out);
     pc_report_put_xml(out, g->approval);
     fprintf(out, ": %s: ", pc_verdict_name(t->verdict));

@@ -106,13 +106,13 @@ static void put_figures(FILE *out, const pc_tensor *t, bool quantiles) {
   fprintf(out, " %.3g |", pc_stats_aggregates(s).snr_db);
 }
 
-/* Why a tensor fails (the judge's reasons, or the structural reason), for a drift where it is
- * worst, and the product metrics: "rel_rms 0.005 > limit 0.00103; worst [3]: a=1, b=1.01;
- * top1_agreement 1 (min 0.99)". */
+/* Why a tensor fails (the judge's reasons and diagnosis, or the structural reason), for a drift
+ * or an indeterminate tensor where it is worst, and the product metrics: "rel_rms 0.005 > limit
+ * 0.00103; diagnosis: scaled by 2.000; worst [3]: a=1, b=1.01; top1_agreement 1 (min 0.99)". */
 static void details_text(char *buf, size_t size, const pc_tensor *t) {
   pc_report_reason(buf, size, t);
   size_t n = strlen(buf);
-  if (t->verdict == PC_VERDICT_DRIFT && n + 2 < size) {
+  if (pc_report_is_judged(t->verdict) && n + 2 < size) {
     pc_report_worst_text(buf + n + 2, size - n - 2, t, false);
     if (buf[n + 2])
       memcpy(buf + n, "; ", 2);
@@ -175,8 +175,11 @@ static void put_row(FILE *out, const table *tb, size_t i) {
   const char *mark = fails ? MARK_FAIL : t->verdict == PC_VERDICT_ERROR ? MARK_ERROR : "";
   fprintf(out, "| %s%s| ", mark, *mark ? " " : "");
   put_code(out, t->path);
-  bool strong = pc_verdict_is_failure(t->verdict) || t->verdict == PC_VERDICT_ERROR;
-  fprintf(out, strong ? " | **%s** |" : " | %s |", pc_verdict_name(t->verdict));
+  /* bold for what fails the run; an indeterminate tensor the run accepts says so instead */
+  bool accepted = pc_report_accepted(tb->run, i);
+  bool strong = (pc_verdict_is_failure(t->verdict) && !accepted) || t->verdict == PC_VERDICT_ERROR;
+  fprintf(out, strong ? " | **%s** |" : " | %s%s |", pc_verdict_name(t->verdict),
+          accepted ? " (accepted)" : "");
   if (tb->gate)
     fprintf(out, tb->gate->tensors[i].fails ? " **%s** |" : " %s |", pc_report_change(tb->gate, i));
   char dtypes[96];

@@ -1,8 +1,9 @@
 /* Text report: a header, one aligned line per tensor (failures in upper case, coloured on a
- * terminal), a detail line under each drift, and a one-line summary; with a baseline, a column
- * of changes and a gate line. Verbose mode adds the error statistics under every compared tensor.
- * Every figure is defined in docs/metrics.md. Passing tensors print their figures, never
- * "0 differences": a line always says how close the tensor came. */
+ * terminal), a detail line under each drift or indeterminate tensor (its reasons and diagnosis),
+ * and a one-line summary; with a baseline, a column of changes and a gate line. Verbose mode adds
+ * the error statistics under every compared tensor. Every figure is defined in docs/metrics.md.
+ * Passing tensors print their figures, never "0 differences": a line always says how close the
+ * tensor came. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -31,10 +32,11 @@ static bool is_shown(pc_verdict v, bool quiet) {
   return !quiet || stands_out(v);
 }
 
-static const char *verdict_color(pc_verdict v) {
+/* An indeterminate tensor the run accepts is yellow, as a skipped one: to look at, not failing. */
+static const char *verdict_color(pc_verdict v, bool accepted) {
   if (v == PC_VERDICT_PASS)
     return "\033[32m";
-  if (v == PC_VERDICT_SKIPPED)
+  if (v == PC_VERDICT_SKIPPED || accepted)
     return "\033[33m";
   if (v == PC_VERDICT_ERROR)
     return "\033[1;31m";
@@ -77,7 +79,9 @@ static void fill_cells(cells *c, const view *v, size_t i) {
   const pc_gate *gate = v->opts->gate;
   char dims[PC_DIMS_TEXT_MAX];
   const pc_stats *s = &t->stats;
-  copy_case(c->verdict, sizeof c->verdict, pc_verdict_name(t->verdict), stands_out(t->verdict));
+  /* upper case is a failure; an accepted indeterminate tensor is none */
+  copy_case(c->verdict, sizeof c->verdict, pc_verdict_name(t->verdict),
+            stands_out(t->verdict) && !pc_report_accepted(v->run, i));
   /* a change that fails the gate is upper case, as a failing verdict is */
   copy_case(c->change, sizeof c->change, pc_report_change(gate, i), gate && gate->tensors[i].fails);
   pc_report_dtypes(c->dtype, sizeof c->dtype, t);
@@ -153,9 +157,10 @@ static void put_padded(FILE *out, const char *text, size_t width) {
   fprintf(out, "%s%*s%s", text, (int)(width - strlen(text)), "", GAP);
 }
 
-static void put_verdict(FILE *out, const cells *c, pc_verdict v, size_t width, bool color) {
+static void put_verdict(FILE *out, const cells *c, pc_verdict v, bool accepted, size_t width,
+                        bool color) {
   if (color)
-    fprintf(out, "%s%s" ANSI_RESET, verdict_color(v), c->verdict);
+    fprintf(out, "%s%s" ANSI_RESET, verdict_color(v, accepted), c->verdict);
   else
     fputs(c->verdict, out);
   fprintf(out, "%*s%s", (int)(width - strlen(c->verdict)), "", GAP);
@@ -213,16 +218,26 @@ static void put_count(FILE *out, uint64_t n, const char *what, size_t indent, bo
   fprintf(out, "%s: %" PRIu64, what, n);
 }
 
-/* Why a drift fails, as the judge recorded it (docs/reports.md, "Reasons and root causes"): the
- * criteria it broke with their limits, then the root cause that explains it or, for a root, how
- * many tensors it explains. */
+/* Why a drift or an indeterminate tensor fails, as the judge recorded it (docs/reports.md,
+ * "Reasons and root causes"): the criteria it broke with their limits, what the difference looks
+ * like (the diagnosis, what a reader acts on), whether the run accepts it, then the root cause
+ * that explains it or, for a root, how many tensors it explains. */
 static void put_reasons(FILE *out, const view *v, size_t i, size_t indent, bool *first) {
-  char text[PC_REASON_MAX];
+  char text[PC_REASON_MAX], diag[PC_DIAGNOSIS_MAX];
   long root = pc_report_root(v->run, i);
   size_t caused = pc_report_caused_count(v->cascades, i);
   pc_report_reasons(text, sizeof text, pc_run_at(v->run, i), false);
   put_item(out, indent, first);
   fputs(text, out);
+  pc_report_diagnosis(diag, sizeof diag, pc_run_at(v->run, i));
+  if (diag[0]) {
+    put_item(out, indent, first);
+    fprintf(out, "diagnosis: %s", diag);
+  }
+  if (pc_report_accepted(v->run, i)) {
+    put_item(out, indent, first);
+    fputs("accepted: the run accepts indeterminate tensors", out);
+  }
   if (root >= 0) {
     put_item(out, indent, first);
     fputs("caused by ", out);
@@ -233,15 +248,15 @@ static void put_reasons(FILE *out, const view *v, size_t i, size_t indent, bool 
   }
 }
 
-/* Under a drift (and in verbose mode under a pass): why and where it is worst. Under a pass: a
- * dtype attribute the stored values contradict, which is a problem of the data whatever the
- * tolerance. */
+/* Under a drift or an indeterminate tensor (and in verbose mode under a pass): why and where it
+ * is worst. Under a pass: a dtype attribute the stored values contradict, which is a problem of
+ * the data whatever the tolerance. */
 static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
   const pc_tensor *t = pc_run_at(v->run, i);
   const pc_stats *s = &t->stats;
-  bool drift = t->verdict == PC_VERDICT_DRIFT, verbose = v->opts->verbose;
+  bool judged = pc_report_is_judged(t->verdict), verbose = v->opts->verbose;
   bool first = true;
-  if (drift)
+  if (judged)
     put_reasons(out, v, i, indent, &first);
   if (v->opts->gate && v->opts->gate->tensors[i].approval) {
     put_item(out, indent, &first);
@@ -253,11 +268,11 @@ static void put_details(FILE *out, const view *v, size_t i, size_t indent) {
     put_item(out, indent, &first);
     fprintf(out, "metrics %s", text);
   }
-  if ((drift || verbose) && s->has_worst)
+  if ((judged || verbose) && s->has_worst)
     put_worst(out, t, indent, &first);
   put_count(out, s->not_representable_a, "not representable in A's dtype", indent, &first);
   put_count(out, s->not_representable_b, "not representable in B's dtype", indent, &first);
-  if ((drift || verbose) && t->note) {
+  if ((judged || verbose) && t->note) {
     put_item(out, indent, &first);
     put_untrusted(out, t->note);
   }
@@ -311,7 +326,7 @@ static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
   const pc_tensor *t = pc_run_at(v->run, i);
   cells c;
   fill_cells(&c, v, i);
-  put_verdict(out, &c, t->verdict, w->verdict, v->opts->color);
+  put_verdict(out, &c, t->verdict, pc_report_accepted(v->run, i), w->verdict, v->opts->color);
   if (v->opts->gate)
     put_padded(out, c.change, w->change);
   put_path(out, t->path, w->path);
@@ -422,19 +437,16 @@ static bool is_error(pc_verdict v) {
   return v == PC_VERDICT_ERROR;
 }
 
-static size_t failure_count(const pc_run *run) {
-  size_t n = 0;
-  for (int v = 0; v < PC_VERDICT_COUNT_; v++)
-    if (pc_verdict_is_failure((pc_verdict)v))
-      n += run->by_verdict[v];
-  return n;
+static bool is_indeterminate(pc_verdict v) {
+  return v == PC_VERDICT_INDETERMINATE;
 }
 
-/* " (2 drift, 1 missing_in_b)": the failing verdicts that occur, in enum order. */
+/* " (2 drift, 1 missing_in_b)": the failing verdicts that occur, in enum order (indeterminate
+ * among them unless the run accepts it). */
 static void put_failure_breakdown(FILE *out, const pc_run *run) {
   const char *sep = " (";
   for (int v = 0; v < PC_VERDICT_COUNT_; v++) {
-    if (!pc_verdict_is_failure((pc_verdict)v) || !run->by_verdict[v])
+    if (!pc_report_counts(run, (pc_verdict)v) || !run->by_verdict[v])
       continue;
     fprintf(out, "%s%zu %s", sep, run->by_verdict[v], pc_verdict_name((pc_verdict)v));
     sep = ", ";
@@ -443,9 +455,21 @@ static void put_failure_breakdown(FILE *out, const pc_run *run) {
     fputc(')', out);
 }
 
+/* "; 1 indeterminate accepted (first: /x)": tensors the run accepts are still named, since a
+ * bug may hide in them (docs/reports.md, "Diagnosis and indeterminate tensors"). */
+static void put_accepted_tail(FILE *out, const pc_run *run) {
+  size_t n = pc_report_accepted_count(run);
+  const pc_tensor *first = first_where(run, is_indeterminate);
+  if (!n || !first)
+    return;
+  fprintf(out, "; %zu indeterminate accepted (first: ", n);
+  put_untrusted(out, first->path);
+  fputc(')', out);
+}
+
 static void put_summary_word(FILE *out, const char *word, pc_verdict v, bool color) {
   if (color)
-    fprintf(out, "%s%s" ANSI_RESET ": ", verdict_color(v), word);
+    fprintf(out, "%s%s" ANSI_RESET ": ", verdict_color(v, false), word);
   else
     fprintf(out, "%s: ", word);
 }
@@ -457,6 +481,7 @@ static void put_pass_summary(FILE *out, const pc_run *run, bool color) {
   fprintf(out, "%zu tensor%s within tolerance", pass, plural(pass));
   if (skipped)
     fprintf(out, " (%zu skipped)", skipped);
+  put_accepted_tail(out, run);
   fputc('\n', out);
 }
 
@@ -464,7 +489,7 @@ static void put_pass_summary(FILE *out, const pc_run *run, bool color) {
  * or for a run with unreadable tensors "ERROR: 1 of 120 tensors could not be read (first: /x);
  * 3 fail (...), ...". */
 static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
-  size_t fails = failure_count(run);
+  size_t fails = pc_report_failures(run);
   size_t skipped = run->by_verdict[PC_VERDICT_SKIPPED];
   const pc_tensor *first_fail = pc_report_first_divergence(run);
   if (run->verdict == PC_RUN_ERROR) {
@@ -487,6 +512,7 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
   put_failure_breakdown(out, run);
   if (skipped)
     fprintf(out, ", %zu skipped", skipped);
+  put_accepted_tail(out, run);
   if (first_fail) {
     fputs("; first divergence: ", out);
     put_untrusted(out, first_fail->path);
