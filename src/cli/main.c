@@ -172,7 +172,7 @@ static void usage(FILE *out) {
         "                         their figures to the approval FILE (docs/review.md)\n"
         "      --approved FILE    pass a drifting tensor while it stays within the figures\n"
         "                         approved in FILE\n"
-        "  -q, --quiet            print only failing tensors and the summary\n"
+        "  -q, --quiet            print only failing tensors and the summary (no provenance)\n"
         "      --no-color         no colours (they are used only when stdout is a terminal)\n",
         out);
   fprintf(out, "      --block-elems N    elements per read block (default %zu)\n",

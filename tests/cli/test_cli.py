@@ -462,6 +462,25 @@ def test_quiet():
           all(_path_line(q.stdout, t) is None for t in ('/x', '/y', '/z')), q.stdout)
 
 
+def test_quiet_no_provenance():
+    """-q on the real TF32 pair, whose dumps carry a provenance block with a multi-line
+    model_repr: only the table's header, the nine drifting activations (docs/review.md) with their
+    detail lines, and the summary."""
+    real = os.path.join(HERE, '..', '..', 'fixtures', 'real')
+    q = run(['-q', os.path.join(real, 'attention_cpu_fp32.h5'),
+             os.path.join(real, 'attention_cuda_tf32.h5')])
+    lines = [ln for ln in q.stdout.splitlines() if ln.strip()]
+    rows = [ln for ln in lines if ln.startswith('DRIFT ')]
+    details = [ln for ln in lines if ln.startswith(' ')]
+    check('-q, real pair: exit 1', q.returncode == 1, short(q))
+    check('-q, real pair: no provenance', 'provenance' not in q.stdout and
+          'model_repr' not in q.stdout and 'torch_version' not in q.stdout, q.stdout[:600])
+    check('-q, real pair: header, 9 drifting activations with a detail line each, the summary',
+          len(rows) == 9 and all('/activations/' in r for r in rows) and len(details) == 9 and
+          lines[0].split()[:2] == ['verdict', 'tensor'] and lines[-1].startswith('FAIL: 9 of ') and
+          len(lines) == 1 + 9 + 9 + 1, q.stdout)
+
+
 def _run_pty(args):
     """Run with stdout on a pseudo-terminal; returns (rc, output)."""
     master, slave = pty.openpty()
@@ -948,6 +967,7 @@ TESTS = [
     test_lzf,
     test_text_order,
     test_quiet,
+    test_quiet_no_provenance,
     test_color,
     test_json_stdout,
     test_block_elems,

@@ -528,7 +528,7 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   view v = {run, opts, &cascades};
   size_t shown = 0;
   widths w = measure(&v, &shown);
-  if (put_provenance(out, run) < 0) {
+  if (!opts->quiet && put_provenance(out, run) < 0) { /* quiet: failures and the summary only */
     pc_report_cascades_free(&cascades);
     return PC_ENOMEM;
   }
