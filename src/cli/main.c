@@ -124,7 +124,8 @@ static void usage(FILE *out) {
         "(step_100/rank_3.h5:/layer1/out); a file on one side only is a missing tensor, a\n"
         "file that is not a tensor dump a skipped one.\n"
         "\n"
-        "Options:\n"
+        "Options (one that takes a value is given once; -t, --include, --exclude, --map and\n"
+        "--strip-prefix repeat):\n"
         "  -t, --tolerances FILE  tolerance file (YAML, docs/tolerances.md); repeatable, a later\n"
         "                         file wins; the built-in defaults (tolerances/default.yaml)\n"
         "                         always come first\n"
@@ -357,13 +358,37 @@ static bool parse_name_option(int opt, char *arg, name_opts *n) {
   return true;
 }
 
+/* An option that takes one value, given a second time, is a usage error: last-wins would
+ * silently drop a report file or a baseline. -t and the name options are lists. False (after
+ * the message) for a repeat. */
+static bool first_time(int opt, uint64_t *seen) {
+  size_t i = 0;
+  while (long_opts[i].name && long_opts[i].val != opt)
+    i++;
+  if (!long_opts[i].name || long_opts[i].has_arg == no_argument || opt == 't' ||
+      (opt >= OPT_INCLUDE && opt <= OPT_STRIP_PREFIX))
+    return true;
+  _Static_assert(sizeof long_opts / sizeof long_opts[0] <= 64, "one bit per option");
+  if (*seen >> i & 1u) {
+    char name[64];
+    snprintf(name, sizeof name, "--%s", long_opts[i].name);
+    usage_error("option given twice (it takes one value)", name);
+    return false;
+  }
+  *seen |= (uint64_t)1 << i;
+  return true;
+}
+
 /* Tolerance files are only collected here: load_tolerances() loads them after the profile,
  * wherever --profile stands. --help and --version set c->done. */
 static int parse_args(int argc, char **argv, cli *c) {
   int opt;
+  uint64_t seen = 0;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":t:j:qvVh", long_opts, NULL)) != -1) {
-    if (opt == 't') {
+    if (!first_time(opt, &seen)) {
+      return PC_EUSAGE;
+    } else if (opt == 't') {
       c->tol_files[c->n_tol_files++] = optarg;
     } else if (opt == OPT_PROFILE) {
       c->profile = optarg;
@@ -467,7 +492,52 @@ static int compare_names(const void *x, const void *y) {
   return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-/* "unknown profile" with the names of dir's *.yaml files, sorted. */
+/* Edits (insert, delete, substitute, swap two neighbours) from a to b, both profile names
+ * (is_profile_name), or more than max when that is cheaper to tell. */
+static size_t name_edits(const char *a, const char *b, size_t max) {
+  enum { LONGEST = 256 }; /* a listed name is shorter (unknown_profile) */
+  size_t la = strlen(a), lb = strlen(b), d[3][LONGEST + 1];
+  if (la > LONGEST || lb > LONGEST || (la > lb ? la - lb : lb - la) > max)
+    return max + 1;
+  for (size_t j = 0; j <= lb; j++)
+    d[0][j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t *row = d[i % 3], *up = d[(i - 1) % 3], *up2 = d[(i + 1) % 3];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t best = up[j - 1] + (a[i - 1] != b[j - 1]);
+      best = up[j] + 1 < best ? up[j] + 1 : best;
+      best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && up2[j - 2] + 1 < best)
+        best = up2[j - 2] + 1;
+      row[j] = best;
+    }
+  }
+  return d[la % 3][lb];
+}
+
+/* The profile the user probably meant by name: one it starts (fp16 for fp16-autocast), else
+ * the nearest within a third of name's length or two edits (tf23, bf16_autocast); NULL when
+ * none is that close. */
+static const char *closest_profile(const char *name, const char *const *names, size_t n) {
+  size_t len = strlen(name), max = len / 3 > 2 ? len / 3 : 2, best_d = max + 1;
+  const char *best = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(names[i], name, len) == 0)
+      return names[i];
+  for (size_t i = 0; i < n; i++) {
+    size_t d = name_edits(name, names[i], max);
+    if (d < best_d) {
+      best_d = d;
+      best = names[i];
+    }
+  }
+  return best;
+}
+
+/* "unknown profile" with the names of dir's *.yaml files, sorted, and the one probably meant.
+ * The PARITYCHECK_TOLERANCES hint only where it may help: no name is close, and the variable
+ * is not set already (the message names the folder it gave). */
 static int unknown_profile(const char *name, const char *dir) {
   enum { MAX_LISTED = 64 };
   static const char ext[] = ".yaml";
@@ -495,9 +565,17 @@ static int unknown_profile(const char *name, const char *dir) {
     put_untrusted(sorted[i]);
   }
   fputs(n ? ")\n" : " none)\n", stderr);
-  fputs("paritycheck: hint: set PARITYCHECK_TOLERANCES to the folder of the profiles (an install "
-        "keeps them in PREFIX/share/paritycheck/tolerances)\n",
-        stderr);
+  const char *meant = closest_profile(name, sorted, n);
+  const char *env = getenv("PARITYCHECK_TOLERANCES");
+  if (meant) {
+    fputs("paritycheck: did you mean '", stderr);
+    put_untrusted(meant);
+    fputs("'?\n", stderr);
+  } else if (!env || !*env) {
+    fputs("paritycheck: hint: set PARITYCHECK_TOLERANCES to the folder of the profiles (an "
+          "install keeps them in PREFIX/share/paritycheck/tolerances)\n",
+          stderr);
+  }
   return PC_EUSAGE;
 }
 

@@ -7,7 +7,7 @@
 #include <fcntl.h>  /* open, O_RDONLY, O_CLOEXEC, O_NONBLOCK */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, qsort, bsearch */
-#include <string.h> /* strcmp, strerror */
+#include <string.h> /* strcmp, strerror, memcmp */
 #include <unistd.h> /* close */
 
 /* Tried in this order; the first whose sniff says yes opens the file. safetensors has no magic
@@ -134,12 +134,23 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
 /* The format whose magic bytes f starts with. A read error is said as such: a file that
  * cannot be read is not "not a tensor dump". */
 static int pc_sniff(pc_file *f, pc_error *err) {
-  unsigned char head[16];
-  if (pread(f->fd, head, sizeof head, 0) < 0)
+  /* torch.save's legacy (non-zip) format opens with a pickled magic number: protocol 2, a
+   * 10-byte long 0x1950a86a20f9469cfc6c (torch/serialization.py, MAGIC_NUMBER). */
+  static const unsigned char legacy_torch[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                               0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  unsigned char head[sizeof legacy_torch];
+  ssize_t got = pread(f->fd, head, sizeof head, 0);
+  if (got < 0)
     return pc_error_set(err, PC_EIO, "%s: cannot read: %s", f->path, strerror(errno));
   for (size_t i = 0; !f->format && i < sizeof pc_formats / sizeof *pc_formats; i++)
     if (pc_formats[i]->sniff(f))
       f->format = pc_formats[i];
+  if (!f->format && got == (ssize_t)sizeof head && memcmp(head, legacy_torch, sizeof head) == 0)
+    return pc_error_set(err, PC_EIO,
+                        "%s: not a tensor dump (HDF5, safetensors, npy or npz): a torch.save "
+                        "file of the legacy (non-zip) format (convert it: python3 -m "
+                        "paritycheck.dump convert FILE OUT.h5)",
+                        f->path);
   if (!f->format)
     return pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)",
                         f->path);
