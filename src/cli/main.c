@@ -161,7 +161,8 @@ static void usage(FILE *out) {
         "                         a call index such as 003_), before --map: e.g. module.\n"
         "                         (DDP) turns /module.fc/out into /fc/out\n"
         "      --save-baseline FILE\n"
-        "                         write this run's per-tensor figures as a baseline\n"
+        "                         write this run's per-tensor figures as a baseline (the\n"
+        "                         exit status stays the run's: 1 when it drifts)\n"
         "      --baseline FILE    fail only for tensors that newly fail, or whose drift grew\n"
         "                         beyond the factor, since the baseline FILE\n"
         "      --baseline-factor X\n",
@@ -809,6 +810,17 @@ static void keep_large_blocks_apart(void) {
 #endif
 }
 
+/* --save-baseline exits as any run does (1: it drifts), so that a CI step that also saves one
+ * still fails closed; a baseline is made from a drifting run, though, so the exit status is
+ * explained with the idiom that accepts it (docs/reports.md, "Baseline gate"). */
+static void say_saved_drift(const char *path) {
+  fputs("paritycheck: baseline ", stderr);
+  put_untrusted(path);
+  fputs(" saved; exit 1 is this run's drift (to accept it in a set -e script: "
+        "paritycheck ... || [ $? -eq 1 ])\n",
+        stderr);
+}
+
 /* Writes every report; the exit code follows the gate when there is one. */
 static int report(const cli *c, const pc_baseline *base, const pc_approvals *ap,
                   const pc_run *run) {
@@ -818,6 +830,8 @@ static int report(const cli *c, const pc_baseline *base, const pc_approvals *ap,
   if (rc == PC_OK)
     rc = write_reports(c, run, gate);
   int code = rc < 0 ? EXIT_ERROR : exit_code(gate ? gate->verdict : run->verdict);
+  if (code == EXIT_DRIFT && !gate && c->out.save_baseline)
+    say_saved_drift(c->out.save_baseline);
   pc_gate_free(gate);
   return code;
 }
