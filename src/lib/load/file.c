@@ -171,6 +171,18 @@ bool pc_file_is_dump(const char *path) {
   return known;
 }
 
+/* A dump whose writer failed part way says so in a file attribute `incomplete` (its value: why;
+ * docs/formats.md): its missing tensors would read as drift of the model, so it is refused. */
+static int pc_refuse_incomplete(const pc_file *f, pc_error *err) {
+  for (size_t i = 0; i < f->nattrs; i++)
+    if (strcmp(f->attrs[i].name, "incomplete") == 0)
+      return pc_error_set(err, PC_EIO,
+                          "%s: an incomplete dump (attribute incomplete: %s): the run that wrote "
+                          "it failed part way; dump again",
+                          f->path, f->attrs[i].value);
+  return PC_OK;
+}
+
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   struct stat st;
   *out = NULL;
@@ -188,7 +200,8 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
     goto fail;
   if ((rc = pc_sniff(f, err)) < 0 || (rc = f->format->open(f, err)) < 0 ||
       (rc = pc_file_sort(f, err)) < 0 ||
-      (f->format->attributes && (rc = f->format->attributes(f, err)) < 0))
+      (f->format->attributes && (rc = f->format->attributes(f, err)) < 0) ||
+      (rc = pc_refuse_incomplete(f, err)) < 0)
     goto fail;
   *out = f;
   return PC_OK;
