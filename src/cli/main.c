@@ -13,8 +13,11 @@
 #include <errno.h>  /* errno, ENOENT */
 #include <float.h>  /* DBL_MAX */
 #include <getopt.h> /* getopt_long */
-#ifdef __GLIBC__
+#ifdef PC_HAVE_MALLOPT
 #include <malloc.h> /* mallopt, M_MMAP_THRESHOLD */
+#endif
+#ifdef __APPLE__
+#include <mach-o/dyld.h> /* _NSGetExecutablePath */
 #endif
 #include <poll.h>     /* poll, POLLERR */
 #include <signal.h>   /* signal, SIGPIPE */
@@ -464,14 +467,29 @@ static void print_warnings(const pc_run *run) {
  * binary, where an install puts them (PREFIX/bin/../share/paritycheck/tolerances), so that an
  * installed or moved prefix finds its own; else the source tree's (PC_TOLERANCES_DIR, compiled
  * in, for a binary run from its build folder). */
+/* The running binary's path into exe ("" when the system does not say): Linux's /proc/self/exe,
+ * macOS's _NSGetExecutablePath; elsewhere nothing, and --profile uses the source tree's. */
+static void exe_path(char *exe, size_t size) {
+  exe[0] = '\0';
+#if defined(__linux__)
+  ssize_t n = readlink("/proc/self/exe", exe, size - 1);
+  exe[n > 0 ? n : 0] = '\0';
+#elif defined(__APPLE__)
+  uint32_t n = (uint32_t)size;
+  if (_NSGetExecutablePath(exe, &n) != 0)
+    exe[0] = '\0';
+#else
+  (void)size;
+#endif
+}
+
 static const char *profile_dir(void) {
   static char installed[4096];
   const char *env = getenv("PARITYCHECK_TOLERANCES");
   if (env && *env)
     return env;
   char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
+  exe_path(exe, sizeof exe);
   const char *slash = strrchr(exe, '/');
   struct stat st;
   if (slash &&
@@ -805,7 +823,7 @@ static int exit_code(pc_run_verdict v) {
  * heap; fixed from the start, each came from the system and went back (gzip case: 1.5 s of
  * system time against 0.1 s). */
 static void keep_large_blocks_apart(void) {
-#ifdef __GLIBC__
+#ifdef PC_HAVE_MALLOPT /* glibc's; other allocators have no such threshold to pin */
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
 }
