@@ -101,7 +101,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-__all__ = ["Dumper", "POLICIES", "policy_context", "apply_policy_to_model",
+__all__ = ["Dumper", "POLICIES", "policy_context", "policy_device", "apply_policy_to_model",
            "backend_attrs", "infer_reduction_length", "infer_grad_reduction_lengths",
            "loss_dtype"]
 
@@ -177,14 +177,15 @@ def policy_context(policy, device, autocast=True):
 
 
 def apply_policy_to_model(model, policy, device):
-    """Move the model to ``device`` and cast it to the policy's parameter dtype."""
-    _check_policy(policy)
-    return model.to(device=device, dtype=POLICIES[policy][0])
+    """Move the model to ``device`` (policy_device: fp64 on MPS goes to the CPU) and cast it to
+    the policy's parameter dtype."""
+    return model.to(device=policy_device(policy, device), dtype=POLICIES[policy][0])
 
 
 def cast_input(x, policy, device):
-    """Move a floating input to the device and the policy's input dtype (others: device only)."""
-    _check_policy(policy)
+    """Move a floating input to the device (policy_device) and the policy's input dtype (others:
+    device only)."""
+    device = policy_device(policy, device)
     if torch.is_tensor(x):
         if x.is_floating_point():
             return x.to(device=device, dtype=POLICIES[policy][0])
@@ -223,6 +224,8 @@ def backend_attrs(device, policy):
             a["device_capability"] = "%d.%d" % cap
         a["cuda_version"] = str(torch.version.cuda)
         a["cudnn_version"] = str(_safe(torch.backends.cudnn.version, "none"))
+    elif dev.type == "mps":
+        a.update(_mps_attrs())
     else:
         a["device_name"] = platform.processor() or platform.machine()
         a["num_threads"] = torch.get_num_threads()
@@ -249,7 +252,35 @@ def backend_attrs(device, policy):
     ac = POLICIES.get(policy, (None, None, None))[1]
     if ac is not None:
         a["autocast_dtype"] = _NP_NAMES[ac]
+    if platform.system() == "Darwin":
+        a["macos_version"] = platform.mac_ver()[0] or "unknown"
     return a
+
+
+# The MPS settings that change what a run computes or whether it runs: the fallback sends ops
+# MPS lacks to the CPU, the watermark bounds the memory MPS may take.
+MPS_ENV = ("PYTORCH_ENABLE_MPS_FALLBACK", "PYTORCH_MPS_HIGH_WATERMARK_RATIO")
+
+
+def _mps_attrs():
+    mps = getattr(torch.backends, "mps", None)
+    a = {"device_name": "mps (%s)" % (platform.processor() or platform.machine()),
+         "mps_available": bool(_safe(mps.is_available, False)) if mps else False,
+         "mps_built": bool(_safe(mps.is_built, False)) if mps else False}
+    for name in MPS_ENV:
+        a[name] = os.environ.get(name, "unset")
+    return a
+
+
+def policy_device(policy, device):
+    """The device a run of ``policy`` on ``device`` can use: the CPU for fp64 on MPS, which has
+    no float64 (a warning says so); else ``device``."""
+    _check_policy(policy)
+    dev = torch.device(device)
+    if dev.type == "mps" and POLICIES[policy][0] == torch.float64:
+        warnings.warn("MPS has no float64: policy %s runs on the CPU" % policy, stacklevel=2)
+        return torch.device("cpu")
+    return dev
 
 
 def infer_reduction_length(module, inputs):
@@ -777,7 +808,8 @@ def main(argv=None):
     where.add_argument("--out", help="output .h5 file")
     where.add_argument("--trio", metavar="DIR", help="write DIR/a.h5 (cpu fp32), DIR/b.h5 "
                        "(--device, --policy) and DIR/ref.h5 (cpu fp64)")
-    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 ... (default cpu)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, mps ... (default cpu; "
+                    "MPS has no float64: --policy fp64 on mps runs on the CPU, and says so)")
     ap.add_argument("--policy", default="fp32", choices=list(POLICIES))
     ap.add_argument("--input-shape", help="comma-separated shape of a randn input, e.g. 2,3,32,32")
     ap.add_argument("--seed", type=int, default=0)
@@ -836,16 +868,22 @@ def _run(a, factory, ap):
         inputs = (inputs,)
     if a.eval:
         model.eval()
-    model = apply_policy_to_model(model, a.policy, a.device)
-    inputs = cast_input(tuple(inputs), a.policy, a.device)
+    with warnings.catch_warnings(record=True) as caught:  # said once, as the CLI's own note
+        warnings.simplefilter("always")
+        device = policy_device(a.policy, a.device)
+    for w in caught:
+        print("%s: %s" % (PROG, w.message), file=sys.stderr)
+    moved = {} if str(device) == a.device else {"requested_device": a.device}
+    model = apply_policy_to_model(model, a.policy, device)
+    inputs = cast_input(tuple(inputs), a.policy, device)
     ks = {}
     for kv in a.k:
         p, _, v = kv.rpartition("=")
         ks[p] = int(v)
     modules = a.modules if a.modules in ("leaves", "all") else a.modules.split(",")
-    with Dumper(model, a.out, policy=a.policy, device=a.device, modules=modules,
+    with Dumper(model, a.out, policy=a.policy, device=device, modules=modules,
                 reduction_lengths=ks, compression=None if a.no_compress else "gzip",
-                module_grads=bool(a.grad and a.module_grads)) as d:
+                module_grads=bool(a.grad and a.module_grads), attrs=moved) as d:
         for i, x in enumerate(inputs):
             if torch.is_tensor(x):
                 d.save("inputs/%d" % i, x)

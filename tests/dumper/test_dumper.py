@@ -11,9 +11,11 @@ reading back what it wrote with h5py; K values are worked out by hand from the m
 Prints one line per failure and a last line "N passed, M failed"; exits 1 when anything failed.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -513,6 +515,59 @@ def test_docs_example():
               list(f))
 
 
+def test_mps_fp64_runs_on_cpu():
+    """--device mps --policy fp64: MPS has no float64, so the run is on the CPU (for real, here),
+    the CLI says so once, and the file records the device asked for."""
+    out = os.path.join(WORK, "mps_fp64.h5")
+    p = dump_cli("--model", "tiny_factory:build", "--out", out, "--device", "mps",
+                 "--policy", "fp64", "--input-shape", "5,6")
+    check("mps fp64: exit 0, said once", p.returncode == 0 and p.stderr.count(
+        "MPS has no float64: policy fp64 runs on the CPU") == 1, p.stderr[-600:])
+    if p.returncode == 0:
+        with h5py.File(out, "r") as f:
+            check("mps fp64: backend cpu, requested_device mps, float64",
+                  f.attrs["backend"] == "cpu" and f.attrs["requested_device"] == "mps" and
+                  f["activations/000_0"].dtype == np.float64, dict(f.attrs))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = pcdump.apply_policy_to_model(nn.Linear(2, 2), "fp64", "mps")
+    check("API: apply_policy_to_model fp64 on mps: the CPU, in float64, with a warning",
+          model.weight.device.type == "cpu" and model.weight.dtype == torch.float64 and
+          len(caught) == 1 and "MPS has no float64" in str(caught[0].message))
+
+
+def test_mps_mocked():
+    """What cannot run here without a Mac is mocked, and the checks say so: autocast is entered
+    with device_type="mps" for the autocast policies; the provenance of an MPS run records
+    macOS's version, torch.backends.mps.is_available()/is_built() and the MPS environment."""
+    from unittest import mock
+    entered = []
+
+    @contextlib.contextmanager
+    def fake_autocast(device_type, dtype):
+        entered.append((device_type, dtype))
+        yield
+
+    with mock.patch.object(torch, "autocast", fake_autocast):
+        for policy, dtype in (("bf16-autocast", torch.bfloat16), ("fp16-autocast", torch.float16)):
+            with pcdump.policy_context(policy, "mps"):
+                pass
+    check("mocked MPS: autocast with device_type mps, bf16 and fp16",
+          entered == [("mps", torch.bfloat16), ("mps", torch.float16)], entered)
+    env = {"PYTORCH_ENABLE_MPS_FALLBACK": "1"}
+    with mock.patch.object(torch.backends.mps, "is_available", return_value=True), \
+            mock.patch.object(torch.backends.mps, "is_built", return_value=True), \
+            mock.patch.object(pcdump.platform, "system", return_value="Darwin"), \
+            mock.patch.object(pcdump.platform, "mac_ver", return_value=("14.5", ("", "", ""), "arm64")), \
+            mock.patch.dict(os.environ, env):
+        os.environ.pop("PYTORCH_MPS_HIGH_WATERMARK_RATIO", None)
+        a = pcdump.backend_attrs("mps", "bf16-autocast")
+    want = {"backend": "mps", "macos_version": "14.5", "mps_available": True, "mps_built": True,
+            "PYTORCH_ENABLE_MPS_FALLBACK": "1", "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "unset",
+            "torch_version": torch.__version__, "autocast_dtype": "bfloat16"}
+    check("mocked MPS: provenance", {k: a.get(k) for k in want} == want, a)
+
+
 def main():
     global BIN, WORK
     if len(sys.argv) != 3:
@@ -532,6 +587,8 @@ def main():
     test_incomplete_dump_refused()
     test_trio()
     test_docs_example()
+    test_mps_fp64_runs_on_cpu()
+    test_mps_mocked()
     return summary()
 
 
