@@ -568,6 +568,44 @@ def test_mps_mocked():
     check("mocked MPS: provenance", {k: a.get(k) for k in want} == want, a)
 
 
+def test_training_runs_doc():
+    """docs/training-runs.md as written: train.py and training.yaml from its blocks, then each
+    command with the exit code its comment gives; the loss drift it explains grows with the step
+    (step 19's loss rel_rms more than 100 times step 0's, as the page says "more than 300")."""
+    import json
+    import re
+    text = open(os.path.join(ROOT, "docs", "training-runs.md")).read()
+    py = re.findall(r"```python\n(.*?)```", text, re.S)
+    yml = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    sh = [l for b in re.findall(r"```sh\n(.*?)```", text, re.S) for l in b.splitlines() if l]
+    if not check("training-runs.md: one script, one tolerance file, commands",
+                 len(py) == 1 and len(yml) == 1 and len(sh) == 3, (len(py), len(yml), sh)):
+        return
+    folder = os.path.join(WORK, "training")
+    os.makedirs(os.path.join(folder, "bin"), exist_ok=True)
+    for name, target in (("paritycheck", BIN), ("python3", sys.executable)):
+        link = os.path.join(folder, "bin", name)
+        if not os.path.lexists(link):
+            os.symlink(target, link)
+    for name, body in (("train.py", py[0]), ("training.yaml", yml[0])):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(body)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+               PATH=os.path.join(folder, "bin") + os.pathsep + os.environ["PATH"])
+    for cmd in sh:
+        want = re.search(r"# exit (\d+)\s*$", cmd)
+        p = subprocess.run(["bash", "-c", cmd], cwd=folder, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        check("training-runs.md: %s" % cmd[:70], want and p.returncode == int(want.group(1)),
+              (p.returncode, p.stdout[-600:], p.stderr[-600:]))
+    p = subprocess.run([BIN, "--json", "-", "runs/a", "runs/b"], cwd=folder,
+                       stdout=subprocess.PIPE, text=True)
+    loss = {t["path"][:8]: t["rel_rms"] for t in json.loads(p.stdout)["tensors"]
+            if t["path"].endswith(":/outputs/loss")}
+    check("training-runs.md: the loss drift grows, step 19 > 100 x step 0",
+          len(loss) == 20 and loss["step_019"] > 100 * loss["step_000"] > 0, loss)
+
+
 def main():
     global BIN, WORK
     if len(sys.argv) != 3:
@@ -589,6 +627,7 @@ def main():
     test_docs_example()
     test_mps_fp64_runs_on_cpu()
     test_mps_mocked()
+    test_training_runs_doc()
     return summary()
 
 
