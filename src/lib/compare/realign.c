@@ -92,7 +92,8 @@ static bool pc_share_key(const pc_call *a, size_t na, const pc_call *b, size_t n
     int c = strcmp(a[i].key, b[j].key);
     if (c == 0)
       return true;
-    c < 0 ? i++ : j++;
+    i += c < 0;
+    j += c > 0;
   }
   return false;
 }
