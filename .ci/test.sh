@@ -19,6 +19,6 @@ for variant in build-test:OFF:ON build-asan:ON:OFF; do
 done
 echo "== valgrind memcheck (build-test)"
 bash .ci/valgrind.sh build-test
-echo "== build-clang (clang, warnings as errors)"
+echo "== build-clang (clang, warnings as errors: it only builds, it runs no tests)"
 CC=clang cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Debug -DPC_WERROR=ON >/dev/null
 cmake --build build-clang -j "$jobs"

@@ -77,12 +77,18 @@ def compare(a, b, profile=None, tolerances=None, extra_args=()):
             return json.load(fh)
 
 
+def _short(x):
+    """A figure of the JSON report (a number, or "inf"/"nan" as a string) at 3 digits."""
+    return "%.3g" % x if isinstance(x, (int, float)) else str(x)
+
+
 def _failure_lines(report):
     lines = []
     for t in report["tensors"]:
         if t["verdict"] == "pass":
             continue
-        why = "; ".join("%s %s > limit %s" % (r["criterion"], r["value"], r["limit"])
+        # three significant digits, as the text report: enough to see how far off it is
+        why = "; ".join("%s %s > limit %s" % (r["criterion"], _short(r["value"]), _short(r["limit"]))
                         for r in t.get("reasons", ())) or t.get("message", "")
         cause = t.get("caused_by")
         lines.append("  %s: %s%s%s" % (t["path"], t["verdict"], ": " + why if why else "",

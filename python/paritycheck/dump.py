@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""pcdump: dump a PyTorch model's per-module outputs (and chosen gradients) to HDF5
-in the layout paritycheck compares.
+"""paritycheck.dump: dump a PyTorch model's per-module outputs (and chosen gradients) to HDF5
+in the layout paritycheck compares (docs/python.md).
 
 Works with torch >= 1.13, h5py and numpy.
 
@@ -61,9 +61,15 @@ over, i.e. input.numel() / in_features for nn.Linear, N * output spatial size fo
 (N * input spatial for a transposed convolution's weight), N * spatial for norm layers' affine
 parameters.
 
-Usage
+The file is written when the Dumper closes, to a temporary file beside ``path`` renamed over it:
+a forward or backward that raises inside ``with Dumper(...)`` leaves no file (and an existing one
+as it was); paritycheck refuses a dump with a file attribute ``incomplete`` (exit 2).
+
+Usage (docs/python.md has a complete example)
 -----
-    from pcdump import Dumper
+    from paritycheck.dump import Dumper, apply_policy_to_model, cast_input
+    model = apply_policy_to_model(model, "fp32", "cpu")   # dtype and device of the policy
+    x = cast_input(x, "fp32", "cpu")
     with Dumper(model, "out.h5", policy="fp32") as d:
         d.save("inputs/x", x)
         with d.policy_context():          # sets TF32 flags / autocast for the policy
@@ -75,7 +81,7 @@ Usage
             loss.backward()
         d.dump_gradients(["fc.weight"])     # or None for all parameters with a grad
 
-CLI: python3 python/paritycheck/dump.py --help
+CLI: python3 -m paritycheck.dump --help
 """
 
 import argparse
@@ -86,6 +92,8 @@ import math
 import os
 import platform
 import sys
+import tempfile
+import traceback
 import warnings
 
 import h5py
@@ -93,7 +101,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-__all__ = ["Dumper", "POLICIES", "policy_context", "apply_policy_to_model",
+__all__ = ["Dumper", "POLICIES", "policy_context", "policy_device", "apply_policy_to_model",
            "backend_attrs", "infer_reduction_length", "infer_grad_reduction_lengths",
            "loss_dtype"]
 
@@ -169,14 +177,15 @@ def policy_context(policy, device, autocast=True):
 
 
 def apply_policy_to_model(model, policy, device):
-    """Move the model to ``device`` and cast it to the policy's parameter dtype."""
-    _check_policy(policy)
-    return model.to(device=device, dtype=POLICIES[policy][0])
+    """Move the model to ``device`` (policy_device: fp64 on MPS goes to the CPU) and cast it to
+    the policy's parameter dtype."""
+    return model.to(device=policy_device(policy, device), dtype=POLICIES[policy][0])
 
 
 def cast_input(x, policy, device):
-    """Move a floating input to the device and the policy's input dtype (others: device only)."""
-    _check_policy(policy)
+    """Move a floating input to the device (policy_device) and the policy's input dtype (others:
+    device only)."""
+    device = policy_device(policy, device)
     if torch.is_tensor(x):
         if x.is_floating_point():
             return x.to(device=device, dtype=POLICIES[policy][0])
@@ -215,6 +224,8 @@ def backend_attrs(device, policy):
             a["device_capability"] = "%d.%d" % cap
         a["cuda_version"] = str(torch.version.cuda)
         a["cudnn_version"] = str(_safe(torch.backends.cudnn.version, "none"))
+    elif dev.type == "mps":
+        a.update(_mps_attrs())
     else:
         a["device_name"] = platform.processor() or platform.machine()
         a["num_threads"] = torch.get_num_threads()
@@ -241,7 +252,35 @@ def backend_attrs(device, policy):
     ac = POLICIES.get(policy, (None, None, None))[1]
     if ac is not None:
         a["autocast_dtype"] = _NP_NAMES[ac]
+    if platform.system() == "Darwin":
+        a["macos_version"] = platform.mac_ver()[0] or "unknown"
     return a
+
+
+# The MPS settings that change what a run computes or whether it runs: the fallback sends ops
+# MPS lacks to the CPU, the watermark bounds the memory MPS may take.
+MPS_ENV = ("PYTORCH_ENABLE_MPS_FALLBACK", "PYTORCH_MPS_HIGH_WATERMARK_RATIO")
+
+
+def _mps_attrs():
+    mps = getattr(torch.backends, "mps", None)
+    a = {"device_name": "mps (%s)" % (platform.processor() or platform.machine()),
+         "mps_available": bool(_safe(mps.is_available, False)) if mps else False,
+         "mps_built": bool(_safe(mps.is_built, False)) if mps else False}
+    for name in MPS_ENV:
+        a[name] = os.environ.get(name, "unset")
+    return a
+
+
+def policy_device(policy, device):
+    """The device a run of ``policy`` on ``device`` can use: the CPU for fp64 on MPS, which has
+    no float64 (a warning says so); else ``device``."""
+    _check_policy(policy)
+    dev = torch.device(device)
+    if dev.type == "mps" and POLICIES[policy][0] == torch.float64:
+        warnings.warn("MPS has no float64: policy %s runs on the CPU" % policy, stacklevel=2)
+        return torch.device("cpu")
+    return dev
 
 
 def infer_reduction_length(module, inputs):
@@ -527,10 +566,18 @@ class Dumper:
             self._file_attrs = backend_attrs(self.device, self.policy)
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:  # still write what was recorded, marked as incomplete
-            self.extra_attrs["incomplete"] = "%s: %s" % (exc_type.__name__, exc)
-        self.close()
+        if exc_type is not None:  # a part of a run would read as drift of the missing tensors
+            self.discard()
+        else:
+            self.close()
         return False
+
+    def discard(self):
+        """Remove the hooks and drop what was recorded; nothing is written."""
+        for h in self._handles + self._grad_handles:
+            h.remove()
+        self._handles, self._grad_handles = [], []
+        self._records, self._other, self._agrads = [], [], []
 
     # ---- helpers -------------------------------------------------------------------
     def policy_context(self):
@@ -603,16 +650,32 @@ class Dumper:
         return g
 
     def close(self):
+        """Write the file: whole, or not at all (a temporary file renamed over ``path``)."""
         for h in self._handles + self._grad_handles:
             h.remove()
         self._handles, self._grad_handles = [], []
         if self._file_attrs is None:
             self._file_attrs = backend_attrs(self.device, self.policy)
-        n = max(self._calls, 1)
-        width = self.index_width or max(3, len(str(n - 1)))
         d = os.path.dirname(os.path.abspath(self.path))
         os.makedirs(d, exist_ok=True)
-        with h5py.File(self.path, "w", track_order=True) as f:
+        fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(self.path) + ".")
+        os.close(fd)
+        try:
+            os.chmod(tmp, 0o666 & ~_umask())  # as a file made by open() would be, not 0600
+            self._write(tmp)
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        finally:
+            self._records, self._other, self._agrads = [], [], []
+
+    def _write(self, path):
+        n = max(self._calls, 1)
+        width = self.index_width or max(3, len(str(n - 1)))
+        with h5py.File(path, "w", track_order=True) as f:
             _set_attrs(f, self._file_attrs)
             _set_attrs(f, self.extra_attrs)
             if self._records:
@@ -633,16 +696,45 @@ class Dumper:
                 w = self.index_width or max(3, len(str(len(self._agrads) - 1)))
                 for i, (name, arr, at) in enumerate(self._agrads):
                     self._create(ag, "%0*d_%s" % (w, i, name), arr, at)
-        self._records, self._other, self._agrads = [], [], []
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # ---- CLI ----------------------------------------------------------------------------
+PROG = "python3 -m paritycheck.dump"
+
+
+class _BadModel(Exception):
+    """--model names no factory: a usage error (exit 2), said in one line."""
+
+
 def _load_factory(spec):
     mod, _, fn = spec.partition(":")
-    if not fn:
-        raise SystemExit("--model wants module:function, got %r" % spec)
+    if not mod or not fn:
+        raise _BadModel("--model wants MODULE:FUNCTION (e.g. mymodels:build), got %r" % spec)
     sys.path.insert(0, os.getcwd())
-    return getattr(importlib.import_module(mod), fn)
+    try:
+        module = importlib.import_module(mod)
+    except ModuleNotFoundError as e:
+        if e.name != mod and not mod.startswith((e.name or "") + "."):
+            raise _BadModel("--model %s: importing %s failed: %s" % (spec, mod, e)) from e
+        raise _BadModel("--model %s: no module %r on the path (the current directory and "
+                        "PYTHONPATH)" % (spec, mod)) from e
+    except Exception as e:  # the module's own code failed: say so in one line
+        raise _BadModel("--model %s: importing %s failed: %s: %s"
+                        % (spec, mod, type(e).__name__, e)) from e
+    factory = getattr(module, fn, None)
+    if not callable(factory):
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                       and getattr(v, "__module__", None) == module.__name__)
+        raise _BadModel("--model %s: %s (%s) has no function %r%s"
+                        % (spec, mod, getattr(module, "__file__", "?"), fn,
+                           "; it has: " + ", ".join(found[:10]) if found else ""))
+    return factory
 
 
 def _flat_tensors(obj, prefix=""):
@@ -689,7 +781,7 @@ def convert(src, out):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["convert"]:
-        ap = argparse.ArgumentParser(prog="pcdump convert",
+        ap = argparse.ArgumentParser(prog=PROG + " convert",
                                      description="Convert a torch.save file to an HDF5 dump.")
         ap.add_argument("src", help="a file written by torch.save (state dict or tensors)")
         ap.add_argument("out", help="the HDF5 file to write")
@@ -697,15 +789,27 @@ def main(argv=None):
         print("wrote %s (%d tensors)" % (a.out, convert(a.src, a.out)))
         return 0
     ap = argparse.ArgumentParser(
-        description="Dump every leaf module's output of a PyTorch model to HDF5 for paritycheck.",
+        prog=PROG,
+        description="Dump every leaf module's output of a PyTorch model to HDF5 for paritycheck "
+                    "(docs/python.md). '%s convert SRC OUT' turns a torch.save file into a "
+                    "dump." % PROG,
         epilog="The factory is called with no arguments and returns a model, or (model, inputs) "
                "where inputs is a tensor or a tuple of tensors; with a bare model, --input-shape "
                "gives a standard-normal input. The model is built on the CPU in fp32 after "
-               "torch.manual_seed(--seed), then moved and cast for --policy.")
+               "torch.manual_seed(--seed), then moved and cast for --policy. --trio DIR runs it "
+               "three times, from the same seed: DIR/a.h5 on the CPU in fp32, DIR/b.h5 on "
+               "--device with --policy, DIR/ref.h5 on the CPU in fp64, for 'paritycheck "
+               "--reference DIR/ref.h5 DIR/a.h5 DIR/b.h5'. Exit status: 0 written; 1 the model "
+               "raised (nothing written: OUT, if it exists, is left as it was); 2 bad usage, "
+               "--model naming no factory.")
     ap.add_argument("--model", required=True, help="factory as module:function (module importable "
                     "from the current directory or PYTHONPATH)")
-    ap.add_argument("--out", required=True, help="output .h5 file")
-    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1 ... (default cpu)")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="output .h5 file")
+    where.add_argument("--trio", metavar="DIR", help="write DIR/a.h5 (cpu fp32), DIR/b.h5 "
+                       "(--device, --policy) and DIR/ref.h5 (cpu fp64)")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, mps ... (default cpu; "
+                    "MPS has no float64: --policy fp64 on mps runs on the CPU, and says so)")
     ap.add_argument("--policy", default="fp32", choices=list(POLICIES))
     ap.add_argument("--input-shape", help="comma-separated shape of a randn input, e.g. 2,3,32,32")
     ap.add_argument("--seed", type=int, default=0)
@@ -719,29 +823,67 @@ def main(argv=None):
     ap.add_argument("--eval", action="store_true", help="model.eval() before the forward")
     ap.add_argument("--module-grads", action="store_true",
                     help="with --grad: also dump each module's output gradient (activation_grads/)")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="CPU threads of torch (torch.set_num_threads; recorded as num_threads); "
+                         "default torch's own")
     a = ap.parse_args(argv)
+    if a.threads is not None and a.threads < 1:
+        ap.error("--threads wants a whole number >= 1, got %d" % a.threads)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    try:
+        factory = _load_factory(a.model)
+    except _BadModel as e:
+        ap.error(str(e))
+    runs = [a]
+    if a.trio:
+        runs = [argparse.Namespace(**dict(vars(a), out=os.path.join(a.trio, name), device=dev,
+                                          policy=pol))
+                for name, dev, pol in (("a.h5", "cpu", "fp32"), ("b.h5", a.device, a.policy),
+                                       ("ref.h5", "cpu", "fp64"))]
+    for r in runs:
+        try:
+            _run(r, factory, ap)
+        except Exception as e:  # the model's own code: its traceback, and what became of OUT
+            traceback.print_exc()
+            print("%s: %s: %s; nothing written to %s" % (PROG, type(e).__name__, e, r.out),
+                  file=sys.stderr)
+            return 1
+    if a.trio:
+        print("compare: paritycheck --reference %s %s %s"
+              % tuple(os.path.join(a.trio, n) for n in ("ref.h5", "a.h5", "b.h5")))
+    return 0
 
+
+def _run(a, factory, ap):
+    """Build, run and dump the model of the parsed arguments a."""
     torch.manual_seed(a.seed)
-    built = _load_factory(a.model)()
+    built = factory()
     model, inputs = (built if isinstance(built, tuple) else (built, None))
     if inputs is None:
         if not a.input_shape:
-            raise SystemExit("the factory returned no inputs: give --input-shape")
+            ap.error("the factory returned no inputs: give --input-shape")
         inputs = torch.randn(*[int(s) for s in a.input_shape.split(",")])
     if torch.is_tensor(inputs):
         inputs = (inputs,)
     if a.eval:
         model.eval()
-    model = apply_policy_to_model(model, a.policy, a.device)
-    inputs = cast_input(tuple(inputs), a.policy, a.device)
+    with warnings.catch_warnings(record=True) as caught:  # said once, as the CLI's own note
+        warnings.simplefilter("always")
+        device = policy_device(a.policy, a.device)
+    for w in caught:
+        print("%s: %s" % (PROG, w.message), file=sys.stderr)
+    moved = {} if str(device) == a.device else {"requested_device": a.device}
+    model = apply_policy_to_model(model, a.policy, device)
+    inputs = cast_input(tuple(inputs), a.policy, device)
     ks = {}
     for kv in a.k:
         p, _, v = kv.rpartition("=")
         ks[p] = int(v)
     modules = a.modules if a.modules in ("leaves", "all") else a.modules.split(",")
-    with Dumper(model, a.out, policy=a.policy, device=a.device, modules=modules,
+    with Dumper(model, a.out, policy=a.policy, device=device, modules=modules,
                 reduction_lengths=ks, compression=None if a.no_compress else "gzip",
-                module_grads=bool(a.grad and a.module_grads)) as d:
+                module_grads=bool(a.grad and a.module_grads), attrs=moved) as d:
         for i, x in enumerate(inputs):
             if torch.is_tensor(x):
                 d.save("inputs/%d" % i, x)
@@ -758,7 +900,6 @@ def main(argv=None):
                 loss.backward()
             d.dump_gradients(None if a.grad == "all" else a.grad.split(","))
     print("wrote %s (%d module calls)" % (a.out, d._calls))
-    return 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 #include <stdio.h>  /* fprintf */
 #include <stdlib.h> /* exit */
 #include <string.h> /* strsignal, memset */
-#ifdef __linux__
+#ifdef PC_HAVE_PRCTL
 #include <sys/prctl.h> /* prctl, PR_SET_PDEATHSIG */
 #endif
 #include <sys/wait.h> /* waitpid */
@@ -192,12 +192,12 @@ int pc_cli_isolated(int (*fn)(void *), void *arg, unsigned stall_s, const char *
     }
     restore_stop_signals(old); /* the default: a stop signal ends the child */
     sigprocmask(SIG_SETMASK, &prev, NULL);
-#ifdef __linux__
+#ifdef PC_HAVE_PRCTL
     /* A supervisor killed outright (a CI timeout's SIGKILL) cannot stop us: the kernel does. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) /* it died before the line above */
       _exit(EXIT_ERROR);
-#else
+#else /* no such request: a child whose supervisor was killed outright runs to its end */
     (void)parent;
 #endif
     heartbeat_fd = fds[1];

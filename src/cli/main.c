@@ -13,8 +13,11 @@
 #include <errno.h>  /* errno, ENOENT */
 #include <float.h>  /* DBL_MAX */
 #include <getopt.h> /* getopt_long */
-#ifdef __GLIBC__
+#ifdef PC_HAVE_MALLOPT
 #include <malloc.h> /* mallopt, M_MMAP_THRESHOLD */
+#endif
+#ifdef __APPLE__
+#include <mach-o/dyld.h> /* _NSGetExecutablePath */
 #endif
 #include <poll.h>     /* poll, POLLERR */
 #include <signal.h>   /* signal, SIGPIPE */
@@ -126,7 +129,8 @@ static void usage(FILE *out) {
         "(step_100/rank_3.h5:/layer1/out); a file on one side only is a missing tensor, a\n"
         "file that is not a tensor dump a skipped one.\n"
         "\n"
-        "Options:\n"
+        "Options (one that takes a value is given once; -t, --include, --exclude, --map and\n"
+        "--strip-prefix repeat):\n"
         "  -t, --tolerances FILE  tolerance file (YAML, docs/tolerances.md); repeatable, a later\n"
         "                         file wins; the built-in defaults (tolerances/default.yaml)\n"
         "                         always come first\n"
@@ -162,7 +166,8 @@ static void usage(FILE *out) {
         "                         a call index such as 003_), before --map: e.g. module.\n"
         "                         (DDP) turns /module.fc/out into /fc/out\n"
         "      --save-baseline FILE\n"
-        "                         write this run's per-tensor figures as a baseline\n"
+        "                         write this run's per-tensor figures as a baseline (the\n"
+        "                         exit status stays the run's: 1 when it drifts)\n"
         "      --baseline FILE    fail only for tensors that newly fail, or whose drift grew\n"
         "                         beyond the factor, since the baseline FILE\n"
         "      --baseline-factor X\n",
@@ -178,7 +183,7 @@ static void usage(FILE *out) {
         "                         do not fail for tensors where B keeps no significant digit\n"
         "                         (verdict indeterminate: a bug and honest drift look alike\n"
         "                         there); they are still reported\n"
-        "  -q, --quiet            print only failing tensors and the summary\n"
+        "  -q, --quiet            print only failing tensors and the summary (no provenance)\n"
         "      --no-color         no colours (they are used only when stdout is a terminal)\n",
         out);
   fprintf(out, "      --block-elems N    elements per read block (default %zu)\n",
@@ -364,13 +369,37 @@ static bool parse_name_option(int opt, char *arg, name_opts *n) {
   return true;
 }
 
+/* An option that takes one value, given a second time, is a usage error: last-wins would
+ * silently drop a report file or a baseline. -t and the name options are lists. False (after
+ * the message) for a repeat. */
+static bool first_time(int opt, uint64_t *seen) {
+  size_t i = 0;
+  while (long_opts[i].name && long_opts[i].val != opt)
+    i++;
+  if (!long_opts[i].name || long_opts[i].has_arg == no_argument || opt == 't' ||
+      (opt >= OPT_INCLUDE && opt <= OPT_STRIP_PREFIX))
+    return true;
+  _Static_assert(sizeof long_opts / sizeof long_opts[0] <= 64, "one bit per option");
+  if (*seen >> i & 1u) {
+    char name[64];
+    snprintf(name, sizeof name, "--%s", long_opts[i].name);
+    usage_error("option given twice (it takes one value)", name);
+    return false;
+  }
+  *seen |= (uint64_t)1 << i;
+  return true;
+}
+
 /* Tolerance files are only collected here: load_tolerances() loads them after the profile,
  * wherever --profile stands. --help and --version set c->done. */
 static int parse_args(int argc, char **argv, cli *c) {
   int opt;
+  uint64_t seen = 0;
   opterr = 0;
   while ((opt = getopt_long(argc, argv, ":t:j:qvVh", long_opts, NULL)) != -1) {
-    if (opt == 't') {
+    if (!first_time(opt, &seen)) {
+      return PC_EUSAGE;
+    } else if (opt == 't') {
       c->tol_files[c->n_tol_files++] = optarg;
     } else if (opt == OPT_PROFILE) {
       c->profile = optarg;
@@ -447,14 +476,29 @@ static void print_warnings(const pc_run *run) {
  * binary, where an install puts them (PREFIX/bin/../share/paritycheck/tolerances), so that an
  * installed or moved prefix finds its own; else the source tree's (PC_TOLERANCES_DIR, compiled
  * in, for a binary run from its build folder). */
+/* The running binary's path into exe ("" when the system does not say): Linux's /proc/self/exe,
+ * macOS's _NSGetExecutablePath; elsewhere nothing, and --profile uses the source tree's. */
+static void exe_path(char *exe, size_t size) {
+  exe[0] = '\0';
+#if defined(__linux__)
+  ssize_t n = readlink("/proc/self/exe", exe, size - 1);
+  exe[n > 0 ? n : 0] = '\0';
+#elif defined(__APPLE__)
+  uint32_t n = (uint32_t)size;
+  if (_NSGetExecutablePath(exe, &n) != 0)
+    exe[0] = '\0';
+#else
+  (void)size;
+#endif
+}
+
 static const char *profile_dir(void) {
   static char installed[4096];
   const char *env = getenv("PARITYCHECK_TOLERANCES");
   if (env && *env)
     return env;
   char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  exe[n > 0 ? n : 0] = '\0';
+  exe_path(exe, sizeof exe);
   const char *slash = strrchr(exe, '/');
   struct stat st;
   if (slash &&
@@ -476,7 +520,52 @@ static int compare_names(const void *x, const void *y) {
   return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-/* "unknown profile" with the names of dir's *.yaml files, sorted. */
+/* Edits (insert, delete, substitute, swap two neighbours) from a to b, both profile names
+ * (is_profile_name), or more than max when that is cheaper to tell. */
+static size_t name_edits(const char *a, const char *b, size_t max) {
+  enum { LONGEST = 256 }; /* a listed name is shorter (unknown_profile) */
+  size_t la = strlen(a), lb = strlen(b), d[3][LONGEST + 1];
+  if (la > LONGEST || lb > LONGEST || (la > lb ? la - lb : lb - la) > max)
+    return max + 1;
+  for (size_t j = 0; j <= lb; j++)
+    d[0][j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t *row = d[i % 3], *up = d[(i - 1) % 3], *up2 = d[(i + 1) % 3];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t best = up[j - 1] + (a[i - 1] != b[j - 1]);
+      best = up[j] + 1 < best ? up[j] + 1 : best;
+      best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && up2[j - 2] + 1 < best)
+        best = up2[j - 2] + 1;
+      row[j] = best;
+    }
+  }
+  return d[la % 3][lb];
+}
+
+/* The profile the user probably meant by name: one it starts (fp16 for fp16-autocast), else
+ * the nearest within a third of name's length or two edits (tf23, bf16_autocast); NULL when
+ * none is that close. */
+static const char *closest_profile(const char *name, const char *const *names, size_t n) {
+  size_t len = strlen(name), max = len / 3 > 2 ? len / 3 : 2, best_d = max + 1;
+  const char *best = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp(names[i], name, len) == 0)
+      return names[i];
+  for (size_t i = 0; i < n; i++) {
+    size_t d = name_edits(name, names[i], max);
+    if (d < best_d) {
+      best_d = d;
+      best = names[i];
+    }
+  }
+  return best;
+}
+
+/* "unknown profile" with the names of dir's *.yaml files, sorted, and the one probably meant.
+ * The PARITYCHECK_TOLERANCES hint only where it may help: no name is close, and the variable
+ * is not set already (the message names the folder it gave). */
 static int unknown_profile(const char *name, const char *dir) {
   enum { MAX_LISTED = 64 };
   static const char ext[] = ".yaml";
@@ -504,9 +593,17 @@ static int unknown_profile(const char *name, const char *dir) {
     put_untrusted(sorted[i]);
   }
   fputs(n ? ")\n" : " none)\n", stderr);
-  fputs("paritycheck: hint: set PARITYCHECK_TOLERANCES to the folder of the profiles (an install "
-        "keeps them in PREFIX/share/paritycheck/tolerances)\n",
-        stderr);
+  const char *meant = closest_profile(name, sorted, n);
+  const char *env = getenv("PARITYCHECK_TOLERANCES");
+  if (meant) {
+    fputs("paritycheck: did you mean '", stderr);
+    put_untrusted(meant);
+    fputs("'?\n", stderr);
+  } else if (!env || !*env) {
+    fputs("paritycheck: hint: set PARITYCHECK_TOLERANCES to the folder of the profiles (an "
+          "install keeps them in PREFIX/share/paritycheck/tolerances)\n",
+          stderr);
+  }
   return PC_EUSAGE;
 }
 
@@ -735,9 +832,20 @@ static int exit_code(pc_run_verdict v) {
  * heap; fixed from the start, each came from the system and went back (gzip case: 1.5 s of
  * system time against 0.1 s). */
 static void keep_large_blocks_apart(void) {
-#ifdef __GLIBC__
+#ifdef PC_HAVE_MALLOPT /* glibc's; other allocators have no such threshold to pin */
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
+}
+
+/* --save-baseline exits as any run does (1: it drifts), so that a CI step that also saves one
+ * still fails closed; a baseline is made from a drifting run, though, so the exit status is
+ * explained with the idiom that accepts it (docs/reports.md, "Baseline gate"). */
+static void say_saved_drift(const char *path) {
+  fputs("paritycheck: baseline ", stderr);
+  put_untrusted(path);
+  fputs(" saved; exit 1 is this run's drift (to accept it in a set -e script: "
+        "paritycheck ... || [ $? -eq 1 ])\n",
+        stderr);
 }
 
 /* Writes every report; the exit code follows the gate when there is one. */
@@ -749,6 +857,8 @@ static int report(const cli *c, const pc_baseline *base, const pc_approvals *ap,
   if (rc == PC_OK)
     rc = write_reports(c, run, gate);
   int code = rc < 0 ? EXIT_ERROR : exit_code(gate ? gate->verdict : run->verdict);
+  if (code == EXIT_DRIFT && !gate && c->out.save_baseline)
+    say_saved_drift(c->out.save_baseline);
   pc_gate_free(gate);
   return code;
 }

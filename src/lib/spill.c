@@ -1,5 +1,6 @@
 /* Large arrays held in a temporary file (spill.h). */
-#define _GNU_SOURCE /* MADV_DONTNEED */
+#define _GNU_SOURCE      /* MADV_DONTNEED (glibc) */
+#define _DARWIN_C_SOURCE /* madvise (macOS, under _POSIX_C_SOURCE) */
 #include "spill.h"
 
 #include <fcntl.h>    /* posix_fallocate */
@@ -8,8 +9,40 @@
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* getenv, malloc, mkstemp, realloc, free */
 #include <string.h>   /* memcpy */
-#include <sys/mman.h> /* mmap, munmap, madvise */
-#include <unistd.h>   /* close, unlink */
+#include <sys/mman.h> /* mmap, munmap, madvise, posix_madvise */
+#include <unistd.h>   /* close, unlink, ftruncate */
+
+/* Giving pages back is advice: madvise's MADV_DONTNEED drops them from the process at once
+ * (Linux: a shared file mapping reads them back from the file); where there is none,
+ * posix_madvise's POSIX_MADV_DONTNEED, which the system may ignore (pages then stay resident
+ * until it needs them). Either way the contents stay. */
+static void pc_spill_advise_drop(void *p, size_t n) {
+#ifdef PC_HAVE_MADVISE
+  madvise(p, n, MADV_DONTNEED);
+#else
+  posix_madvise(p, n, POSIX_MADV_DONTNEED);
+#endif
+}
+
+/* A fault maps small page-cache folios: 64 KiB, not 256 KiB or more (Linux's fault-around). */
+static void pc_spill_advise_random(void *p, size_t n) {
+#ifdef PC_HAVE_MADVISE
+  madvise(p, n, MADV_RANDOM);
+#else
+  posix_madvise(p, n, POSIX_MADV_RANDOM);
+#endif
+}
+
+/* The file's blocks reserved, so that a full disk fails here and not as SIGBUS on a later
+ * write to the mapping; without posix_fallocate (macOS), only its size is set: such a fault
+ * then ends the run as a crash, which the CLI reports (exit 2). */
+static int pc_spill_reserve(int fd, size_t bytes) {
+#ifdef PC_HAVE_POSIX_FALLOCATE
+  return posix_fallocate(fd, 0, (off_t)bytes);
+#else
+  return ftruncate(fd, (off_t)bytes);
+#endif
+}
 
 size_t pc_spill_min = SIZE_MAX;
 atomic_uint pc_spill_live;
@@ -54,11 +87,11 @@ static void *pc_spill_map(size_t bytes) {
     return NULL;
   unlink(path);
   void *p = MAP_FAILED;
-  if (posix_fallocate(fd, 0, (off_t)bytes) == 0)
+  if (pc_spill_reserve(fd, bytes) == 0)
     p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
-  if (p != MAP_FAILED) /* small page-cache folios: a fault maps 64 KiB, not 256 KiB or more */
-    madvise(p, bytes, MADV_RANDOM);
+  if (p != MAP_FAILED)
+    pc_spill_advise_random(p, bytes);
   if (p != MAP_FAILED && !pc_spill_enter(p, bytes)) {
     munmap(p, bytes);
     p = MAP_FAILED;
@@ -75,9 +108,9 @@ static void pc_spill_copy(void *to, bool to_mapped, const void *from, bool from_
     size_t k = n - at < STEP ? n - at : STEP;
     memcpy((char *)to + at, (const char *)from + at, k);
     if (to_mapped)
-      madvise((char *)to + at, k, MADV_DONTNEED);
+      pc_spill_advise_drop((char *)to + at, k);
     if (from_mapped)
-      madvise((char *)from + at, k, MADV_DONTNEED);
+      pc_spill_advise_drop((char *)from + at, k);
   }
 }
 
@@ -106,7 +139,7 @@ static void pc_spill_drop(uintptr_t lo, uintptr_t hi) {
     uintptr_t b = (uintptr_t)pc_spill_maps[i].base, e = b + pc_spill_maps[i].len;
     uintptr_t from = lo > b ? lo : b, to = hi < e ? hi : e;
     if (pc_spill_maps[i].len && from < to) /* advice: a failure leaves the pages resident */
-      madvise((void *)from, to - from, MADV_DONTNEED);
+      pc_spill_advise_drop((void *)from, to - from);
   }
 }
 

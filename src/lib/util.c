@@ -2,7 +2,7 @@
 #include "pc_internal.h"
 
 #include <stdlib.h> /* malloc, free */
-#ifdef __GLIBC__
+#ifdef PC_HAVE_MALLOC_TRIM
 #include <malloc.h> /* malloc_trim */
 #endif
 #include <string.h> /* strlen, memcpy */
@@ -32,7 +32,7 @@ int pc_shape_set(int *rank, uint64_t **dims, int src_rank, const uint64_t *src) 
 }
 
 void pc_heap_release(void) {
-#ifdef __GLIBC__
+#ifdef PC_HAVE_MALLOC_TRIM /* glibc's; elsewhere the allocator gives memory back as it sees fit */
   malloc_trim(0);
 #endif
 }

@@ -354,6 +354,58 @@ def test_usage_errors():
     check('-t nonexistent file: named', nofile in p.stderr, repr(p.stderr))
 
 
+def test_option_twice():
+    """An option of one value given twice is a usage error naming it, nothing written; lists
+    (-t, --include, ...) and flags may repeat."""
+    a, b = pair_paths('pass')
+    j1, j2 = os.path.join(TMP, 'twice1.json'), os.path.join(TMP, 'twice2.json')
+    for label, args, name in (('--json a --json b', ['--json', j1, '--json', j2], '--json'),
+                              ('--json=a --json b', ['--json=' + j1, '--json', j2], '--json'),
+                              ('-j 2 -j3', ['-j', '2', '-j3'], '--jobs'),
+                              ('--profile twice', ['--profile', 'tf32', '--profile', 'mps'],
+                               '--profile')):
+        p = run(args + [a, b])
+        check('%s: exit 2 naming %s' % (label, name), p.returncode == 2 and
+              'option given twice (it takes one value): %s' % name in p.stderr, short(p))
+        check('%s: no report written' % label,
+              not os.path.exists(j1) and not os.path.exists(j2), os.listdir(TMP))
+    p = run(['-t', LOOSE, '-t', LOOSE, '-q', '-q', '--include', '/x', '--include', '/y', a, b])
+    check('-t, -q and --include may repeat: exit 0', p.returncode == 0, short(p))
+
+
+def _profile_run(name, env_extra=None):
+    e = env()
+    e.pop('PARITYCHECK_TOLERANCES', None)
+    e.update(env_extra or {})
+    a, b = pair_paths('pass')
+    return subprocess.run([BIN, '--profile', name, a, b], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=e, text=True)
+
+
+def test_profile_messages():
+    """A mistyped --profile: "did you mean" the shipped profile (a swap, a '_' for '-', a name
+    cut short), and then no PARITYCHECK_TOLERANCES hint; the hint only for a name close to none,
+    and not when the variable is set already."""
+    hint = 'PARITYCHECK_TOLERANCES'
+    for typed, meant in (('tf23', 'tf32'), ('bf16_autocast', 'bf16-autocast'),
+                         ('fp16', 'fp16-autocast'), ('cpu-vs-cuda', 'cpu-vs-cuda-fp32')):
+        p = _profile_run(typed)
+        check('--profile %s: exit 2, did you mean %s, no hint' % (typed, meant),
+              p.returncode == 2 and "did you mean '%s'?" % meant in p.stderr and
+              hint not in p.stderr, p.stderr)
+    p = _profile_run('nope')
+    check('--profile nope: no suggestion, the hint', p.returncode == 2 and
+          'did you mean' not in p.stderr and hint in p.stderr, p.stderr)
+    folder = os.path.join(TMP, 'my_profiles')
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, 'mine.yaml'), 'w') as fh:
+        fh.write('version: 1\n')
+    p = _profile_run('nope', {'PARITYCHECK_TOLERANCES': folder})
+    check('--profile nope with PARITYCHECK_TOLERANCES set: its folder listed, no hint',
+          p.returncode == 2 and '(in %s: mine)' % folder in p.stderr and
+          'hint' not in p.stderr, p.stderr)
+
+
 def test_help_version():
     p = run(['-h'])
     check('-h: exit 0', p.returncode == 0, short(p))
@@ -460,6 +512,25 @@ def test_quiet():
     q = run(['-t', STRICT, '--quiet', *pair_paths('pass')])
     check('--quiet on a passing run: no tensor lines',
           all(_path_line(q.stdout, t) is None for t in ('/x', '/y', '/z')), q.stdout)
+
+
+def test_quiet_no_provenance():
+    """-q on the real TF32 pair, whose dumps carry a provenance block with a multi-line
+    model_repr: only the table's header, the nine drifting activations (docs/review.md) with their
+    detail lines, and the summary."""
+    real = os.path.join(HERE, '..', '..', 'fixtures', 'real')
+    q = run(['-q', os.path.join(real, 'attention_cpu_fp32.h5'),
+             os.path.join(real, 'attention_cuda_tf32.h5')])
+    lines = [ln for ln in q.stdout.splitlines() if ln.strip()]
+    rows = [ln for ln in lines if ln.startswith('DRIFT ')]
+    details = [ln for ln in lines if ln.startswith(' ')]
+    check('-q, real pair: exit 1', q.returncode == 1, short(q))
+    check('-q, real pair: no provenance', 'provenance' not in q.stdout and
+          'model_repr' not in q.stdout and 'torch_version' not in q.stdout, q.stdout[:600])
+    check('-q, real pair: header, 9 drifting activations with a detail line each, the summary',
+          len(rows) == 9 and all('/activations/' in r for r in rows) and len(details) == 9 and
+          lines[0].split()[:2] == ['verdict', 'tensor'] and lines[-1].startswith('FAIL: 9 of ') and
+          len(lines) == 1 + 9 + 9 + 1, q.stdout)
 
 
 def _run_pty(args):
@@ -605,8 +676,10 @@ def test_reports_threads_identical():
                         texts.append(fh.read())
                 got[j] = (proc.returncode, texts)
             label = '%s vs %s %s' % (a, b, ' '.join(mode) or 'plain')
+            # -q on a pass prints the summary alone
+            rows = 0 if mode == ['-q'] and got['1'][0] == 0 else 10
             check('%s: reports written, text has rows' % label,
-                  got['1'][0] in (0, 1) and got['1'][1][0].count('\n') > 10, got['1'][0])
+                  got['1'][0] in (0, 1) and got['1'][1][0].count('\n') > rows, got['1'][0])
             for j in ('2', '5'):
                 check('%s: -j %s, every report identical to -j 1' % (label, j),
                       got[j] == got['1'])
@@ -945,12 +1018,15 @@ TESTS = [
     test_shape_mismatch_text,
     test_bad_files,
     test_usage_errors,
+    test_option_twice,
+    test_profile_messages,
     test_help_version,
     test_help_defaults,
     test_github_annotations,
     test_lzf,
     test_text_order,
     test_quiet,
+    test_quiet_no_provenance,
     test_color,
     test_json_stdout,
     test_block_elems,

@@ -219,24 +219,84 @@ def test_map():
 
 
 def test_did_you_mean():
-    """One extra module call shifts the call index of every later module."""
-    root = fresh('shift')
+    """Modules renamed between A and B (the call indices agree)."""
+    root = fresh('renamed')
     a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
     v = np.arange(4.0)
     write_h5(a, {'/000_embed': v, '/001_layer': v, '/002_head': v})
-    write_h5(b, {'/000_embed': v, '/001_norm': v, '/002_layer': v, '/003_head': v})
+    write_h5(b, {'/000_embed': v, '/001_layers': v, '/002_heads': v, '/003_norm': v})
     p, r = run_json([a, b])
     if not check('did you mean: JSON', r is not None, p.stderr):
         return
     t = by_path(r)
-    # edit distances: 001_layer -> 002_layer 1, 002_head -> 003_head 1
-    check('did you mean: A side', t['/001_layer'].get('did_you_mean') == '/002_layer' and
-          t['/002_head'].get('did_you_mean') == '/003_head', t)
-    check('did you mean: B side', t['/003_head'].get('did_you_mean') == '/002_head', t)
-    # "/001_norm" is 4 edits from "/001_layer" and more from the rest: beyond 9 // 4 = 2
-    check('did you mean: none when too far', 'did_you_mean' not in t['/001_norm'], t['/001_norm'])
+    # edit distances: 001_layer -> 001_layers 1, 002_head -> 002_heads 1
+    check('did you mean: A side', t['/001_layer'].get('did_you_mean') == '/001_layers' and
+          t['/002_head'].get('did_you_mean') == '/002_heads', t)
+    check('did you mean: B side', t['/002_heads'].get('did_you_mean') == '/002_head', t)
+    # "/003_norm" is 5 edits from "/001_layer" and more from the rest: beyond 9 // 4 = 2
+    check('did you mean: none when too far', 'did_you_mean' not in t['/003_norm'], t['/003_norm'])
+    check('did you mean: no re-alignment (no name pairs but for its index)',
+          not r.get('warnings'), r.get('warnings'))
     p = run([a, b])
-    check('did you mean: in the text report', 'did you mean /002_layer?' in p.stdout, p.stdout)
+    check('did you mean: in the text report', 'did you mean /001_layers?' in p.stdout, p.stdout)
+
+
+def _calls(names, values):
+    """{"/activations/NNN_name": values[name][k]} for the k-th call of each name, in order."""
+    seen, out = {}, {}
+    for i, name in enumerate(names):
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        out['/activations/%03d_%s' % (i, name)] = values[name][k]
+    return out
+
+
+def test_realigned_call_indices():
+    """One extra module call in B shifts every later call index: the dumper's names pair by
+    module path and call order, only the extra call is unpaired, and a warning says so once.
+    Each call holds its own values, so a wrong pair would drift."""
+    rng = np.random.default_rng(5)
+    values = {n: [rng.standard_normal(6) for _ in range(2)]
+              for n in ('embed', 'block.ln1', 'block.attn', 'block.ln2', 'act', 'head', 'extra')}
+    calls_a = ['embed', 'block.ln1', 'block.attn', 'block.ln2', 'act', 'head', 'act']
+    calls_b = calls_a[:2] + ['extra'] + calls_a[2:]
+    cases = (('one extra call', calls_a, calls_b, ['/activations/002_extra'], 5,
+              "A's /activations/002_block.attn with B's /activations/003_block.attn"),
+             # B's names under DDP's module. (the names are then copies: --strip-prefix)
+             ('one extra call, --strip-prefix', calls_a, ['module.' + c for c in calls_b],
+              ['/activations/002_extra'], 5,
+              "A's /activations/002_block.attn with B's /activations/003_module.block.attn"),
+             # two extra calls: A's 003_act (its second act) and B's 003_act (its first) have
+             # the same name, and must not pair
+             ('two extra calls', ['embed', 'act', 'head', 'act'],
+              ['extra', 'block.ln1', 'embed', 'act', 'head', 'act'],
+              ['/activations/000_extra', '/activations/001_block.ln1'], 4,
+              "A's /activations/000_embed with B's /activations/002_embed"))
+    for label, ca, cb, lone, moved, example in cases:
+        root = fresh('realign')
+        a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
+        grad = {'/gradients/w': np.arange(3.0)}
+        write_h5(a, dict(_calls(ca, values), **grad))
+        strip = ['--strip-prefix', 'module.'] if cb[0].startswith('module.') else []
+        values_b = dict(values, **{'module.' + k: v for k, v in values.items()})
+        write_h5(b, dict(_calls(cb, values_b), **grad))
+        p, r = run_json(strip + [a, b])
+        if not check('%s: JSON' % label, r is not None, p.stderr):
+            continue
+        t = by_path(r)
+        verdicts = {k: v['verdict'] for k, v in t.items()}
+        want = dict({k: 'pass' for k in _calls(ca, values)}, **{k: 'missing_in_a' for k in lone})
+        want['/gradients/w'] = 'pass'
+        check('%s: every call paired and equal, only the extra unpaired (exit 1)' % label,
+              p.returncode == 1 and verdicts == want, verdicts)
+        check('%s: no "did you mean" for the extra call' % label,
+              all('did_you_mean' not in t[k] for k in lone), [t[k] for k in lone])
+        warning = ('the call indices (NNN_) of A and B disagree: %d tensors paired by module '
+                   'path and call order instead of by name, e.g. %s' % (moved, example))
+        check('%s: said once' % label, r.get('warnings') == [warning], r.get('warnings'))
+        q = run(strip + [a, b])
+        check('%s: the warning on stderr, once' % label,
+              q.stderr.count('call indices') == 1 and warning in q.stderr, q.stderr)
 
 
 def test_unused_rule_warning():
@@ -339,7 +399,7 @@ def main():
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_folders_pair_shards, test_folder_against_file, test_folder_file_unreadable,
                       test_include_exclude, test_nothing_in_common, test_strip_prefix, test_map,
-                      test_did_you_mean, test_unused_rule_warning, test_provenance_every_format,
+                      test_did_you_mean, test_realigned_call_indices, test_unused_rule_warning, test_provenance_every_format,
                       test_provenance_folders, test_baseline_profile_warning])
 
 

@@ -11,9 +11,11 @@ reading back what it wrote with h5py; K values are worked out by hand from the m
 Prints one line per failure and a last line "N passed, M failed"; exits 1 when anything failed.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -357,6 +359,253 @@ def test_cli():
     check("paritycheck: a dump equals itself", p.returncode == 0)
 
 
+BROKEN_FACTORY = '''
+import torch, torch.nn as nn
+class Boom(nn.Module):
+    def forward(self, x):
+        raise RuntimeError("boom in forward")
+def build():
+    return nn.Sequential(nn.Linear(6, 4), Boom(), nn.Linear(4, 3)), torch.randn(2, 6)
+'''
+
+
+def dump_cli(*args):
+    """python3 -m paritycheck.dump ARGS in WORK, the package from the source tree."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run([sys.executable, "-m", "paritycheck.dump"] + list(args), cwd=WORK,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_cli_messages():
+    """--help names the real entry; a --model naming no factory is one line and exit 2."""
+    p = dump_cli("--help")
+    check("--help: usage: python3 -m paritycheck.dump", p.returncode == 0 and
+          p.stdout.startswith("usage: python3 -m paritycheck.dump ") and "--threads" in p.stdout,
+          p.stdout[:300])
+    p = dump_cli("convert", "--help")
+    check("convert --help: its own prog", p.stdout.startswith(
+        "usage: python3 -m paritycheck.dump convert "), p.stdout[:200])
+    with open(os.path.join(WORK, "tiny_factory.py"), "w") as f:
+        f.write(FACTORY)
+    for spec, says in (("no_such_models:build", "no module 'no_such_models' on the path"),
+                       ("tiny_factory:biuld", "has no function 'biuld'; it has: build"),
+                       ("tiny_factory", "--model wants MODULE:FUNCTION")):
+        p = dump_cli("--model", spec, "--out", "never.h5", "--input-shape", "5,6")
+        check("--model %s: exit 2, %r, no traceback" % (spec, says), p.returncode == 2 and
+              says in p.stderr and "Traceback" not in p.stderr, p.stderr[-600:])
+    check("a bad --model writes nothing", not os.path.exists(os.path.join(WORK, "never.h5")))
+
+
+def test_threads():
+    """--threads N sets torch's CPU threads, recorded as the file attribute num_threads."""
+    for n in (1, 3):
+        out = os.path.join(WORK, "threads%d.h5" % n)
+        p = dump_cli("--model", "tiny_factory:build", "--out", out, "--input-shape", "5,6",
+                     "--threads", str(n))
+        check("--threads %d: exit 0" % n, p.returncode == 0, p.stderr[-500:])
+        if p.returncode == 0:
+            with h5py.File(out, "r") as f:
+                check("--threads %d: num_threads %d" % (n, n), f.attrs["num_threads"] == n,
+                      f.attrs.get("num_threads"))
+    p = dump_cli("--model", "tiny_factory:build", "--out", "t0.h5", "--input-shape", "5,6",
+                 "--threads", "0")
+    check("--threads 0: exit 2", p.returncode == 2 and "--threads" in p.stderr, p.stderr[-300:])
+
+
+def test_failed_forward_writes_nothing():
+    """A forward that raises: exit 1 with its traceback; an existing OUT is left byte for byte,
+    no temporary file stays; in Python, a with-block that raises writes no file."""
+    with open(os.path.join(WORK, "broken_factory.py"), "w") as f:
+        f.write(BROKEN_FACTORY)
+    folder = os.path.join(WORK, "failed")
+    os.makedirs(folder, exist_ok=True)
+    out = os.path.join(folder, "out.h5")
+    with open(out, "wb") as f:
+        f.write(b"an earlier dump")
+    p = dump_cli("--model", "broken_factory:build", "--out", out)
+    check("raising forward: exit 1, traceback, nothing written", p.returncode == 1 and
+          "RuntimeError: boom in forward" in p.stderr and
+          "nothing written to %s" % out in p.stderr, p.stderr[-600:])
+    check("raising forward: OUT unchanged, no temporary file",
+          open(out, "rb").read() == b"an earlier dump" and os.listdir(folder) == ["out.h5"],
+          os.listdir(folder))
+    model = nn.Sequential(nn.Linear(3, 2))
+    path = os.path.join(folder, "api.h5")
+    try:
+        with pcdump.Dumper(model, path) as d:
+            model(torch.ones(1, 3))
+            d.save("inputs/x", torch.ones(1, 3))
+            raise ValueError("stop")
+    except ValueError:
+        pass
+    check("Dumper: a raising block writes no file", os.listdir(folder) == ["out.h5"],
+          os.listdir(folder))
+
+
+def test_incomplete_dump_refused():
+    """paritycheck refuses a dump with the attribute incomplete (older dumpers wrote one when
+    the forward raised): exit 2, naming the file and why."""
+    bad = os.path.join(WORK, "incomplete.h5")
+    good = os.path.join(WORK, "complete.h5")
+    for path in (bad, good):
+        with h5py.File(path, "w") as f:
+            f["x"] = np.arange(4.0)
+            if path == bad:
+                f.attrs["incomplete"] = "RuntimeError: boom"
+    for args in ((good, bad), (bad, good)):
+        p = subprocess.run([BIN] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+        check("incomplete dump as %s: exit 2 naming it" % ("B" if args[1] == bad else "A"),
+              p.returncode == 2 and "%s: an incomplete dump (attribute incomplete: "
+              "RuntimeError: boom)" % bad in p.stderr, p.stderr)
+
+
+def test_trio():
+    """--trio DIR: a.h5 on the CPU in fp32, b.h5 with --device/--policy, ref.h5 in fp64, from
+    the same weights; the printed command runs."""
+    folder = os.path.join(WORK, "trio")
+    p = dump_cli("--model", "tiny_factory:build", "--trio", folder, "--policy", "bf16-autocast",
+                 "--input-shape", "5,6")
+    check("--trio: exit 0", p.returncode == 0, p.stderr[-500:])
+    if p.returncode != 0:
+        return
+    want = {"a.h5": ("cpu", "fp32", np.float32), "b.h5": ("cpu", "bf16-autocast", np.float32),
+            "ref.h5": ("cpu", "fp64", np.float64)}
+    inputs = {}
+    for name, (backend, policy, dtype) in want.items():
+        with h5py.File(os.path.join(folder, name), "r") as f:
+            check("--trio %s: %s %s" % (name, backend, policy), f.attrs["backend"] == backend and
+                  f.attrs["policy"] == policy and f["inputs/0"].dtype == dtype,
+                  dict(f.attrs))
+            inputs[name] = f["inputs/0"][()].astype(np.float64)
+    check("--trio: one seed, the same input in every run (fp32 values)",
+          np.array_equal(inputs["a.h5"], inputs["ref.h5"]) and
+          np.array_equal(inputs["a.h5"], inputs["b.h5"]))
+    cmd = p.stdout.strip().splitlines()[-1]
+    check("--trio prints the comparison", cmd == "compare: paritycheck --reference %s %s %s" % (
+        os.path.join(folder, "ref.h5"), os.path.join(folder, "a.h5"),
+        os.path.join(folder, "b.h5")), cmd)
+    q = subprocess.run([BIN] + cmd.split()[2:], stdout=subprocess.PIPE, text=True)
+    check("the printed comparison runs: three-way line", q.returncode in (0, 1) and
+          "REFERENCE %s" % os.path.join(folder, "ref.h5") in q.stdout, q.stdout[-400:])
+
+
+def test_docs_example():
+    """docs/python.md's complete example, run as written (paritycheck on the PATH)."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "python.md")).read()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    check("docs/python.md has the example", len(blocks) >= 2)
+    folder = os.path.join(WORK, "docs_example")
+    os.makedirs(os.path.join(folder, "bin"), exist_ok=True)
+    link = os.path.join(folder, "bin", "paritycheck")
+    if not os.path.lexists(link):
+        os.symlink(BIN, link)
+    with open(os.path.join(folder, "example.py"), "w") as f:
+        f.write(blocks[-1])
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+               PATH=os.path.join(folder, "bin") + os.pathsep + os.environ["PATH"])
+    p = subprocess.run([sys.executable, "example.py"], cwd=folder, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check("docs example runs, and its paritycheck passes (exit 0)", p.returncode == 0 and
+          "paritycheck exit status 0" in p.stdout, p.stdout[-800:] + p.stderr[-800:])
+    with h5py.File(os.path.join(folder, "ref.h5"), "r") as f:
+        check("docs example: ref.h5 in float64, with gradients",
+              f["activations/000_0"].dtype == np.float64 and "0.weight" in f["gradients"],
+              list(f))
+
+
+def test_mps_fp64_runs_on_cpu():
+    """--device mps --policy fp64: MPS has no float64, so the run is on the CPU (for real, here),
+    the CLI says so once, and the file records the device asked for."""
+    out = os.path.join(WORK, "mps_fp64.h5")
+    p = dump_cli("--model", "tiny_factory:build", "--out", out, "--device", "mps",
+                 "--policy", "fp64", "--input-shape", "5,6")
+    check("mps fp64: exit 0, said once", p.returncode == 0 and p.stderr.count(
+        "MPS has no float64: policy fp64 runs on the CPU") == 1, p.stderr[-600:])
+    if p.returncode == 0:
+        with h5py.File(out, "r") as f:
+            check("mps fp64: backend cpu, requested_device mps, float64",
+                  f.attrs["backend"] == "cpu" and f.attrs["requested_device"] == "mps" and
+                  f["activations/000_0"].dtype == np.float64, dict(f.attrs))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = pcdump.apply_policy_to_model(nn.Linear(2, 2), "fp64", "mps")
+    check("API: apply_policy_to_model fp64 on mps: the CPU, in float64, with a warning",
+          model.weight.device.type == "cpu" and model.weight.dtype == torch.float64 and
+          len(caught) == 1 and "MPS has no float64" in str(caught[0].message))
+
+
+def test_mps_mocked():
+    """What cannot run here without a Mac is mocked, and the checks say so: autocast is entered
+    with device_type="mps" for the autocast policies; the provenance of an MPS run records
+    macOS's version, torch.backends.mps.is_available()/is_built() and the MPS environment."""
+    from unittest import mock
+    entered = []
+
+    @contextlib.contextmanager
+    def fake_autocast(device_type, dtype):
+        entered.append((device_type, dtype))
+        yield
+
+    with mock.patch.object(torch, "autocast", fake_autocast):
+        for policy, dtype in (("bf16-autocast", torch.bfloat16), ("fp16-autocast", torch.float16)):
+            with pcdump.policy_context(policy, "mps"):
+                pass
+    check("mocked MPS: autocast with device_type mps, bf16 and fp16",
+          entered == [("mps", torch.bfloat16), ("mps", torch.float16)], entered)
+    env = {"PYTORCH_ENABLE_MPS_FALLBACK": "1"}
+    with mock.patch.object(torch.backends.mps, "is_available", return_value=True), \
+            mock.patch.object(torch.backends.mps, "is_built", return_value=True), \
+            mock.patch.object(pcdump.platform, "system", return_value="Darwin"), \
+            mock.patch.object(pcdump.platform, "mac_ver", return_value=("14.5", ("", "", ""), "arm64")), \
+            mock.patch.dict(os.environ, env):
+        os.environ.pop("PYTORCH_MPS_HIGH_WATERMARK_RATIO", None)
+        a = pcdump.backend_attrs("mps", "bf16-autocast")
+    want = {"backend": "mps", "macos_version": "14.5", "mps_available": True, "mps_built": True,
+            "PYTORCH_ENABLE_MPS_FALLBACK": "1", "PYTORCH_MPS_HIGH_WATERMARK_RATIO": "unset",
+            "torch_version": torch.__version__, "autocast_dtype": "bfloat16"}
+    check("mocked MPS: provenance", {k: a.get(k) for k in want} == want, a)
+
+
+def test_training_runs_doc():
+    """docs/training-runs.md as written: train.py and training.yaml from its blocks, then each
+    command with the exit code its comment gives; the loss drift it explains grows with the step
+    (step 19's loss rel_rms more than 100 times step 0's, as the page says "more than 300")."""
+    import json
+    import re
+    text = open(os.path.join(ROOT, "docs", "training-runs.md")).read()
+    py = re.findall(r"```python\n(.*?)```", text, re.S)
+    yml = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    sh = [l for b in re.findall(r"```sh\n(.*?)```", text, re.S) for l in b.splitlines() if l]
+    if not check("training-runs.md: one script, one tolerance file, commands",
+                 len(py) == 1 and len(yml) == 1 and len(sh) == 3, (len(py), len(yml), sh)):
+        return
+    folder = os.path.join(WORK, "training")
+    os.makedirs(os.path.join(folder, "bin"), exist_ok=True)
+    for name, target in (("paritycheck", BIN), ("python3", sys.executable)):
+        link = os.path.join(folder, "bin", name)
+        if not os.path.lexists(link):
+            os.symlink(target, link)
+    for name, body in (("train.py", py[0]), ("training.yaml", yml[0])):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(body)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
+               PATH=os.path.join(folder, "bin") + os.pathsep + os.environ["PATH"])
+    for cmd in sh:
+        want = re.search(r"# exit (\d+)\s*$", cmd)
+        p = subprocess.run(["bash", "-c", cmd], cwd=folder, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        check("training-runs.md: %s" % cmd[:70], want and p.returncode == int(want.group(1)),
+              (p.returncode, p.stdout[-600:], p.stderr[-600:]))
+    p = subprocess.run([BIN, "--json", "-", "runs/a", "runs/b"], cwd=folder,
+                       stdout=subprocess.PIPE, text=True)
+    loss = {t["path"][:8]: t["rel_rms"] for t in json.loads(p.stdout)["tensors"]
+            if t["path"].endswith(":/outputs/loss")}
+    check("training-runs.md: the loss drift grows, step 19 > 100 x step 0",
+          len(loss) == 20 and loss["step_019"] > 100 * loss["step_000"] > 0, loss)
+
+
 def main():
     global BIN, WORK
     if len(sys.argv) != 3:
@@ -370,6 +619,15 @@ def main():
     test_execution_order()
     test_cli()
     test_fp64_loss()
+    test_cli_messages()
+    test_threads()
+    test_failed_forward_writes_nothing()
+    test_incomplete_dump_refused()
+    test_trio()
+    test_docs_example()
+    test_mps_fp64_runs_on_cpu()
+    test_mps_mocked()
+    test_training_runs_doc()
     return summary()
 
 

@@ -85,8 +85,13 @@ def test_c_client_with_pkg_config():
         fh.write(CLIENT)
     env = env_without_overrides()
     env['PKG_CONFIG_PATH'] = os.path.join(prefix(), 'lib', 'pkgconfig')
-    flags = sh(['pkg-config', '--define-prefix', '--cflags', '--libs', 'paritycheck'], env=env)
+    # no --define-prefix: the .pc file must say where it is by itself
+    flags = sh(['pkg-config', '--cflags', '--libs', 'paritycheck'], env=env)
     check('pkg-config knows paritycheck', flags.returncode == 0, flags.stderr)
+    dirs = [os.path.realpath(f[2:]) for f in flags.stdout.split() if f[:2] in ('-I', '-L')]
+    real = os.path.realpath(prefix())
+    check('the .pc file finds the moved prefix by itself: -I and -L in it',
+          dirs == [os.path.join(real, 'include'), os.path.join(real, 'lib')], flags.stdout)
     exe = os.path.join(TMP, 'client')
     sanitize = ['-fsanitize=address,undefined'] if SANITIZED else []
     cc = sh(['cc', '-std=c11'] + sanitize + [src, '-o', exe] + flags.stdout.split(), env=env)

@@ -2,6 +2,7 @@
 run with pytest on Debian's /usr/bin/python3 against the paritycheck binary in
 $PARITYCHECK_BIN. Expected figures are numpy's, not the binary's."""
 import os
+import re
 
 import h5py
 import numpy as np
@@ -47,6 +48,21 @@ def test_assert_parity_names_the_tensor_and_reason():
     assert "/bad: drift" in msg and "/good" not in msg
 
 
+def test_assert_parity_rounds_its_figures():
+    """Failure messages give figures at 3 significant digits: rel_rms from numpy, against the
+    tf32 profile's limit 2 u = 2 * 2^-11 (docs/tolerance-model.md)."""
+    x = np.linspace(0.1, 1, 100).astype(np.float32)
+    y = (x * np.float32(1.001)).astype(np.float32)
+    d = y.astype(np.float64) - x.astype(np.float64)
+    rel_rms = np.sqrt(np.sum(d * d) / np.sum(x.astype(np.float64) ** 2))
+    with pytest.raises(AssertionError) as e:
+        paritycheck.assert_parity({"x": x}, {"x": y}, profile="tf32")
+    msg = str(e.value)
+    assert "rel_rms %.3g > limit 0.000977" % rel_rms in msg
+    figures = [float(f) for f in re.findall(r"\d+\.\d+(?:e[-+]?\d+)?", msg)]
+    assert figures and all(float("%.3g" % f) == f for f in figures), msg
+
+
 def test_bfloat16_tensors_compare_in_bfloat16():
     """A torch bfloat16 tensor is written as the dumper writes it and judged in bfloat16: one
     bfloat16 step (2^-7 at 1.0) is 1 ULP."""
@@ -63,6 +79,21 @@ def test_unreadable_input_raises_parity_error(tmp_path):
     with pytest.raises(paritycheck.ParityError) as e:
         paritycheck.compare(str(junk), str(junk))
     assert "not a tensor dump" in str(e.value)
+
+
+@pytest.mark.parametrize("zipped", [True, False])
+def test_torch_save_file_gets_the_convert_hint(tmp_path, zipped):
+    """A torch.save file, of the zip format or the legacy one, is refused (exit 2) with the
+    convert command; convert reads both."""
+    src, out = tmp_path / "ckpt.pt", tmp_path / "ckpt.h5"
+    torch.save({"w": torch.arange(4.0)}, src, _use_new_zipfile_serialization=zipped)
+    with pytest.raises(paritycheck.ParityError) as e:
+        paritycheck.compare(str(src), str(src))
+    assert "torch.save file" in str(e.value)
+    assert "python3 -m paritycheck.dump convert FILE OUT.h5" in str(e.value)
+    assert dump.main(["convert", str(src), str(out)]) == 0
+    with h5py.File(out, "r") as f:
+        np.testing.assert_array_equal(f["w"][()], np.arange(4.0, dtype=np.float32))
 
 
 def test_convert_state_dict(tmp_path):

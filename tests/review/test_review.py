@@ -163,6 +163,86 @@ def test_hand_edited_errors():
     check('--approved with --baseline: exit 2', rc == 2, (rc, err))
 
 
+def _rows(out):
+    """{tensor: (verdict, gate column)} of the text report's table rows."""
+    rows = {}
+    for line in out.splitlines():
+        cells = line.split()
+        if len(cells) > 3 and cells[2].startswith('/'):
+            rows[cells[2]] = (cells[0], cells[1])
+    return rows
+
+
+def test_approval_gate_one_verdict():
+    """An approval gate prints one verdict: its table's column is 'approval' with rows reading
+    approved / NEW / WORSE / -, the run's line carries no PASS or FAIL, the gate's line counts
+    the words."""
+    ap = os.path.join(WORK, 'one.yaml')
+    run(['--approve', ap, '--by', 'Ada', '--reason', 'r', A, B])
+    rc, out, err = run(['--approved', ap, A, B])
+    verdicts = [l for l in out.splitlines() if re.match(r'(GATE )?[A-Z]+: ', l)]
+    check('passing approval gate: exit 0, one verdict line, GATE PASS', rc == 0 and
+          len(verdicts) == 1 and verdicts[0].startswith('GATE PASS: '), (rc, verdicts))
+    check('the run line says what fails without the approvals',
+          'without the approvals: 9 of 24 tensors fail (9 drift)' in out, out[-600:])
+    check('the gate line counts the words', gate_line(out).endswith(
+        '; 9 approved, 0 new, 0 worse, 0 better'), gate_line(out))
+    header = [l for l in out.splitlines() if l.startswith('verdict ')]
+    check('the column is headed approval', header and header[0].split()[:3] ==
+          ['verdict', 'approval', 'tensor'], header)
+    rows = _rows(out)
+    check('drifting tensors read approved, the others -',
+          len(rows) == 24 and all(rows[p] == ('DRIFT', 'approved') for p in DRIFTING) and
+          all(v == ('pass', '-') for p, v in rows.items() if p not in DRIFTING), rows)
+    bug = copy_with(B, 'one_bug.h5', lambda f: f['gradients/fc2.bias'].__setitem__(
+        Ellipsis, f['gradients/fc2.bias'][()] * 1.01))
+    grown = copy_with(bug, 'one_grown.h5', lambda f: f['activations/009_fc2'].__setitem__(
+        Ellipsis, f['activations/009_fc2'][()] * 1.05))
+    rc, out, err = run(['--approved', ap, A, grown])
+    rows = _rows(out)
+    check('a new failure reads NEW, grown drift WORSE; GATE FAIL, no FAIL: line',
+          rc == 1 and rows.get('/gradients/fc2.bias') == ('DRIFT', 'NEW') and
+          rows.get('/activations/009_fc2') == ('DRIFT', 'WORSE') and
+          gate_line(out).endswith('; 8 approved, 1 new, 1 worse, 0 better') and
+          not re.search(r'^(FAIL|PASS):', out, re.M), (rc, rows, out[-600:]))
+
+
+def test_save_baseline_under_set_e():
+    """docs/reports.md's baseline example under set -e on the real TF32 pair (it drifts): saving
+    exits 1 (the run's drift), which the example accepts, and stderr says so; the gate with the
+    saved file exits 0; with --baseline the exit code stays the gate's; an error still stops
+    the example."""
+    text = open(os.path.join(SRC, 'docs', 'reports.md')).read()
+    block = re.search(r'```sh\n(set -e\n.*?--save-baseline.*?)```', text, re.S)
+    check('docs/reports.md has the set -e example', block is not None)
+    if not block:
+        return
+    script = block.group(1).replace('cpu.h5', A).replace('cuda.h5', B)
+    root = os.path.join(WORK, 'save-baseline')
+    os.makedirs(os.path.join(root, 'bin'))
+    os.symlink(os.path.abspath(BIN), os.path.join(root, 'bin', 'paritycheck'))
+    env = dict(ENV, PATH=os.path.join(root, 'bin') + os.pathsep + os.environ['PATH'])
+    p = subprocess.run(['bash', '-c', script + 'echo done\n'], cwd=root, env=env,
+                       capture_output=True, text=True)
+    check('the example runs to its end under set -e', p.returncode == 0 and
+          p.stdout.endswith('done\n'), (p.returncode, p.stdout[-600:], p.stderr))
+    check('saving says what exit 1 means', "baseline accepted.json saved; exit 1 is this run's "
+          'drift' in p.stderr, p.stderr)
+    broken = os.path.join(root, 'broken.h5')
+    with open(broken, 'w') as fh:
+        fh.write('not a dump')
+    p = subprocess.run(['bash', '-c', script.replace(B, broken) + 'echo done\n'], cwd=root,
+                       env=env, capture_output=True, text=True)
+    check('an error (exit 2) still stops the example', p.returncode != 0 and
+          'done' not in p.stdout, (p.returncode, p.stdout[-300:], p.stderr))
+    bug = copy_with(B, 'sb_bug.h5', lambda f: f['gradients/fc2.bias'].__setitem__(
+        Ellipsis, f['gradients/fc2.bias'][()] * 1.01))
+    rc, out, err = run(['--baseline', os.path.join(root, 'accepted.json'), '--save-baseline',
+                        os.path.join(root, 'next.json'), A, bug])
+    check('--baseline with --save-baseline: the gate fails on new drift, exit 1', rc == 1 and
+          os.path.exists(os.path.join(root, 'next.json')), (rc, err))
+
+
 def test_docs_workflow():
     """Every line of the ```sh blocks of docs/review.md, run from a copy of the fixtures' layout
     with paritycheck on the PATH; each must exit as its '# exit N' comment says."""
@@ -194,7 +274,8 @@ def main():
     B = os.path.join(SRC, 'fixtures/real/attention_cuda_tf32.h5')
     with tempfile.TemporaryDirectory() as work:
         WORK = work
-        return run_tests([test_cycle, test_hand_edited_errors, test_docs_workflow])
+        return run_tests([test_cycle, test_hand_edited_errors, test_approval_gate_one_verdict,
+                          test_save_baseline_under_set_e, test_docs_workflow])
 
 
 if __name__ == '__main__':

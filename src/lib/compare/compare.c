@@ -331,6 +331,7 @@ typedef struct pc_cmp {
   uint64_t budget;               /* for suggestions (names.h) */
   size_t a_count, b_count, both; /* tensors (and lone files) of each side, and on both */
   char *example[2];              /* the first name of each side, for PC_ENOMATCH */
+  bool realign_said;             /* the run's warning on re-aligned call indices is given */
 } pc_cmp;
 
 const char *pc_tensor_dataset(const pc_tensor *t) {
@@ -482,6 +483,33 @@ static int pc_merge_attrs(pc_provenance *p, const pc_file *f) {
   return PC_OK;
 }
 
+/* A warning of the run (pc_run.warnings): fails nothing, shown on stderr and in JSON. */
+static int pc_run_warn(pc_run *run, const char *text) {
+  char **w = realloc(run->warnings, (run->nwarnings + 1) * sizeof *w);
+  if (!w)
+    return PC_ENOMEM;
+  run->warnings = w;
+  w[run->nwarnings] = pc_strdup(text);
+  return w[run->nwarnings++] ? PC_OK : PC_ENOMEM;
+}
+
+/* Once a run, the first pair of files whose call indices were re-aligned (realign.h) says so:
+ * a pairing not by name is worth knowing, and the example shows what was paired. */
+static int pc_warn_realigned(pc_cmp *c, const pc_pairing *pr, const char *file) {
+  char text[PC_ERROR_MESSAGE_MAX];
+  const pc_match *m = &pr->m[pr->realigned_first];
+  if (c->realign_said || !pr->realigned)
+    return PC_OK;
+  c->realign_said = true;
+  pc_spill_touch(m);
+  snprintf(text, sizeof text,
+           "%s%sthe call indices (NNN_) of A and B disagree: %zu tensor%s paired by module path "
+           "and call order instead of by name, e.g. A's %s with B's %s",
+           file ? file : "", file ? ": " : "", pr->realigned, pr->realigned == 1 ? "" : "s",
+           m->a->path, m->b->path);
+  return pc_run_warn(c->run, text);
+}
+
 /* Every tensor of one pair of files; `file` is their relative path in folder mode. Every
  * tensor is done when it returns, so that the files can be closed. */
 static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, pc_error *err) {
@@ -490,7 +518,7 @@ static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, p
   if (rc < 0)
     return pc_error_set(err, rc, "out of memory");
   pc_tally_pairing(c, &pr);
-  if (pc_merge_attrs(&c->run->provenance[0], fa) < 0 ||
+  if (pc_warn_realigned(c, &pr, file) < 0 || pc_merge_attrs(&c->run->provenance[0], fa) < 0 ||
       pc_merge_attrs(&c->run->provenance[1], fb) < 0) {
     pc_pairing_free(&pr);
     return pc_error_set(err, PC_ENOMEM, "out of memory");
@@ -670,15 +698,9 @@ static int pc_check_common(const pc_cmp *c, pc_error *err) {
 }
 
 static int pc_add_warning(void *user, const char *glob) {
-  pc_run *run = user;
   char text[PC_ERROR_MESSAGE_MAX];
-  char **w = realloc(run->warnings, (run->nwarnings + 1) * sizeof *w);
-  if (!w)
-    return PC_ENOMEM;
-  run->warnings = w;
   snprintf(text, sizeof text, "tolerance rule '%s' matches no tensor", glob);
-  w[run->nwarnings] = pc_strdup(text);
-  return w[run->nwarnings++] ? PC_OK : PC_ENOMEM;
+  return pc_run_warn(user, text);
 }
 
 /* A rule that matches no tensor is most likely a typo, or names of another model. */

@@ -2,6 +2,7 @@
 #include "pairing.h"
 #include "names.h"
 #include "pc_internal.h"
+#include "realign.h"
 
 #include <stdlib.h> /* calloc, malloc, qsort, free */
 #include <string.h> /* strcmp */
@@ -152,7 +153,7 @@ static void pc_side_free(pc_side *side, bool owned) {
 int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, const char *rel,
                      const pc_options *o, uint64_t *budget) {
   pc_side a = {NULL, 0, 0}, b = {NULL, 0, 0};
-  *out = (pc_pairing){NULL, 0, 0, 0, 0, 0, pc_names_owned(o)};
+  *out = (pc_pairing){NULL, 0, 0, 0, 0, 0, pc_names_owned(o), 0, -1};
   int rc = pc_side_names(&a, fa, false, rel, o);
   if (rc == PC_OK)
     rc = pc_side_names(&b, fb, true, rel, o);
@@ -162,6 +163,8 @@ int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, cons
   out->b_count = b.n;
   pc_side_free(&a, out->owns_names); /* the names are the matches' now */
   pc_side_free(&b, out->owns_names);
+  if (rc == PC_OK)
+    rc = pc_realign(out);
   if (rc == PC_OK)
     rc = pc_suggest_matches(out, budget);
   if (rc < 0)
@@ -175,7 +178,7 @@ void pc_pairing_free(pc_pairing *p) {
     free((char *)p->m[i].name);
   }
   pc_spill_free(p->m, p->m_mapped);
-  *p = (pc_pairing){NULL, 0, 0, 0, 0, 0, false};
+  *p = (pc_pairing){NULL, 0, 0, 0, 0, 0, false, 0, -1};
 }
 
 /* The names of the items on `side` only (0: A, 1: B), with their indices. */

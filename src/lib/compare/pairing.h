@@ -25,6 +25,9 @@ typedef struct pc_pairing {
   size_t a_count, b_count, both; /* tensors on A's side, on B's, on both */
   bool owns_names; /* the names are malloc'd (prefixes or maps); else they are the datasets'
                       paths, which the files own: 13 MB at 200,000 tensors a side not copied */
+  /* pairs made by call order, not by name (realign.h), and the first of them in m */
+  size_t realigned;
+  long realigned_first;
 } pc_pairing;
 
 /** Pairs the datasets of fa and fb under options o. `rel` is the files' relative path in folder

@@ -7,7 +7,7 @@
 #include <fcntl.h>  /* open, O_RDONLY, O_CLOEXEC, O_NONBLOCK */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* malloc, qsort, bsearch */
-#include <string.h> /* strcmp, strerror */
+#include <string.h> /* strcmp, strerror, memcmp */
 #include <unistd.h> /* close */
 
 /* Tried in this order; the first whose sniff says yes opens the file. safetensors has no magic
@@ -134,12 +134,23 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
 /* The format whose magic bytes f starts with. A read error is said as such: a file that
  * cannot be read is not "not a tensor dump". */
 static int pc_sniff(pc_file *f, pc_error *err) {
-  unsigned char head[16];
-  if (pread(f->fd, head, sizeof head, 0) < 0)
+  /* torch.save's legacy (non-zip) format opens with a pickled magic number: protocol 2, a
+   * 10-byte long 0x1950a86a20f9469cfc6c (torch/serialization.py, MAGIC_NUMBER). */
+  static const unsigned char legacy_torch[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                               0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  unsigned char head[sizeof legacy_torch];
+  ssize_t got = pread(f->fd, head, sizeof head, 0);
+  if (got < 0)
     return pc_error_set(err, PC_EIO, "%s: cannot read: %s", f->path, strerror(errno));
   for (size_t i = 0; !f->format && i < sizeof pc_formats / sizeof *pc_formats; i++)
     if (pc_formats[i]->sniff(f))
       f->format = pc_formats[i];
+  if (!f->format && got == (ssize_t)sizeof head && memcmp(head, legacy_torch, sizeof head) == 0)
+    return pc_error_set(err, PC_EIO,
+                        "%s: not a tensor dump (HDF5, safetensors, npy or npz): a torch.save "
+                        "file of the legacy (non-zip) format (convert it: python3 -m "
+                        "paritycheck.dump convert FILE OUT.h5)",
+                        f->path);
   if (!f->format)
     return pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)",
                         f->path);
@@ -160,6 +171,18 @@ bool pc_file_is_dump(const char *path) {
   return known;
 }
 
+/* A dump whose writer failed part way says so in a file attribute `incomplete` (its value: why;
+ * docs/formats.md): its missing tensors would read as drift of the model, so it is refused. */
+static int pc_refuse_incomplete(const pc_file *f, pc_error *err) {
+  for (size_t i = 0; i < f->nattrs; i++)
+    if (strcmp(f->attrs[i].name, "incomplete") == 0)
+      return pc_error_set(err, PC_EIO,
+                          "%s: an incomplete dump (attribute incomplete: %s): the run that wrote "
+                          "it failed part way; dump again",
+                          f->path, f->attrs[i].value);
+  return PC_OK;
+}
+
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   struct stat st;
   *out = NULL;
@@ -177,7 +200,8 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
     goto fail;
   if ((rc = pc_sniff(f, err)) < 0 || (rc = f->format->open(f, err)) < 0 ||
       (rc = pc_file_sort(f, err)) < 0 ||
-      (f->format->attributes && (rc = f->format->attributes(f, err)) < 0))
+      (f->format->attributes && (rc = f->format->attributes(f, err)) < 0) ||
+      (rc = pc_refuse_incomplete(f, err)) < 0)
     goto fail;
   *out = f;
   return PC_OK;

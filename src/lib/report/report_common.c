@@ -542,8 +542,19 @@ void pc_report_gate_extra(char *buf, size_t size, const pc_gate *gate) {
            gate->kind == PC_GATE_APPROVALS ? "stale approvals" : "only in the baseline");
 }
 
-const char *pc_report_change(const pc_gate *gate, size_t i) {
-  return gate ? pc_change_name(gate->tensors[i].change) : "";
+const char *pc_report_gate_column(const pc_gate *gate) {
+  return gate->kind == PC_GATE_APPROVALS ? "approval" : "baseline";
+}
+
+const char *pc_report_change(const pc_gate *gate, const pc_run *run, size_t i) {
+  if (!gate)
+    return "";
+  const pc_gate_tensor *g = &gate->tensors[i];
+  if (gate->kind == PC_GATE_BASELINE || g->fails)
+    return pc_change_name(g->change);
+  if (pc_verdict_is_failure(pc_run_at(run, i)->verdict))
+    return "approved";
+  return g->change == PC_CHANGE_BETTER ? pc_change_name(g->change) : "-";
 }
 
 void pc_report_bucket_label(char *buf, size_t size, int k) {

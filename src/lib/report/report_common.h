@@ -175,8 +175,14 @@ void pc_report_gate_tail(char *buf, size_t size, const pc_gate *gate);
 /** ", 1 only in the baseline" or ", 2 stale approvals"; empty when there are none. */
 void pc_report_gate_extra(char *buf, size_t size, const pc_gate *gate);
 
-/** How a gate judged tensor i, for tables: "worse", "new", ...; "" without a gate. */
-const char *pc_report_change(const pc_gate *gate, size_t i);
+/** The heading of the tables' gate column: "baseline" or "approval". */
+const char *pc_report_gate_column(const pc_gate *gate);
+
+/** How a gate judged tensor i of run, for tables: the change ("worse", "new", ...) against a
+ * baseline; against approvals "approved" for a failure that its approval lets pass, "new" or
+ * "worse" for one that fails the gate, "better" for an approved tensor now within the profile,
+ * "-" for the rest (they pass without one). "" without a gate. */
+const char *pc_report_change(const pc_gate *gate, const pc_run *run, size_t i);
 
 /** The label of ULP histogram bucket k: "0", "1", "2-3", "4-7", ... */
 void pc_report_bucket_label(char *buf, size_t size, int k);

@@ -224,7 +224,7 @@ static void put_table_head(FILE *out, const page *pg) {
   put_column(out, "#", "num", "asc");
   put_column(out, "verdict", "num", "asc");
   if (pg->gate)
-    put_column(out, "baseline", "text", "asc");
+    put_column(out, pc_report_gate_column(pg->gate), "text", "asc");
   put_column(out, "tensor", "text", "asc");
   put_column(out, "dtype", "text", "asc");
   put_column(out, "shape", "text", "asc");
@@ -363,7 +363,7 @@ static void put_row(FILE *out, const page *pg, size_t i) {
           pc_verdict_name(t->verdict), pc_verdict_name(t->verdict));
   if (pg->gate)
     fprintf(out, "<td class=\"%s\">%s</td>", pg->gate->tensors[i].fails ? "v-fail" : "",
-            pc_report_change(pg->gate, i));
+            pc_report_change(pg->gate, pg->run, i));
   fputs("<td class=\"path\">", out);
   put_text(out, t->path);
   pc_report_dtypes(text, sizeof text, t);

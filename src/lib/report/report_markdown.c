@@ -74,7 +74,7 @@ typedef struct table {
 static void put_header_row(FILE *out, const table *tb) {
   fputs("| | tensor | verdict |", out);
   if (tb->gate)
-    fputs(" baseline |", out);
+    fprintf(out, " %s |", pc_report_gate_column(tb->gate));
   fputs(" dtype | shape | mismatches | max abs | max rel | max ULP |", out);
   if (tb->quantiles)
     fputs(" p99 ULP |", out);
@@ -181,7 +181,8 @@ static void put_row(FILE *out, const table *tb, size_t i) {
   fprintf(out, strong ? " | **%s** |" : " | %s%s |", pc_verdict_name(t->verdict),
           accepted ? " (accepted)" : "");
   if (tb->gate)
-    fprintf(out, tb->gate->tensors[i].fails ? " **%s** |" : " %s |", pc_report_change(tb->gate, i));
+    fprintf(out, tb->gate->tensors[i].fails ? " **%s** |" : " %s |",
+            pc_report_change(tb->gate, tb->run, i));
   char dtypes[96];
   pc_report_dtypes(dtypes, sizeof dtypes, t);
   fprintf(out, " %s | ", dtypes);

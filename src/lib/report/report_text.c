@@ -83,7 +83,8 @@ static void fill_cells(cells *c, const view *v, size_t i) {
   copy_case(c->verdict, sizeof c->verdict, pc_verdict_name(t->verdict),
             stands_out(t->verdict) && !pc_report_accepted(v->run, i));
   /* a change that fails the gate is upper case, as a failing verdict is */
-  copy_case(c->change, sizeof c->change, pc_report_change(gate, i), gate && gate->tensors[i].fails);
+  copy_case(c->change, sizeof c->change, pc_report_change(gate, v->run, i),
+            gate && gate->tensors[i].fails);
   pc_report_dtypes(c->dtype, sizeof c->dtype, t);
   snprintf(c->shape, sizeof c->shape, "%s", pc_report_dims(dims, t->rank, t->dims));
   c->mismatches[0] = c->max_abs[0] = c->max_rel[0] = c->max_ulp[0] = c->snr_db[0] = '\0';
@@ -408,10 +409,10 @@ static int put_provenance(FILE *out, const pc_run *run) {
   return PC_OK;
 }
 
-static void put_header(FILE *out, const widths *w, bool gate) {
+static void put_header(FILE *out, const widths *w, const pc_gate *gate) {
   put_padded(out, "verdict", w->verdict);
   if (gate)
-    put_padded(out, "baseline", w->change);
+    put_padded(out, pc_report_gate_column(gate), w->change);
   put_padded(out, "tensor", w->path);
   put_padded(out, "dtype", w->dtype);
   put_padded(out, "shape", w->shape);
@@ -467,17 +468,21 @@ static void put_accepted_tail(FILE *out, const pc_run *run) {
   fputc(')', out);
 }
 
-static void put_summary_word(FILE *out, const char *word, pc_verdict v, bool color) {
-  if (color)
+/* With a gate, the run's own line carries no verdict word: the gate's line is the one verdict. */
+static void put_summary_word(FILE *out, const char *word, pc_verdict v, bool color,
+                             const pc_gate *gate) {
+  if (gate)
+    fprintf(out, "without the %s: ", pc_report_gate_noun(gate));
+  else if (color)
     fprintf(out, "%s%s" ANSI_RESET ": ", verdict_color(v, false), word);
   else
     fprintf(out, "%s: ", word);
 }
 
-static void put_pass_summary(FILE *out, const pc_run *run, bool color) {
+static void put_pass_summary(FILE *out, const pc_run *run, bool color, const pc_gate *gate) {
   size_t pass = run->by_verdict[PC_VERDICT_PASS];
   size_t skipped = run->by_verdict[PC_VERDICT_SKIPPED];
-  put_summary_word(out, "PASS", PC_VERDICT_PASS, color);
+  put_summary_word(out, "PASS", PC_VERDICT_PASS, color, gate);
   fprintf(out, "%zu tensor%s within tolerance", pass, plural(pass));
   if (skipped)
     fprintf(out, " (%zu skipped)", skipped);
@@ -488,13 +493,13 @@ static void put_pass_summary(FILE *out, const pc_run *run, bool color) {
 /* "FAIL: 3 of 120 tensors fail (2 drift, 1 missing_in_b), 1 skipped; first divergence: /enc/3/out",
  * or for a run with unreadable tensors "ERROR: 1 of 120 tensors could not be read (first: /x);
  * 3 fail (...), ...". */
-static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
+static void put_fail_summary(FILE *out, const pc_run *run, bool color, const pc_gate *gate) {
   size_t fails = pc_report_failures(run);
   size_t skipped = run->by_verdict[PC_VERDICT_SKIPPED];
   const pc_tensor *first_fail = pc_report_first_divergence(run);
   if (run->verdict == PC_RUN_ERROR) {
     const pc_tensor *first_error = first_where(run, is_error);
-    put_summary_word(out, "ERROR", PC_VERDICT_ERROR, color);
+    put_summary_word(out, "ERROR", PC_VERDICT_ERROR, color, gate);
     fprintf(out, "%zu of %zu tensor%s could not be read", run->by_verdict[PC_VERDICT_ERROR],
             run->ntensors, plural(run->ntensors));
     if (first_error) {
@@ -505,7 +510,7 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
     if (fails)
       fprintf(out, "; %zu fail%s", fails, fails == 1 ? "s" : "");
   } else {
-    put_summary_word(out, "FAIL", PC_VERDICT_DRIFT, color);
+    put_summary_word(out, "FAIL", PC_VERDICT_DRIFT, color, gate);
     fprintf(out, "%zu of %zu tensor%s fail%s", fails, run->ntensors, plural(run->ntensors),
             fails == 1 ? "s" : "");
   }
@@ -520,12 +525,23 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color) {
   fputc('\n', out);
 }
 
+/* "; 9 approved, 1 new, 0 worse, 0 better": the rows' words of the approval column. */
+static void put_approval_tally(FILE *out, const pc_run *run, const pc_gate *gate) {
+  static const char *const words[] = {"approved", "new", "worse", "better"};
+  size_t n[4] = {0};
+  for (size_t i = 0; i < run->ntensors; i++)
+    for (int k = 0; k < 4; k++)
+      n[k] += strcmp(pc_report_change(gate, run, i), words[k]) == 0;
+  for (int k = 0; k < 4; k++)
+    fprintf(out, "%s%zu %s", k ? ", " : "; ", n[k], words[k]);
+}
+
 /* "GATE FAIL: 2 tensors fail the baseline base.json at factor 2 (first: /x); 1 new, 1 worse,
  * 0 better, 5 unchanged, 1 only in the baseline". */
 static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, bool color) {
   static const char *const words[] = {"GATE PASS", "GATE FAIL", "GATE ERROR"};
   static const pc_verdict colors[] = {PC_VERDICT_PASS, PC_VERDICT_DRIFT, PC_VERDICT_ERROR};
-  put_summary_word(out, words[gate->verdict], colors[gate->verdict], color);
+  put_summary_word(out, words[gate->verdict], colors[gate->verdict], color, NULL);
   char tail[64];
   fprintf(out, "%zu tensor%s fail%s the %s ", gate->failures, plural(gate->failures),
           gate->failures == 1 ? "s" : "", pc_report_gate_noun(gate));
@@ -539,8 +555,11 @@ static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, 
       fputc(')', out);
       break;
     }
-  for (int c = 0; c < PC_CHANGE_COUNT_; c++)
-    fprintf(out, "%s%zu %s", c ? ", " : "; ", gate->by_change[c], pc_change_name((pc_change)c));
+  if (gate->kind == PC_GATE_APPROVALS)
+    put_approval_tally(out, run, gate);
+  else
+    for (int c = 0; c < PC_CHANGE_COUNT_; c++)
+      fprintf(out, "%s%zu %s", c ? ", " : "; ", gate->by_change[c], pc_change_name((pc_change)c));
   pc_report_gate_extra(tail, sizeof tail, gate);
   fputs(tail, out);
   fputc('\n', out);
@@ -554,12 +573,12 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   view v = {run, opts, &cascades};
   size_t shown = 0;
   widths w = measure(&v, &shown);
-  if (put_provenance(out, run) < 0) {
+  if (!opts->quiet && put_provenance(out, run) < 0) { /* quiet: failures and the summary only */
     pc_report_cascades_free(&cascades);
     return PC_ENOMEM;
   }
   if (shown)
-    put_header(out, &w, opts->gate != NULL);
+    put_header(out, &w, opts->gate);
   /* run order; quiet: the root causes (and errors) first, then the tensors they explain */
   text_rows rows = {&v, &w};
   size_t n = run->ntensors * (opts->quiet ? 2 : 1);
@@ -568,9 +587,9 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   if (rc < 0)
     return rc;
   if (run->verdict == PC_RUN_PASS)
-    put_pass_summary(out, run, opts->color);
+    put_pass_summary(out, run, opts->color, opts->gate);
   else
-    put_fail_summary(out, run, opts->color);
+    put_fail_summary(out, run, opts->color, opts->gate);
   if (run->path_ref) {
     char tally[256];
     pc_report_closer_tally(tally, sizeof tally, run);
