@@ -38,7 +38,8 @@ enum {
   OPT_PROFILE,
   OPT_MAX_MEMORY,
   OPT_STALL,
-  OPT_REFERENCE
+  OPT_REFERENCE,
+  OPT_ALLOW_EMPTY
 };
 
 /* Options of the names: which tensors take part and how B's are renamed. */
@@ -106,7 +107,8 @@ typedef struct cli {
   size_t n_tol_files;
   const char *json;
   bool quiet, no_color, debug;
-  bool done; /* --help or --version answered: exit 0 without a comparison */
+  bool allow_empty; /* --allow-empty: a run that compares nothing may pass */
+  bool done;        /* --help or --version answered: exit 0 without a comparison */
   size_t block_elems;
   outputs out;
   size_t jobs;
@@ -159,6 +161,9 @@ static void usage(FILE *out) {
         "      --strip-prefix P   drop P at the start of any path component of A and B (after\n"
         "                         a call index such as 003_), before --map: e.g. module.\n"
         "                         (DDP) turns /module.fc/out into /fc/out\n"
+        "      --allow-empty      let a run that compares nothing pass (no tensor in the\n"
+        "                         dumps, none left by --include/--exclude, every one\n"
+        "                         skipped); without it such a run is an error (exit 2)\n"
         "      --save-baseline FILE\n"
         "                         write this run's per-tensor figures as a baseline\n"
         "      --baseline FILE    fail only for tensors that newly fail, or whose drift grew\n"
@@ -196,10 +201,10 @@ static void usage(FILE *out) {
         "\n"
         "Exit status: 0 every tensor within tolerance; 1 drift, a missing dataset, a shape or\n"
         "dtype mismatch; 2 an error (bad usage, an unreadable file or dataset, a report\n"
-        "that cannot be written, A and B with no tensor name in common); 128 + N stopped by\n"
-        "signal N (130 SIGINT, 143 SIGTERM). A reader of standard output that leaves\n"
-        "(| head) ends that report quietly; the exit status is still the run's. Warnings (a "
-        "tolerance rule that matches no\n"
+        "that cannot be written, A and B with no tensor name in common, nothing compared\n"
+        "without --allow-empty); 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM).\n"
+        "A reader of standard output that leaves (| head) ends that report quietly; the\n"
+        "exit status is still the run's. Warnings (a tolerance rule that matches no\n"
         "tensor, a baseline of another profile) go to stderr and into the JSON report.\n"
         "Figures are defined in docs/metrics.md.\n",
         out);
@@ -283,6 +288,7 @@ static const struct option long_opts[] = {
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"map", required_argument, NULL, OPT_MAP},
     {"strip-prefix", required_argument, NULL, OPT_STRIP_PREFIX},
+    {"allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -375,6 +381,8 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->quiet = true;
     } else if (opt == OPT_NO_COLOR) {
       c->no_color = true;
+    } else if (opt == OPT_ALLOW_EMPTY) {
+      c->allow_empty = true;
     } else if (opt == OPT_BLOCK && !parse_count(optarg, &c->block_elems)) {
       return usage_error("--block-elems wants a whole number from 1 to 2^32", optarg);
     } else if (opt == OPT_MAX_MEMORY && !parse_size(optarg, &c->max_memory)) {
@@ -421,6 +429,10 @@ static int fail(const pc_error *err) {
   if (err->code == PC_ENOMATCH)
     fputs("paritycheck: hint: if the names differ by a prefix (DDP's module.) or a pattern, pair "
           "them with --strip-prefix P or --map FROM=TO (paritycheck --help)\n",
+          stderr);
+  if (err->code == PC_EEMPTY)
+    fputs("paritycheck: hint: check both dumps and the --include/--exclude globs; --allow-empty "
+          "lets a run that compares nothing pass\n",
           stderr);
   return err->code < 0 ? (int)err->code : PC_EIO;
 }
@@ -815,6 +827,7 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.nstrip_prefix = c->names.nstrip_prefix;
   opts.maps = c->names.maps;
   opts.nmaps = c->names.nmaps;
+  opts.allow_empty = c->allow_empty;
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);

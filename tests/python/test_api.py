@@ -65,6 +65,16 @@ def test_unreadable_input_raises_parity_error(tmp_path):
     assert "not a tensor dump" in str(e.value)
 
 
+def test_assert_parity_of_nothing_fails():
+    """Two empty dicts compare nothing: that is an error (exit 2, issue 30), never a pass,
+    unless --allow-empty says an empty run is expected."""
+    with pytest.raises(paritycheck.ParityError) as e:
+        paritycheck.assert_parity({}, {})
+    assert "nothing was compared" in str(e.value)
+    report = paritycheck.assert_parity({}, {}, extra_args=["--allow-empty"])
+    assert report["tensors"] == []
+
+
 def test_convert_state_dict(tmp_path):
     """convert: a torch.save state dict (nested, with a bfloat16 entry) becomes an HDF5 dump
     with one dataset per tensor, values exact."""

@@ -711,11 +711,29 @@ static int pc_check_args(const char *path_a, const char *path_b, const pc_option
   return PC_OK;
 }
 
-int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err) {
+/* A run that would pass without one tensor compared and found within tolerance: no tensor
+ * took part, or every one was skipped. A gate's green must mean that something was compared. */
+static int pc_check_compared(const pc_run *run, pc_error *err) {
+  if (run->verdict != PC_RUN_PASS || run->by_verdict[PC_VERDICT_PASS])
+    return PC_OK;
+  if (!run->ntensors)
+    return pc_error_set(err, PC_EEMPTY,
+                        "%s vs %s: nothing was compared: no tensor takes part (the dumps hold "
+                        "none, or --include/--exclude left none)",
+                        run->path_a, run->path_b);
+  const pc_tensor *t = pc_run_at(run, 0);
+  return pc_error_set(
+      err, PC_EEMPTY, "%s vs %s: nothing was compared: all %zu tensors were skipped (e.g. %s: %s)",
+      run->path_a, run->path_b, run->ntensors, t->path, t->message ? t->message : "skipped");
+}
+
+int pc_run_conclude(pc_run *run, const pc_tolset *tols, bool allow_empty, pc_error *err) {
   int rc = pc_judge_run(run);
   pc_heap_release(); /* the judge's keys lie below the order it keeps: 9 MB at 200,000 tensors */
   if (rc < 0)
     return pc_error_set(err, rc, "out of memory");
+  if (!allow_empty && (rc = pc_check_compared(run, err)) < 0)
+    return rc;
   return pc_warn_unused_rules(run, tols, err);
 }
 
@@ -740,7 +758,7 @@ static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool di
   if (rc == PC_OK)
     rc = pc_check_common(c, err);
   if (rc == PC_OK && !c->sink)
-    rc = pc_run_conclude(c->run, o->tols, err);
+    rc = pc_run_conclude(c->run, o->tols, o->allow_empty, err);
   return rc;
 }
 
