@@ -77,8 +77,10 @@ typedef struct pc_options {
 /** Compare the tensor dumps at path_a (reference) and path_b (candidate). When both are
  * folders, their files are paired by path relative to the folder (recursively), each pair is
  * compared as two files are, and every tensor's path is "FILE:DATASET" (pc_tensor.file); a
- * file on one side only is one tensor, missing on the other side, and a file that is not a
- * tensor dump one skipped tensor. On success *out holds the run (free it with pc_run_free);
+ * file on one side only is one tensor, missing on the other side, a file that is not a tensor
+ * dump one skipped tensor, and one that cannot be read (or is empty, a FIFO, a dangling link)
+ * one error tensor; symbolic links to folders are followed. The include and exclude globs never
+ * leave out a missing or unreadable file. On success *out holds the run (free it with pc_run_free);
  * datasets (and folder files) that cannot be read are tensors with verdict error. Returns PC_EIO
  * when either file cannot be opened or walked (outside folder mode), PC_EUSAGE for bad options
  * (a bad glob or map) or a folder paired with a file, PC_ENOMATCH when both sides hold tensors

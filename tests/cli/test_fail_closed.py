@@ -106,11 +106,134 @@ def test_help_names_allow_empty():
           p.stdout[-400:])
 
 
+# --- 2 to 4. folder mode: what cannot be read, paired or walked ------------------------------
+
+def as_nobody(args):
+    """args run by a user without root's right to read anything: root reads a file of mode
+    000, so the unreadable-file checks run the binary as nobody when the tests run as root."""
+    if os.geteuid() != 0:
+        return args
+    return ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', BIN] + list(args)
+
+
+def run_json_as_nobody(args):
+    argv = as_nobody(list(args) + ['--json', '-'])
+    if argv[0] != 'setpriv':
+        return run_json(args)
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120,
+                       errors='replace', text=True)
+    try:
+        return p, json.loads(p.stdout)
+    except ValueError:
+        return p, None
+
+
+def by_path(report):
+    return {t['path']: t for t in report['tensors']} if report else {}
+
+
+def folder_pair(name, files_a, files_b):
+    """Folders WORK/name/A and WORK/name/B (readable by all), each with good.h5 (the same /x)
+    and the named files written by the callables given."""
+    root = fresh(name)
+    os.chmod(root, 0o755)
+    sides = []
+    for side, files in (('A', files_a), ('B', files_b)):
+        d = os.path.join(root, side)
+        write_h5(os.path.join(d, 'good.h5'), {'/x': X})
+        for rel, make in files.items():
+            make(os.path.join(d, rel))
+        sides.append(d)
+    return root, sides[0], sides[1]
+
+
+def h5_file(path):
+    write_h5(path, {'/x': X})
+
+
+def unreadable_h5(path):
+    write_h5(path, {'/x': X})
+    os.chmod(path, 0)
+
+
+def empty_file(path):
+    open(path, 'wb').close()
+
+
+def expect_entry(label, p, r, path, verdict, needle, code=2):
+    t = by_path(r).get(path)
+    check('%s: exit %d' % (label, code), p.returncode == code, (p.returncode, p.stderr[-600:]))
+    check('%s: %s is %s saying %r' % (label, path, verdict, needle),
+          t is not None and t['verdict'] == verdict and needle in (t.get('message') or ''),
+          (t, sorted(by_path(r))))
+
+
+def test_unreadable_and_empty_files():
+    _, a, b = folder_pair('unreadable', {'secret.h5': unreadable_h5}, {'secret.h5': unreadable_h5})
+    p, r = run_json_as_nobody([a, b])
+    expect_entry('files nobody may read', p, r, 'secret.h5', 'error', 'Permission denied')
+    _, a, b = folder_pair('zero-bytes', {'crash.h5': empty_file}, {'crash.h5': empty_file})
+    p, r = run_json([a, b])
+    expect_entry('zero-byte files on both sides', p, r, 'crash.h5', 'error', 'empty file')
+    check('zero-byte files: the good pair is still compared',
+          by_path(r).get('good.h5:/x', {}).get('verdict') == 'pass', sorted(by_path(r)))
+
+
+def test_symlinks_fifos():
+    root = fresh('links')
+    for side, scale in (('A', 1), ('B', 2)):
+        write_h5(os.path.join(root, 'real' + side, 'step1', 'x.h5'), {'/x': X * scale})
+        os.makedirs(os.path.join(root, side))
+        os.symlink(os.path.join('..', 'real' + side, 'step1'), os.path.join(root, side, 'step1'))
+    p, r = run_json([os.path.join(root, 'A'), os.path.join(root, 'B')])
+    t = by_path(r).get('step1/x.h5:/x')
+    check('symlinked step folders are followed: exit 1', p.returncode == 1, (p.returncode, p.stderr))
+    check('symlinked step folders: /x compared, drift of max_abs 7',
+          t is not None and t['verdict'] == 'drift' and t['max_abs'] == 7.0, t)
+
+    def loop(path):
+        os.symlink('.', path)
+    _, a, b = folder_pair('loop', {'back': loop}, {})
+    p, r = run_json([a, b])
+    expect_entry('a link back to a folder above', p, r, 'back', 'error', 'a loop')
+
+    def dangling(path):
+        os.symlink('no-such-file.h5', path)
+    _, a, b = folder_pair('dangling', {'gone.h5': dangling}, {'gone.h5': h5_file})
+    p, r = run_json([a, b])
+    expect_entry('a dangling link', p, r, 'gone.h5', 'error', 'dangling symbolic link')
+
+    _, a, b = folder_pair('fifo', {'pipe.h5': os.mkfifo}, {'pipe.h5': os.mkfifo})
+    p, r = run_json([a, b])
+    expect_entry('FIFOs', p, r, 'pipe.h5', 'error', 'FIFO')
+
+
+def truncated_h5(path):
+    h5_file(path)
+    size = os.path.getsize(path)
+    with open(path, 'r+b') as f:
+        f.truncate(size // 2)
+
+
+def test_file_entries_ignore_globs():
+    _, a, b = folder_pair('globs', {'r1.h5': h5_file, 'r2.h5': h5_file}, {'r2.h5': truncated_h5})
+    p, r = run_json([a, b, '--include', '*/x'])
+    expect_entry("--include '*/x': r2.h5 truncated in B", p, r, 'r2.h5', 'error', 'truncated')
+    expect_entry("--include '*/x': r1.h5 missing in B", p, r, 'r1.h5', 'missing_in_b',
+                 'file only in A')
+    _, a, b = folder_pair('globs-missing', {'r1.h5': h5_file}, {})
+    p, r = run_json([a, b, '--exclude', 'r1.h5'])
+    expect_entry("--exclude r1.h5: missing in B still counts", p, r, 'r1.h5', 'missing_in_b',
+                 'file only in A', code=1)
+
+
 def main():
     global BIN, WORK
     BIN, WORK = sys.argv[1], sys.argv[2]
     os.makedirs(WORK, exist_ok=True)
-    return run_tests([test_nothing_compared, test_help_names_allow_empty])
+    return run_tests([test_nothing_compared, test_help_names_allow_empty,
+                      test_unreadable_and_empty_files, test_symlinks_fifos,
+                      test_file_entries_ignore_globs])
 
 
 if __name__ == '__main__':

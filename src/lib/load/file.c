@@ -131,33 +131,40 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
   return PC_OK;
 }
 
-/* The format whose magic bytes f starts with. A read error is said as such: a file that
- * cannot be read is not "not a tensor dump". */
-static int pc_sniff(pc_file *f, pc_error *err) {
+/* The format whose magic bytes f starts with, or f->format NULL for none. A read error is said
+ * as such: a file that cannot be read is not "not a tensor dump". */
+static int pc_sniff_format(pc_file *f, pc_error *err) {
   unsigned char head[16];
   if (pread(f->fd, head, sizeof head, 0) < 0)
     return pc_error_set(err, PC_EIO, "%s: cannot read: %s", f->path, strerror(errno));
   for (size_t i = 0; !f->format && i < sizeof pc_formats / sizeof *pc_formats; i++)
     if (pc_formats[i]->sniff(f))
       f->format = pc_formats[i];
-  if (!f->format)
-    return pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)",
-                        f->path);
   return PC_OK;
 }
 
-bool pc_file_is_dump(const char *path) {
+static int pc_sniff(pc_file *f, pc_error *err) {
+  int rc = pc_sniff_format(f, err);
+  if (rc == PC_OK && !f->format)
+    return pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)",
+                        f->path);
+  return rc;
+}
+
+int pc_file_sniff(const char *path, bool *dump, pc_error *err) {
   struct stat st;
   pc_file f = {.path = (char *)path, .fd = -1};
-  if (pc_check_regular(path, &st, NULL) < 0 || pc_open_fd(&f, &st, NULL) < 0) {
-    if (f.fd >= 0)
-      close(f.fd);
-    return false;
+  *dump = false;
+  int rc = pc_check_regular(path, &st, err);
+  if (rc == PC_OK) {
+    f.size = (uint64_t)st.st_size;
+    rc = pc_open_fd(&f, &st, err);
   }
-  f.size = (uint64_t)st.st_size;
-  bool known = pc_sniff(&f, NULL) == PC_OK;
-  close(f.fd);
-  return known;
+  if (rc == PC_OK && (rc = pc_sniff_format(&f, err)) == PC_OK)
+    *dump = f.format != NULL;
+  if (f.fd >= 0)
+    close(f.fd);
+  return rc;
 }
 
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
