@@ -12,6 +12,7 @@ Every input is made here (h5py, numpy, raw bytes). Prints one line per failure a
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -227,13 +228,52 @@ def test_file_entries_ignore_globs():
                  'file only in A', code=1)
 
 
+# --- 5. two tensors of one side under one name ---------------------------------------------
+
+def write_safetensors(path, tensors):
+    """float32 tensors in the header order given (a list of (name, array))."""
+    header, data = {}, b''
+    for name, arr in tensors:
+        raw = np.asarray(arr, dtype='<f4').tobytes()
+        header[name] = {'dtype': 'F32', 'shape': list(np.shape(arr)),
+                        'data_offsets': [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text + data)
+
+
+def test_names_that_collide():
+    root = fresh('collide')
+    a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.safetensors')
+    write_h5(a, {'/fc': np.zeros(4, np.float32), '/module.fc': np.ones(4, np.float32)})
+    write_safetensors(b, [('module.fc', np.zeros(4)), ('fc', np.ones(4))])
+    expect_exit('--strip-prefix module.: two of A map to /fc',
+                run([a, b, '--strip-prefix', 'module.']), 2, 'A: two tensors map to /fc',
+                '/fc and /module.fc')
+    c = os.path.join(root, 'c.h5')
+    write_h5(c, {'/fc': np.zeros(4, np.float32)})
+    expect_exit('--strip-prefix module.: two of B map to /fc',
+                run([c, b, '--strip-prefix', 'module.']), 2, 'B: two tensors map to /fc',
+                '/module.fc and /fc')
+    d = os.path.join(root, 'd.h5')
+    write_h5(d, {'/x': X, '/y': X})
+    expect_exit('--map /y=/x: two of B map to /x', run([c, d, '--map', '/y=/x']), 2,
+                'B: two tensors map to /x', '/x and /y')
+    fa, fb = fresh('collide/A'), fresh('collide/B')
+    write_h5(os.path.join(fa, 's1.h5'), {'/x': X})
+    write_h5(os.path.join(fb, 's1.h5'), {'/x': X, '/y': X})
+    expect_exit('folders: the file is named', run([fa, fb, '--map', '/y=/x']), 2,
+                'B s1.h5: two tensors map to /x')
+
+
 def main():
     global BIN, WORK
     BIN, WORK = sys.argv[1], sys.argv[2]
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_nothing_compared, test_help_names_allow_empty,
                       test_unreadable_and_empty_files, test_symlinks_fifos,
-                      test_file_entries_ignore_globs])
+                      test_file_entries_ignore_globs, test_names_that_collide])
 
 
 if __name__ == '__main__':

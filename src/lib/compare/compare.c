@@ -486,9 +486,9 @@ static int pc_merge_attrs(pc_provenance *p, const pc_file *f) {
  * tensor is done when it returns, so that the files can be closed. */
 static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, pc_error *err) {
   pc_pairing pr;
-  int rc = pc_pairing_build(&pr, fa, fb, file, c->o, &c->budget);
+  int rc = pc_pairing_build(&pr, fa, fb, file, c->o, &c->budget, err);
   if (rc < 0)
-    return pc_error_set(err, rc, "out of memory");
+    return rc;
   pc_tally_pairing(c, &pr);
   if (pc_merge_attrs(&c->run->provenance[0], fa) < 0 ||
       pc_merge_attrs(&c->run->provenance[1], fb) < 0) {
