@@ -267,13 +267,63 @@ def test_names_that_collide():
                 'B s1.h5: two tensors map to /x')
 
 
+# --- 9. no line of output is a GitHub Actions runner command --------------------------------
+
+FORGED_NAME = '/##[stop-commands]pwn'
+FORGED_VALUE = '::warning title=forged::all tensors passed'
+OURS = ('::error title=paritycheck ', '::warning title=paritycheck')
+
+
+def runner_commands(text):
+    """The lines of text the Actions runner would read as a command that is not one of our own
+    annotations: '::' at a line's start after whitespace, or '##[' anywhere."""
+    bad = []
+    for line in text.splitlines():
+        if '##[' in line or (line.lstrip().startswith('::') and not line.startswith(OURS)):
+            bad.append(line)
+    return bad
+
+
+def test_no_runner_commands():
+    root = fresh('ci-commands')
+    a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
+    attrs = {'backend': FORGED_VALUE, '::error::forged': 'x'}
+    write_h5(a, {FORGED_NAME: X, '/ok': X}, attrs)
+    write_h5(b, {FORGED_NAME: X + 1, '/ok': X}, attrs)
+    modes = {'text': [], 'verbose text': ['-v'], 'github': ['--github'], 'json': ['--json', '-'],
+             'markdown': ['--markdown', '-'], 'junit': ['--junit', '-'], 'html': ['--html', '-']}
+    for mode, extra in modes.items():
+        p = run([a, b] + extra)
+        check('CI commands, %s: the forged tensor drifts (exit 1)' % mode, p.returncode == 1,
+              (p.returncode, p.stderr[-400:]))
+        for stream, text in (('stdout', p.stdout), ('stderr', p.stderr)):
+            check('CI commands, %s: no runner command on %s' % (mode, stream),
+                  runner_commands(text) == [], runner_commands(text)[:4])
+    # the names are there, escaped: '#' of "##[" and the ':' that starts a text as \x23, \x3a
+    p = run([a, b, '--github'])
+    check('CI commands: the text report shows the escaped name',
+          '/\\x23#[stop-commands]pwn' in p.stdout, p.stdout[-800:])
+    check('CI commands: the text report shows the escaped attribute',
+          '\\x3a:warning title=forged::all tensors passed' in p.stdout, p.stdout[-800:])
+    errors = [ln for ln in p.stdout.splitlines() if ln.startswith('::error')]
+    check('CI commands: one ::error annotation, for the forged tensor, escaped',
+          len(errors) == 1 and
+          errors[0].startswith('::error title=paritycheck DRIFT::/\\x23#[stop-commands]pwn: '),
+          errors)
+    p, r = run_json([a, b])
+    check('CI commands: the JSON report reads back the exact name and value',
+          r is not None and FORGED_NAME in by_path(r) and
+          r['provenance']['a']['backend'] == FORGED_VALUE, r and r.get('provenance'))
+
+
 def main():
     global BIN, WORK
     BIN, WORK = sys.argv[1], sys.argv[2]
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_nothing_compared, test_help_names_allow_empty,
                       test_unreadable_and_empty_files, test_symlinks_fifos,
-                      test_file_entries_ignore_globs, test_names_that_collide])
+                      test_file_entries_ignore_globs, test_names_that_collide,
+                      test_no_runner_commands])
 
 
 if __name__ == '__main__':

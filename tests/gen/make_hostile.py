@@ -20,6 +20,9 @@ A case (cases.json "cases"):
                  max_rel, max_ulp, worst_index, approx: {figure: value within 1e-12}}}:
                  the driver adds --json and checks these fields of the report
   names_file     when the run exits 2, this path must appear on stdout or stderr
+  no_runner_commands  no line of stdout or stderr is a GitHub Actions runner command but
+                 paritycheck's own annotations ('::' at its start after whitespace, '##['
+                 anywhere; docs/reports.md, "Untrusted names")
   seconds        a tighter time limit than the driver's default
   valgrind       part of the subset that .ci/valgrind.sh runs under memcheck
 """
@@ -824,6 +827,26 @@ def make_tolerances():
 
 
 # --------------------------------------------------------------------------------------------
+# Names and attributes that are GitHub Actions runner commands (issue 30)
+# --------------------------------------------------------------------------------------------
+
+def make_ci_commands():
+    """A dataset named '##[stop-commands]pwn' (the runner would stop reading our ::error lines)
+    and provenance that forges an annotation, in every output mode on standard output: the
+    forged tensor drifts (exit 1) and no line reads as a runner command."""
+    values = {'a': GOOD_VALUES, 'b': GOOD_VALUES + 1}
+    for side in 'ab':
+        with h5file('ci_%s.h5' % side) as f:
+            f.attrs['backend'] = '::warning title=forged::all tensors passed'
+            f.attrs['  ::error::x'] = '##[group]forged'
+            f['##[stop-commands]pwn'] = values[side]
+    a, b = path('ci_a.h5'), path('ci_b.h5')
+    for mode, extra in (('text', ['-v']), ('github', ['--github']), ('markdown', ['--markdown', '-']),
+                        ('junit', ['--junit', '-']), ('html', ['--html', '-'])):
+        case('ci-commands/%s' % mode, 'ci-commands', extra + [a, b], [1], no_runner_commands=True)
+
+
+# --------------------------------------------------------------------------------------------
 
 def main(argv):
     global OUT
@@ -848,6 +871,7 @@ def main(argv):
     make_elsewhere()
     make_limits()
     make_tolerances()
+    make_ci_commands()
     names = [c['name'] for c in CASES]
     assert len(names) == len(set(names)), 'duplicate case names'
     with open(os.path.join(OUT, 'cases.json'), 'w') as fh:

@@ -6,8 +6,8 @@
 #include <math.h>    /* isnan, isinf */
 #include <stdbool.h> /* bool */
 #include <stdio.h>   /* fputc, fputs, fwrite */
-#include <stdlib.h>  /* free, realloc */
-#include <string.h>  /* strchr, memcpy */
+#include <stdlib.h>  /* free, malloc, realloc */
+#include <string.h>  /* strchr, strstr, memcpy */
 
 /* jansson 2.8 and later dump keys in insertion order anyway; the flag asks for it on older ones. */
 enum { PC_JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
@@ -85,6 +85,33 @@ static int dump_append(const char *bytes, size_t n, void *data) {
   return 0;
 }
 
+/* text with every "##[" written "#\u0023[": the GitHub Actions runner reads "##[" anywhere in a
+ * line of a job's output as a command, and a JSON report on standard output must hold none
+ * (docs/reports.md, "Untrusted names"). '#' occurs only inside JSON strings, where a reader
+ * turns the escape back into the character. Frees text; NULL when out of memory. */
+static char *no_runner_commands(char *text) {
+  static const char cmd[] = "##[", esc[] = "#\\u0023[";
+  size_t n = 0;
+  for (const char *p = strstr(text, cmd); p; p = strstr(p + 1, cmd))
+    n++;
+  if (!n)
+    return text;
+  size_t len = strlen(text);
+  char *out = malloc(len + n * (sizeof esc - sizeof cmd) + 1), *w = out;
+  for (const char *p = text, *hit; out; p = hit + sizeof cmd - 1) {
+    if (!(hit = strstr(p, cmd))) {
+      memcpy(w, p, strlen(p) + 1);
+      break;
+    }
+    memcpy(w, p, (size_t)(hit - p));
+    w += hit - p;
+    memcpy(w, esc, sizeof esc - 1);
+    w += sizeof esc - 1;
+  }
+  free(text);
+  return out;
+}
+
 /* Not json_dumps: jansson (2.14) ignores a failed write of an object's key, so that when its
  * buffer cannot grow there, json_dumps returns text without that key. This buffer remembers. */
 char *pc_json_dumps(const json_t *j) {
@@ -93,7 +120,7 @@ char *pc_json_dumps(const json_t *j) {
     free(b.text);
     return NULL;
   }
-  return b.text;
+  return no_runner_commands(b.text);
 }
 
 /* Writes n spaces. */
