@@ -267,6 +267,33 @@ def test_names_that_collide():
                 'B s1.h5: two tensors map to /x')
 
 
+# --- 12. safetensors tensors whose bytes overlap ----------------------------------------------
+
+def st_raw(path, entries, data):
+    """A safetensors file of float32 entries (name, offsets) in this header order over data."""
+    header = {name: {'dtype': 'F32', 'shape': [(end - begin) // 4], 'data_offsets': [begin, end]}
+              for name, (begin, end) in entries}
+    text = json.dumps(header).encode()
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text + data)
+
+
+def test_safetensors_overlaps():
+    root = fresh('overlap')
+    st = os.path.join(root, 'abc.safetensors')
+    # a = [0, 40) holds b = [8, 16) and c = [24, 32); b and c do not touch each other
+    st_raw(st, [('a', (0, 40)), ('b', (8, 16)), ('c', (24, 32)), ('d', (40, 48))],
+           np.arange(12, dtype='<f4').tobytes())
+    p, r = run_json([st, st])
+    check('overlaps: exit 2', p.returncode == 2, (p.returncode, p.stderr))
+    got = {k: (t['verdict'], t.get('message') or '') for k, t in by_path(r).items()}
+    for name, other in (('/a', '/b'), ('/b', '/a'), ('/c', '/a')):
+        check('overlaps: %s is an error naming %s' % (name, other),
+              got.get(name, ('', ''))[0] == 'error' and
+              ('overlap those of %s' % other) in got[name][1], got)
+    check('overlaps: /d, after them, is compared', got.get('/d', ('',))[0] == 'pass', got)
+
+
 # --- 9. no line of output is a GitHub Actions runner command --------------------------------
 
 FORGED_NAME = '/##[stop-commands]pwn'
@@ -323,7 +350,7 @@ def main():
     return run_tests([test_nothing_compared, test_help_names_allow_empty,
                       test_unreadable_and_empty_files, test_symlinks_fifos,
                       test_file_entries_ignore_globs, test_names_that_collide,
-                      test_no_runner_commands])
+                      test_safetensors_overlaps, test_no_runner_commands])
 
 
 if __name__ == '__main__':

@@ -846,6 +846,21 @@ def make_ci_commands():
         case('ci-commands/%s' % mode, 'ci-commands', extra + [a, b], [1], no_runner_commands=True)
 
 
+def make_st_overlaps():
+    """safetensors offsets a = [0, 40), b = [8, 16), c = [24, 32): every overlapping pair is an
+    error, c too, though its neighbour by offset (b) does not touch it; d after them passes."""
+    header = {'a': [0, 40], 'b': [8, 16], 'c': [24, 32], 'd': [40, 48]}
+    text = json.dumps({k: {'dtype': 'F32', 'shape': [(e - b) // 4], 'data_offsets': [b, e]}
+                       for k, (b, e) in header.items()}).encode()
+    p = path('st_overlaps.safetensors')
+    with open(p, 'wb') as fh:
+        fh.write(struct.pack('<Q', len(text)) + text + np.arange(12, dtype='<f4').tobytes())
+    err = {'verdict': 'error', 'message': ['overlap those of /a']}
+    case('st-overlaps', 'st-overlaps', [p, p], [2],
+         json={'/a': {'verdict': 'error', 'message': ['overlap those of /b']}, '/b': err,
+               '/c': err, '/d': {'verdict': 'pass', 'count': 2}})
+
+
 # --------------------------------------------------------------------------------------------
 
 def main(argv):
@@ -872,6 +887,7 @@ def main(argv):
     make_limits()
     make_tolerances()
     make_ci_commands()
+    make_st_overlaps()
     names = [c['name'] for c in CASES]
     assert len(names) == len(set(names)), 'duplicate case names'
     with open(os.path.join(OUT, 'cases.json'), 'w') as fh:
