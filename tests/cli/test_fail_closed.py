@@ -294,6 +294,36 @@ def test_safetensors_overlaps():
     check('overlaps: /d, after them, is compared', got.get('/d', ('',))[0] == 'pass', got)
 
 
+# --- 14. exact integer-vs-float, complex with a matched inf -----------------------------------
+
+def test_integer_vs_float_and_complex_inf():
+    root = fresh('exact')
+    tol = os.path.join(root, 'atol.yaml')
+    with open(tol, 'w') as f:
+        f.write('version: 1\ndefaults:\n  float64: {atol: 0.5, rtol: null, max_ulp: null, '
+                'max_mismatch_fraction: 0.0}\n')
+    a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
+    # |2^53 - (2^53 + 1)| = 1 and |2^63 - (2^63 - 1)| = 1, both lost when the integer is rounded
+    # to double first; 7 vs 7.0 is equal and 3 vs 3.5 within atol 0.5
+    write_h5(a, {'/i': np.array([2 ** 53 + 1, 2 ** 63 - 1, 7, 3], np.int64)})
+    write_h5(b, {'/i': np.array([2.0 ** 53, 2.0 ** 63, 7.0, 3.5], np.float64)})
+    p, r = run_json(['-t', tol, a, b])
+    t = by_path(r).get('/i', {})
+    check('int64 vs float64 beyond 2^53: exit 1', p.returncode == 1, (p.returncode, p.stderr))
+    check('int64 vs float64 beyond 2^53: 2 mismatches of abs 1',
+          t.get('verdict') == 'drift' and t.get('mismatches') == 2 and t.get('max_abs') == 1.0, t)
+
+    ca, cb = os.path.join(root, 'ca.h5'), os.path.join(root, 'cb.h5')
+    write_h5(ca, {'/c': np.array([complex(np.inf, 0), 1 + 1j], np.complex128)})
+    write_h5(cb, {'/c': np.array([complex(np.inf, 1), 1 + 1j], np.complex128)})
+    p, r = run_json([ca, cb])
+    t = by_path(r).get('/c', {})
+    check('complex inf+0j vs inf+1j: exit 1', p.returncode == 1, (p.returncode, p.stderr))
+    check('complex inf+0j vs inf+1j: the imaginary error counts (abs 1, rel inf)',
+          t.get('mismatches') == 1 and t.get('inf_mismatches') == 0 and t.get('max_abs') == 1.0
+          and t.get('max_rel') == 'inf', t)
+
+
 # --- 9. no line of output is a GitHub Actions runner command --------------------------------
 
 FORGED_NAME = '/##[stop-commands]pwn'
@@ -350,7 +380,8 @@ def main():
     return run_tests([test_nothing_compared, test_help_names_allow_empty,
                       test_unreadable_and_empty_files, test_symlinks_fifos,
                       test_file_entries_ignore_globs, test_names_that_collide,
-                      test_safetensors_overlaps, test_no_runner_commands])
+                      test_safetensors_overlaps, test_integer_vs_float_and_complex_inf,
+                      test_no_runner_commands])
 
 
 if __name__ == '__main__':
