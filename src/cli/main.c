@@ -6,6 +6,7 @@
 #include "isolate.h"
 #include "mpi_run.h"
 #include "report_files.h"
+#include "tol_record.h"
 
 #include <paritycheck/paritycheck.h>
 
@@ -114,6 +115,7 @@ typedef struct cli {
   size_t jobs;
   uint64_t max_memory; /* 0: the library's default */
   size_t stall_s;      /* --stall-timeout; 0: no limit */
+  pc_cli_tols tols;    /* the tolerance layers loaded, for the gates' record */
 } cli;
 
 static void usage(FILE *out) {
@@ -513,8 +515,8 @@ static int unknown_profile(const char *name, const char *dir) {
   return PC_EUSAGE;
 }
 
-/* The profile's file loaded into tols. */
-static int load_profile(const char *name, pc_tolset *tols) {
+/* The profile's file loaded into tols, and added to the record. */
+static int load_profile(const char *name, pc_tolset *tols, pc_cli_tols *rec) {
   pc_error err;
   char path[4096];
   const char *dir = profile_dir();
@@ -527,15 +529,22 @@ static int load_profile(const char *name, pc_tolset *tols) {
     return unknown_profile(name, dir);
   if (f)
     fclose(f);
-  return pc_tolset_load_file(tols, path, &err) < 0 ? fail(&err) : PC_OK;
+  char layer[300];
+  snprintf(layer, sizeof layer, "profile %s", name);
+  if (pc_tolset_load_file(tols, path, &err) < 0 || pc_cli_tols_add(rec, layer, path, &err) < 0)
+    return fail(&err);
+  return PC_OK;
 }
 
-/* The profile first, then the -t files in their order: a later layer wins. */
-static int load_tolerances(const cli *c, pc_tolset *tols) {
+/* The profile first, then the -t files in their order: a later layer wins. Each is added to
+ * the record of the tolerance set that gates keep (tol_record.h). */
+static int load_tolerances(cli *c, pc_tolset *tols) {
   pc_error err;
-  int rc = c->profile ? load_profile(c->profile, tols) : PC_OK;
+  pc_cli_tols_init(&c->tols);
+  int rc = c->profile ? load_profile(c->profile, tols, &c->tols) : PC_OK;
   for (size_t i = 0; rc == PC_OK && i < c->n_tol_files; i++)
-    if (pc_tolset_load_file(tols, c->tol_files[i], &err) < 0)
+    if (pc_tolset_load_file(tols, c->tol_files[i], &err) < 0 ||
+        pc_cli_tols_add(&c->tols, c->tol_files[i], c->tol_files[i], &err) < 0)
       rc = fail(&err);
   return rc;
 }
@@ -633,13 +642,29 @@ static int load_approvals(const cli *c, pc_approvals **ap) {
   return pc_approvals_load(ap, path, &err) < 0 ? fail(&err) : PC_OK;
 }
 
+/* A gate's file made under other tolerances than this run's (pc_gate_tolerance_mismatch). */
+static int tolerance_mismatch(const char *why) {
+  fputs("paritycheck: ", stderr);
+  put_untrusted(why);
+  fputs("\nparitycheck: hint: gate with the tolerances (--profile, -t) the file was made with, or "
+        "make it again under these\n",
+        stderr);
+  return PC_EUSAGE;
+}
+
 /* --approve: signs the run's drifting tensors into the file, then judges the run against what
  * it wrote, so that the exit code says whether everything that drifts is now approved. */
 static int approve(const cli *c, const pc_approvals *prev, const pc_run *run, pc_gate **gate) {
   pc_error err;
   pc_approvals *ap = NULL;
+  pc_tol_record now = pc_cli_tols_record(&c->tols);
+  pc_approve_options sign = c->out.sign;
+  sign.tolerances = &now;
+  if (prev &&
+      pc_approvals_tolerance_mismatch(prev, c->out.approve, &now, err.message, sizeof err.message))
+    return tolerance_mismatch(err.message);
   pc_cli_hold_stop_signals(true);
-  int rc = pc_approvals_save(c->out.approve, run, prev, &c->out.sign, &err);
+  int rc = pc_approvals_save(c->out.approve, run, prev, &sign, &err);
   pc_cli_hold_stop_signals(false);
   if (rc == PC_OK && (rc = pc_approvals_load(&ap, c->out.approve, &err)) == PC_OK)
     rc = pc_gate_approvals(gate, ap, c->out.approve, run, &err);
@@ -660,6 +685,9 @@ static int judge(const cli *c, const pc_baseline *base, const pc_approvals *ap, 
     return fail(&err);
   if (ap && pc_gate_approvals(gate, ap, c->out.approved, run, &err) < 0)
     return fail(&err);
+  pc_tol_record now = pc_cli_tols_record(&c->tols);
+  if (pc_gate_tolerance_mismatch(*gate, &now, err.message, sizeof err.message))
+    return tolerance_mismatch(err.message);
   const char *warning = base ? pc_gate_profile_warning(*gate, c->profile, text, sizeof text) : NULL;
   if (warning) {
     fputs("paritycheck: warning: ", stderr);
@@ -706,7 +734,8 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   const char *files[PC_CLI_FILES_] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
   int rcs[PC_CLI_FILES_];
   pc_error errs[PC_CLI_FILES_];
-  pc_cli_write_files(files, run, &ro, rcs, errs);
+  pc_tol_record tols = pc_cli_tols_record(&c->tols);
+  pc_cli_write_files(files, run, &ro, &tols, rcs, errs);
   int rc = PC_OK;
   for (int k = 0; k < PC_CLI_FILES_; k++) /* every file that failed, in this order */
     if (report_rc(rcs[k], files[k]) < 0) {

@@ -324,6 +324,43 @@ def test_integer_vs_float_and_complex_inf():
           and t.get('max_rel') == 'inf', t)
 
 
+# --- 15. a gate's file made under another tolerance set ---------------------------------------
+
+def test_gate_tolerance_record():
+    root = fresh('tolset')
+    a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
+    write_h5(a, {'/x': X})
+    write_h5(b, {'/x': X * np.float32(1 + 2 ** -10)})  # drifts
+    strict = os.path.join(root, 'strict.yaml')
+    with open(strict, 'w') as f:
+        f.write('version: 1\ndefaults:\n  float32: {atol: 0.0, rtol: null, max_ulp: null}\n')
+    base = os.path.join(root, 'base.json')
+    p = run(['-t', strict, '--save-baseline', base, a, b])
+    check('tolerance record: the baseline is saved (drift under strict)', p.returncode == 1 and
+          os.path.exists(base), (p.returncode, p.stderr))
+    expect_exit('tolerance record: gated without -t strict.yaml', run(['--baseline', base, a, b]),
+                2, 'made under other tolerances', strict, '--profile, -t')
+    expect_exit('tolerance record: gated with the same tolerances',
+                run(['-t', strict, '--baseline', base, a, b]), 0)
+    with open(strict, 'a') as f:  # the same path, other content
+        f.write('  float64: {atol: 0.0}\n')
+    expect_exit('tolerance record: the file changed since', run(['-t', strict, '--baseline', base,
+                                                                 a, b]), 2,
+                'made under other tolerances')
+
+    approvals = os.path.join(root, 'approvals.yaml')
+    sign = ['--by', 'R. Viewer', '--reason', 'accepted']
+    p = run(['-t', strict, '--approve', approvals] + sign + [a, b])
+    check('tolerance record: approvals signed', p.returncode == 0 and os.path.exists(approvals),
+          (p.returncode, p.stderr))
+    expect_exit('tolerance record: --approved under the same tolerances',
+                run(['-t', strict, '--approved', approvals, a, b]), 0)
+    expect_exit('tolerance record: --approved without them', run(['--approved', approvals, a, b]),
+                2, 'made under other tolerances')
+    expect_exit('tolerance record: --approve into a file of another set',
+                run(['--approve', approvals] + sign + [a, b]), 2, 'made under other tolerances')
+
+
 # --- 9. no line of output is a GitHub Actions runner command --------------------------------
 
 FORGED_NAME = '/##[stop-commands]pwn'
@@ -381,7 +418,7 @@ def main():
                       test_unreadable_and_empty_files, test_symlinks_fifos,
                       test_file_entries_ignore_globs, test_names_that_collide,
                       test_safetensors_overlaps, test_integer_vs_float_and_complex_inf,
-                      test_no_runner_commands])
+                      test_gate_tolerance_record, test_no_runner_commands])
 
 
 if __name__ == '__main__':

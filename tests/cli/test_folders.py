@@ -327,6 +327,16 @@ def test_baseline_profile_warning():
     base = os.path.join(root, 'base.json')
     p = run([a, b, '--profile', 'tf32', '--save-baseline', base])
     check('baseline profile: saved', p.returncode == 0 and os.path.exists(base), p.stderr)
+    # Another profile is another tolerance set, which the baseline records: the gate refuses
+    # (issue 30); a baseline without that record (an older file) still gets the warning.
+    p = run([a, b, '--baseline', base])
+    check('baseline profile: refused under other tolerances', p.returncode == 2 and
+          'made under other tolerances' in p.stderr and 'profile tf32' in p.stderr, p.stderr)
+    with open(base) as fh:
+        doc = json.load(fh)
+    del doc['tolerances']
+    with open(base, 'w') as fh:
+        json.dump(doc, fh)
     p, r = run_json([a, b, '--baseline', base])
     want = "the baseline %s was saved with profile 'tf32', this run uses 'default'" % base
     check('baseline profile: stderr warning', want in p.stderr, p.stderr)

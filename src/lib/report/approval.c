@@ -47,6 +47,7 @@ typedef struct approval {
 struct pc_approvals {
   approval *v; /* sorted by tensor path */
   size_t n;
+  char *tol_source, *tol_digest; /* the "tolerances" record; NULL when the file has none */
 };
 
 static void approval_clear(approval *a) {
@@ -62,7 +63,17 @@ void pc_approvals_free(pc_approvals *ap) {
   for (size_t i = 0; i < ap->n; i++)
     approval_clear(&ap->v[i]);
   free(ap->v);
+  free(ap->tol_source);
+  free(ap->tol_digest);
   free(ap);
+}
+
+const char *pc_approvals_tolerance_mismatch(const pc_approvals *ap, const char *path,
+                                            const pc_tol_record *now, char *buf, size_t size) {
+  if (!ap)
+    return NULL;
+  pc_gate g = {.path = (char *)path, .tol_source = ap->tol_source, .tol_digest = ap->tol_digest};
+  return pc_gate_tolerance_mismatch(&g, now, buf, size);
 }
 
 static int by_tensor(const void *x, const void *y) {
@@ -165,8 +176,19 @@ static void put_attributes(FILE *f, const pc_run *run) {
   }
 }
 
+/* The tolerance set the approvals were judged under (pc_tol_record), when the caller gave it. */
+static void put_tolerances(FILE *f, const pc_tol_record *t) {
+  if (!t || !t->digest)
+    return;
+  fputs("tolerances:\n  source: ", f);
+  put_quoted(f, t->source ? t->source : "");
+  fputs("\n  digest: ", f);
+  put_quoted(f, t->digest);
+  fputc('\n', f);
+}
+
 static int write_file(const char *path, const approval *v, size_t n, const pc_run *run,
-                      pc_error *err) {
+                      const pc_tol_record *tols, pc_error *err) {
   pc_report_file rf;
   int rc = pc_report_open(&rf, path, err);
   if (rc < 0)
@@ -178,6 +200,7 @@ static int write_file(const char *path, const approval *v, size_t n, const pc_ru
   put_quoted(rf.f, run->path_b);
   fputc('\n', rf.f);
   put_attributes(rf.f, run);
+  put_tolerances(rf.f, tols);
   fputs(n ? "approvals:\n" : "approvals: []\n", rf.f);
   for (size_t i = 0; i < n; i++)
     put_approval(rf.f, &v[i]);
@@ -265,8 +288,8 @@ static int collect(approval *v, size_t *n, const pc_run *run, const pc_approvals
 int pc_approvals_save(const char *path, const pc_run *run, const pc_approvals *previous,
                       const pc_approve_options *opts, pc_error *err) {
   char date[16];
-  if (opts && opts->version != PC_APPROVE_OPTIONS_VERSION)
-    return pc_error_set(err, PC_EUSAGE, "pc_approvals_save: options of version %d, not %d",
+  if (opts && opts->version != 1 && opts->version != PC_APPROVE_OPTIONS_VERSION)
+    return pc_error_set(err, PC_EUSAGE, "pc_approvals_save: options of version %d, not 1 or %d",
                         opts->version, PC_APPROVE_OPTIONS_VERSION);
   if (!path || !run || !opts || !opts->by || !*opts->by || !opts->reason || !*opts->reason)
     return pc_error_set(err, PC_EUSAGE, "approving needs a file, a run, --by NAME and --reason");
@@ -276,8 +299,8 @@ int pc_approvals_save(const char *path, const pc_run *run, const pc_approvals *p
   approval *v = calloc(cap, sizeof *v);
   int rc = v ? collect(v, &n, run, previous, opts, date, err)
              : pc_error_set(err, PC_ENOMEM, "out of memory");
-  if (rc == PC_OK)
-    rc = write_file(path, v, n, run, err);
+  if (rc == PC_OK) /* version 1 has no `tolerances` */
+    rc = write_file(path, v, n, run, opts->version > 1 ? opts->tolerances : NULL, err);
   for (size_t i = 0; v && i < cap; i++)
     approval_clear(&v[i]);
   free(v);
@@ -420,12 +443,27 @@ static int read_approval(const reader *r, const yaml_node_t *m, approval *a) {
   return rc;
 }
 
+/* The "tolerances" record, when there is one: a mapping of source and digest. */
+static int read_tolerances(const reader *r, const yaml_node_t *t, pc_approvals *ap) {
+  static const char *const keys[] = {"source", "digest"};
+  if (!t)
+    return PC_OK;
+  if (t->type != YAML_MAPPING_NODE)
+    return bad_at(r, t, "'tolerances' must be a mapping of source and digest");
+  int rc = known_keys(r, t, keys, 2, "'tolerances'");
+  if (rc == PC_OK)
+    rc = need_string(r, t, "source", &ap->tol_source);
+  return rc == PC_OK ? need_string(r, t, "digest", &ap->tol_digest) : rc;
+}
+
 static int read_root(const reader *r, pc_approvals *ap) {
-  static const char *const keys[] = {"version", "a", "b", "attributes", "approvals"};
+  static const char *const keys[] = {"version", "a", "b", "attributes", "tolerances", "approvals"};
   yaml_node_t *root = yaml_document_get_root_node((yaml_document_t *)&r->doc);
   if (!root || root->type != YAML_MAPPING_NODE)
     return pc_error_set(r->err, PC_EPARSE, "%s:1:1: not an approval file (no mapping)", r->path);
-  int rc = known_keys(r, root, keys, 5, "the top level");
+  int rc = known_keys(r, root, keys, 6, "the top level");
+  if (rc == PC_OK)
+    rc = read_tolerances(r, get(r, root, "tolerances"), ap);
   const yaml_node_t *version = get(r, root, "version"), *list = get(r, root, "approvals");
   const yaml_node_t *attrs = get(r, root, "attributes");
   if (rc == PC_OK && attrs && attrs->type != YAML_MAPPING_NODE)
@@ -618,10 +656,13 @@ int pc_gate_approvals(pc_gate **out, const pc_approvals *ap, const char *path, c
     g->kind = PC_GATE_APPROVALS;
     g->factor = 1 + PC_APPROVAL_SLACK;
     g->path = pc_strdup(path);
+    g->tol_source = pc_strdup(ap->tol_source);
+    g->tol_digest = pc_strdup(ap->tol_digest);
     g->ntensors = run->ntensors;
     g->tensors = calloc(run->ntensors + 1, sizeof *g->tensors);
   }
-  int rc = g && changed && seen && g->path && g->tensors
+  int rc = g && changed && seen && g->path && g->tensors && (!ap->tol_source || g->tol_source) &&
+                   (!ap->tol_digest || g->tol_digest)
                ? judge_all(g, ap, run, changed, seen, err)
                : pc_error_set(err, PC_ENOMEM, "out of memory judging the run against %s", path);
   free(changed);

@@ -25,7 +25,8 @@ typedef struct entry {
 struct pc_baseline {
   entry *entries; /* sorted by path (strcmp) */
   size_t n;
-  char *profile; /* as recorded; NULL when the file has none */
+  char *profile;                 /* as recorded; NULL when the file has none */
+  char *tol_source, *tol_digest; /* the "tolerances" record; NULL when the file has none */
 };
 
 const char *pc_change_name(pc_change c) {
@@ -55,12 +56,21 @@ static json_t *tensor_json(const pc_tensor *t) {
   return pc_json_finish(o, rc);
 }
 
-static json_t *baseline_json(const pc_run *run, const char *profile) {
+static json_t *tols_json(const pc_tol_record *tols) {
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "source", pc_json_string(tols->source ? tols->source : ""));
+  rc |= json_object_set_new(o, "digest", pc_json_string(tols->digest));
+  return pc_json_finish(o, rc);
+}
+
+static json_t *baseline_json(const pc_run *run, const char *profile, const pc_tol_record *tols) {
   json_t *o = json_object(), *a = json_array();
   int rc = json_object_set_new(o, BASELINE_KEY, json_integer(BASELINE_VERSION));
   rc |= json_object_set_new(o, "a", pc_json_string(run->path_a));
   rc |= json_object_set_new(o, "b", pc_json_string(run->path_b));
   rc |= json_object_set_new(o, "profile", pc_json_string(profile ? profile : "default"));
+  if (tols && tols->digest)
+    rc |= json_object_set_new(o, "tolerances", tols_json(tols));
   for (size_t i = 0; i < run->ntensors; i++)
     rc |= json_array_append_new(a, tensor_json(pc_run_at(run, i)));
   rc |= json_object_set_new(o, "tensors", a);
@@ -68,9 +78,14 @@ static json_t *baseline_json(const pc_run *run, const char *profile) {
 }
 
 int pc_baseline_save(const char *path, const pc_run *run, const char *profile, pc_error *err) {
+  return pc_baseline_save_tols(path, run, profile, NULL, err);
+}
+
+int pc_baseline_save_tols(const char *path, const pc_run *run, const char *profile,
+                          const pc_tol_record *tols, pc_error *err) {
   if (!path || !run)
     return pc_error_set(err, PC_EUSAGE, "pc_baseline_save: path and run are required");
-  json_t *root = baseline_json(run, profile);
+  json_t *root = baseline_json(run, profile, tols);
   if (!root)
     return pc_error_set(err, PC_ENOMEM, "out of memory building the baseline");
   int rc = pc_json_write(root, path, "the baseline", err);
@@ -91,6 +106,8 @@ void pc_baseline_free(pc_baseline *base) {
     free(base->entries[i].path);
   free(base->entries);
   free(base->profile);
+  free(base->tol_source);
+  free(base->tol_digest);
   free(base);
 }
 
@@ -176,6 +193,22 @@ static int read_entries(pc_baseline *base, const json_t *tensors, const char *pa
   return PC_OK;
 }
 
+/* The "tolerances" record, when there is one: {"source": text, "digest": text}. */
+static int read_tols(pc_baseline *base, const json_t *t, const char *path, pc_error *err) {
+  const json_t *source = json_object_get(t, "source"), *digest = json_object_get(t, "digest");
+  if (!t)
+    return PC_OK;
+  if (!json_is_object(t) || !json_is_string(source) || !json_is_string(digest))
+    return pc_error_set(err, PC_EPARSE,
+                        "%s: \"tolerances\" must be an object of two strings, source and digest",
+                        path);
+  base->tol_source = pc_strdup(json_string_value(source));
+  base->tol_digest = pc_strdup(json_string_value(digest));
+  return base->tol_source && base->tol_digest
+             ? PC_OK
+             : pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
+}
+
 static int read_root(pc_baseline *base, const json_t *root, const char *path, pc_error *err) {
   const json_t *version = json_object_get(root, BASELINE_KEY);
   const json_t *tensors = json_object_get(root, "tensors");
@@ -190,7 +223,8 @@ static int read_root(pc_baseline *base, const json_t *root, const char *path, pc
   const json_t *profile = json_object_get(root, "profile");
   if (json_is_string(profile) && !(base->profile = pc_strdup(json_string_value(profile))))
     return pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
-  return read_entries(base, tensors, path, err);
+  int rc = read_tols(base, json_object_get(root, "tolerances"), path, err);
+  return rc < 0 ? rc : read_entries(base, tensors, path, err);
 }
 
 int pc_baseline_load(pc_baseline **out, const char *path, pc_error *err) {
@@ -317,6 +351,20 @@ const char *pc_gate_profile_warning(const pc_gate *gate, const char *profile, ch
   return buf;
 }
 
+const char *pc_gate_tolerance_mismatch(const pc_gate *gate, const pc_tol_record *now, char *buf,
+                                       size_t size) {
+  if (!gate || !gate->tol_digest || !now || !now->digest ||
+      strcmp(gate->tol_digest, now->digest) == 0)
+    return NULL;
+  snprintf(
+      buf, size,
+      "%s was made under other tolerances (%s; digest %s) than this run's (%s; digest %s): its "
+      "figures were judged by other rules, so the gate cannot compare with them",
+      gate->path, gate->tol_source ? gate->tol_source : "?", gate->tol_digest,
+      now->source ? now->source : "?", now->digest);
+  return buf;
+}
+
 void pc_gate_free(pc_gate *gate) {
   if (!gate)
     return;
@@ -324,6 +372,8 @@ void pc_gate_free(pc_gate *gate) {
   for (size_t i = 0; gate->tensors && i < gate->ntensors; i++)
     free(gate->tensors[i].approval);
   free(gate->profile);
+  free(gate->tol_source);
+  free(gate->tol_digest);
   free(gate->tensors);
   free(gate);
 }
@@ -340,9 +390,12 @@ int pc_gate_new(pc_gate **out, const pc_baseline *base, const char *path, const 
   if (g) {
     g->path = pc_strdup(path);
     g->profile = pc_strdup(base->profile);
+    g->tol_source = pc_strdup(base->tol_source);
+    g->tol_digest = pc_strdup(base->tol_digest);
     g->tensors = calloc(run->ntensors + 1, sizeof *g->tensors);
   }
-  if (!g || !seen || !g->path || !g->tensors || (base->profile && !g->profile)) {
+  if (!g || !seen || !g->path || !g->tensors || (base->profile && !g->profile) ||
+      (base->tol_source && !g->tol_source) || (base->tol_digest && !g->tol_digest)) {
     pc_gate_free(g);
     free(seen);
     return pc_error_set(err, PC_ENOMEM, "out of memory judging the run against %s", path);
