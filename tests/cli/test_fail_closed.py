@@ -361,6 +361,38 @@ def test_gate_tolerance_record():
                 run(['--approve', approvals] + sign + [a, b]), 2, 'made under other tolerances')
 
 
+# --- 8. names that are not UTF-8 in baseline and approval files ------------------------------
+
+def test_names_not_utf8():
+    root = fresh('not-utf8')
+    a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
+    names = [b'x\xff', b'x\xfe']  # two names that a lossy spelling ('?') makes one
+    for path, scale in ((a, 1), (b, 1 + 2 ** -10)):
+        with h5py.File(path, 'w') as f:
+            for n in names:
+                f.create_dataset(n, data=X * np.float32(scale))
+    base = os.path.join(root, 'base.json')
+    p = run(['--save-baseline', base, a, b])
+    check('not UTF-8: baseline saved (drift)', p.returncode == 1, (p.returncode, p.stderr))
+    with open(base) as fh:
+        saved = sorted(t.get('path_bytes') for t in json.load(fh)['tensors'])
+    check('not UTF-8: the baseline holds both paths exactly',
+          saved == sorted(('/'.encode() + n).hex() for n in names), saved)
+    expect_exit('not UTF-8: the baseline gates its own run', run(['--baseline', base, a, b]), 0)
+
+    approvals = os.path.join(root, 'approvals.yaml')
+    sign = ['--by', 'R. Viewer', '--reason', 'accepted']
+    expect_exit('not UTF-8: approvals signed and read back',
+                run(['--approve', approvals] + sign + [a, b]), 0)
+    with open(approvals, 'rb') as fh:
+        text = fh.read()
+    check('not UTF-8: the approval file is UTF-8 and names both tensors exactly',
+          all(('tensor_bytes: "%s"' % ('/'.encode() + n).hex()).encode() in text for n in names)
+          and text.decode('utf-8', 'replace').encode() == text, text[:600])
+    expect_exit('not UTF-8: --approved passes the approved drift',
+                run(['--approved', approvals, a, b]), 0)
+
+
 # --- 9. no line of output is a GitHub Actions runner command --------------------------------
 
 FORGED_NAME = '/##[stop-commands]pwn'
@@ -418,7 +450,8 @@ def main():
                       test_unreadable_and_empty_files, test_symlinks_fifos,
                       test_file_entries_ignore_globs, test_names_that_collide,
                       test_safetensors_overlaps, test_integer_vs_float_and_complex_inf,
-                      test_gate_tolerance_record, test_no_runner_commands])
+                      test_gate_tolerance_record, test_names_not_utf8,
+                      test_no_runner_commands])
 
 
 if __name__ == '__main__':

@@ -846,6 +846,21 @@ def make_ci_commands():
         case('ci-commands/%s' % mode, 'ci-commands', extra + [a, b], [1], no_runner_commands=True)
 
 
+def make_not_utf8():
+    """Tensor names that are not UTF-8 (b'x\\xff', b'x\\xfe': one name once spelled lossily), each
+    drifting: --approve signs both and reads its file back (exit 0: every drift approved);
+    lossy names made the file list one tensor twice, raw bytes made it unreadable YAML."""
+    for side, scale in (('a', 1.0), ('b', 1.5)):
+        with h5file('not_utf8_%s.h5' % side) as f:
+            for name in (b'x\xff', b'x\xfe'):
+                f.create_dataset(name, data=GOOD_VALUES * np.float32(scale))
+    out = path('not_utf8_approvals.yaml')
+    if os.path.exists(out):
+        os.remove(out)
+    case('not-utf8/approve', 'not-utf8', ['--approve', out, '--by', 'corpus', '--reason', 'names',
+                                          path('not_utf8_a.h5'), path('not_utf8_b.h5')], [0])
+
+
 def make_st_overlaps():
     """safetensors offsets a = [0, 40), b = [8, 16), c = [24, 32): every overlapping pair is an
     error, c too, though its neighbour by offset (b) does not touch it; d after them passes."""
@@ -888,6 +903,7 @@ def main(argv):
     make_tolerances()
     make_ci_commands()
     make_st_overlaps()
+    make_not_utf8()
     names = [c['name'] for c in CASES]
     assert len(names) == len(set(names)), 'duplicate case names'
     with open(os.path.join(OUT, 'cases.json'), 'w') as fh:

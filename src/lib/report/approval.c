@@ -3,6 +3,7 @@
  * tensors sorted by path, so that a review diff shows exactly what changed) and reads back with
  * libyaml's document API, each error at its node's line and column. */
 #include "content_hash.h"
+#include "json_util.h"
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -108,15 +109,20 @@ static bool holds(double x, double x0, bool floor) {
 /* ---- writing ------------------------------------------------------------------------------ */
 
 /* A YAML double-quoted scalar: backslash, quote and every control character escaped. */
+/* s double-quoted for YAML. A byte that is not part of valid UTF-8 is written "\\xff", which
+ * YAML reads as U+00FF: the file stays readable (libyaml refuses invalid UTF-8), the text for
+ * people; a tensor's exact bytes go into tensor_bytes (put_approval). */
 static void put_quoted(FILE *f, const char *s) {
   fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = *p < 0x80 ? 1 : pc_report_utf8_len(p);
     if (*p == '"' || *p == '\\')
       fprintf(f, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f)
+    else if (*p < 0x20 || *p == 0x7f || n == 0)
       fprintf(f, "\\x%02x", *p);
     else
-      fputc(*p, f);
+      fwrite(p, 1, n, f);
+    p += n ? n : 1;
   }
   fputc('"', f);
 }
@@ -133,6 +139,12 @@ static void put_number(FILE *f, double x) {
 static void put_approval(FILE *f, const approval *a) {
   fputs("  - tensor: ", f);
   put_quoted(f, a->tensor);
+  if (!pc_json_valid_utf8(a->tensor)) {
+    json_t *hex = pc_json_hex(a->tensor);
+    fputs("\n    tensor_bytes: ", f);
+    put_quoted(f, hex ? json_string_value(hex) : ""); /* "": unreadable, so never in place */
+    json_decref(hex);
+  }
   fputs("\n    by: ", f);
   put_quoted(f, a->by);
   fputs("\n    date: ", f);
@@ -187,6 +199,14 @@ static void put_tolerances(FILE *f, const pc_tol_record *t) {
   fputc('\n', f);
 }
 
+/* An approval file written is read before it replaces the old one (pc_report_file.verify). */
+static int reads_back(const char *tmp, pc_error *err) {
+  pc_approvals *ap = NULL;
+  int rc = pc_approvals_load(&ap, tmp, err);
+  pc_approvals_free(ap);
+  return rc;
+}
+
 static int write_file(const char *path, const approval *v, size_t n, const pc_run *run,
                       const pc_tol_record *tols, pc_error *err) {
   pc_report_file rf;
@@ -204,6 +224,7 @@ static int write_file(const char *path, const approval *v, size_t n, const pc_ru
   fputs(n ? "approvals:\n" : "approvals: []\n", rf.f);
   for (size_t i = 0; i < n; i++)
     put_approval(rf.f, &v[i]);
+  rf.verify = reads_back;
   return pc_report_close(&rf, "the approval file", err);
 }
 
@@ -417,9 +438,22 @@ static int read_hash(const reader *r, const yaml_node_t *m, const char *key, uin
   return PC_OK;
 }
 
+/* tensor_bytes: the exact bytes of a tensor path that is not UTF-8, which replace `tensor`. */
+static int read_tensor_bytes(const reader *r, const yaml_node_t *v, approval *a) {
+  char *path = NULL;
+  int rc = scalar(v) ? pc_hex_decode(scalar(v), &path) : PC_EPARSE;
+  if (rc == PC_EPARSE)
+    return bad_at(r, v, "'tensor_bytes' must be the hex digits of a tensor path's bytes");
+  if (rc < 0)
+    return pc_error_set(r->err, PC_ENOMEM, "out of memory reading %s", r->path);
+  free(a->tensor);
+  a->tensor = path;
+  return PC_OK;
+}
+
 static int read_approval(const reader *r, const yaml_node_t *m, approval *a) {
-  static const char *const keys[] = {"tensor",        "by",      "date",      "reason",
-                                     "compare_dtype", "figures", "provenance"};
+  static const char *const keys[] = {"tensor", "tensor_bytes",  "by",      "date",
+                                     "reason", "compare_dtype", "figures", "provenance"};
   if (m->type != YAML_MAPPING_NODE)
     return bad_at(r, m, "an approval must be a mapping");
   int rc = known_keys(r, m, keys, sizeof keys / sizeof keys[0], "an approval");
@@ -431,6 +465,8 @@ static int read_approval(const reader *r, const yaml_node_t *m, approval *a) {
       (a->compare = pc_dtype_from_name(dt)) == PC_DTYPE_NONE)
     rc = bad_at(r, get(r, m, "compare_dtype"), "'compare_dtype' is not a dtype name");
   free(dt);
+  if (rc == PC_OK && get(r, m, "tensor_bytes"))
+    rc = read_tensor_bytes(r, get(r, m, "tensor_bytes"), a);
   const yaml_node_t *prov = rc == PC_OK ? get(r, m, "provenance") : NULL;
   if (rc == PC_OK && (!prov || prov->type != YAML_MAPPING_NODE))
     rc = bad_at(r, prov ? prov : m, "'provenance' must be a mapping with a and b");

@@ -36,10 +36,22 @@ const char *pc_change_name(pc_change c) {
 
 /* ---- saving ---- */
 
+/* A baseline written is loaded before it replaces the old one (pc_json_write_checked). */
+static int reads_back(const char *tmp, pc_error *err) {
+  pc_baseline *b = NULL;
+  int rc = pc_baseline_load(&b, tmp, err);
+  pc_baseline_free(b);
+  return rc;
+}
+
+/* A path that is not UTF-8 is "path" with its non-ASCII bytes as '?', for people, and
+ * "path_bytes" in hex, exactly: b"/x\xff" and b"/x\xfe" stay two tensors. */
 static json_t *tensor_json(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   json_t *o = json_object();
   int rc = json_object_set_new(o, "path", pc_json_string(t->path));
+  if (!pc_json_valid_utf8(t->path))
+    rc |= json_object_set_new(o, "path_bytes", pc_json_hex(t->path));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
   bool compared = t->verdict == PC_VERDICT_PASS || t->verdict == PC_VERDICT_DRIFT;
   if (!compared)
@@ -88,7 +100,7 @@ int pc_baseline_save_tols(const char *path, const pc_run *run, const char *profi
   json_t *root = baseline_json(run, profile, tols);
   if (!root)
     return pc_error_set(err, PC_ENOMEM, "out of memory building the baseline");
-  int rc = pc_json_write(root, path, "the baseline", err);
+  int rc = pc_json_write_checked(root, path, "the baseline", reads_back, err);
   json_decref(root);
   return rc;
 }
@@ -161,6 +173,7 @@ static int read_figures(pc_baseline_entry *e, const json_t *o, const char *path,
 
 static int read_entry(entry *out, const json_t *o, const char *path, size_t i, pc_error *err) {
   const char *name = json_string_value(json_object_get(o, "path"));
+  const json_t *bytes = json_object_get(o, "path_bytes");
   const char *verdict = json_string_value(json_object_get(o, "verdict"));
   if (!json_is_object(o) || !name || !verdict)
     return bad_file(err, path, i, "wants an object with string keys path and verdict");
@@ -171,7 +184,13 @@ static int read_entry(entry *out, const json_t *o, const char *path, size_t i, p
     if (rc < 0)
       return rc;
   }
-  out->path = pc_strdup(name);
+  int rc = !bytes                  ? PC_OK
+           : json_is_string(bytes) ? pc_hex_decode(json_string_value(bytes), &out->path)
+                                   : PC_EPARSE;
+  if (rc == PC_EPARSE)
+    return bad_file(err, path, i, "path_bytes must be the hex digits of a path's bytes");
+  if (!bytes)
+    out->path = pc_strdup(name);
   return out->path ? PC_OK : pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
 }
 
@@ -306,14 +325,21 @@ static pc_change judge_change(const pc_tensor *t, const pc_baseline_entry *e, do
   return PC_CHANGE_UNCHANGED;
 }
 
-/* The baseline holds paths as the file spells them (string_json), so the run's path is looked
- * up in that spelling. Out of memory, the path is looked up as it is. */
-static const pc_baseline_entry *lookup(const pc_baseline *base, const char *path, bool *seen) {
-  json_t *spelled = pc_json_string(path);
-  const char *name = spelled ? json_string_value(spelled) : path;
+static const entry *find_entry(const pc_baseline *base, const char *name) {
   entry key = {(char *)name, {0}};
-  const entry *hit = bsearch(&key, base->entries, base->n, sizeof *base->entries, compare_entries);
-  json_decref(spelled);
+  return bsearch(&key, base->entries, base->n, sizeof *base->entries, compare_entries);
+}
+
+/* The baseline holds paths exactly ("path_bytes" for one that is not UTF-8); a file written
+ * before that spelled such a path with '?' for its non-ASCII bytes (pc_json_string), so a path
+ * that is not UTF-8 and not found is looked up in that spelling too. */
+static const pc_baseline_entry *lookup(const pc_baseline *base, const char *path, bool *seen) {
+  const entry *hit = find_entry(base, path);
+  if (!hit && !pc_json_valid_utf8(path)) {
+    json_t *spelled = pc_json_string(path);
+    hit = spelled ? find_entry(base, json_string_value(spelled)) : NULL;
+    json_decref(spelled);
+  }
   if (!hit)
     return NULL;
   seen[hit - base->entries] = true;
