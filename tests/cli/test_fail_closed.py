@@ -393,6 +393,39 @@ def test_names_not_utf8():
                 run(['--approved', approvals, a, b]), 0)
 
 
+# --- 7. approvals on folders -----------------------------------------------------------------
+
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def test_approvals_on_folders():
+    root = fresh('approve-folders')
+    fa, fb = os.path.join(root, 'A'), os.path.join(root, 'B')
+    drifted = X * np.float32(1 + 2 ** -10)
+    write_h5(os.path.join(fa, 'step1', 'r0.h5'), {'/x': X, '/y': X})
+    write_h5(os.path.join(fb, 'step1', 'r0.h5'), {'/x': drifted, '/y': X})
+    approvals = os.path.join(root, 'approvals.yaml')
+    sign = ['--by', 'R. Viewer', '--reason', 'accepted']
+    expect_exit('folders: --approve signs the drifting tensor', run(['--approve', approvals] +
+                                                                    sign + [fa, fb]), 0)
+    text = open(approvals).read() if os.path.exists(approvals) else ''
+    want = 'tensor: "step1/r0.h5:/x"'
+    hashes = ('a: "fnv1a64:%016x"' % fnv1a64(X.astype('<f4').tobytes()),
+              'b: "fnv1a64:%016x"' % fnv1a64(drifted.astype('<f4').tobytes()))
+    check('folders: the approval names FILE:DATASET and hashes each side\'s stored bytes',
+          want in text and all(h in text for h in hashes), text[-700:])
+    expect_exit('folders: --approved passes the approved drift', run(['--approved', approvals,
+                                                                      fa, fb]), 0)
+    write_h5(os.path.join(fa, 'step1', 'r0.h5'), {'/x': X + 1, '/y': X})  # A's input changed
+    p = run(['--approved', approvals, fa, fb])
+    check('folders: a changed input makes the approval stale (exit 1)', p.returncode == 1 and
+          "A's content changed" in p.stdout, (p.returncode, p.stdout[-600:], p.stderr))
+
+
 # --- 9. no line of output is a GitHub Actions runner command --------------------------------
 
 FORGED_NAME = '/##[stop-commands]pwn'
@@ -450,7 +483,7 @@ def main():
                       test_unreadable_and_empty_files, test_symlinks_fifos,
                       test_file_entries_ignore_globs, test_names_that_collide,
                       test_safetensors_overlaps, test_integer_vs_float_and_complex_inf,
-                      test_gate_tolerance_record, test_names_not_utf8,
+                      test_gate_tolerance_record, test_names_not_utf8, test_approvals_on_folders,
                       test_no_runner_commands])
 
 

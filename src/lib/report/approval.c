@@ -265,8 +265,8 @@ static int hash_inputs(approval *v, size_t n, const pc_run *run, pc_error *err) 
   int rc = paths && h && found ? PC_OK : pc_error_set(err, PC_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && rc == PC_OK; i++)
     paths[i] = v[i].tensor;
-  if (rc == PC_OK && (rc = pc_content_hashes(run->path_a, paths, n, h, found, err)) == PC_OK)
-    rc = pc_content_hashes(run->path_b, paths, n, h + n, found, err);
+  if (rc == PC_OK && (rc = pc_content_hashes_at(run->path_a, paths, n, h, found, err)) == PC_OK)
+    rc = pc_content_hashes_at(run->path_b, paths, n, h + n, found, err);
   for (size_t i = 0; i < n && rc == PC_OK; i++) {
     v[i].hash_a = h[i];
     v[i].hash_b = h[n + i];
@@ -652,7 +652,7 @@ static int a_changes(const pc_approvals *ap, const pc_run *run, bool *changed, p
   for (size_t k = 0; k < ap->n && rc == PC_OK; k++)
     paths[k] = ap->v[k].tensor;
   if (rc == PC_OK)
-    rc = pc_content_hashes(run->path_a, paths, ap->n, h, found, err);
+    rc = pc_content_hashes_at(run->path_a, paths, ap->n, h, found, err);
   for (size_t k = 0; k < ap->n && rc == PC_OK; k++)
     changed[k] = !found[k] || h[k] != ap->v[k].hash_a;
   free(paths);
