@@ -12,6 +12,7 @@ Every input is made here (h5py, numpy, raw bytes). Prints one line per failure a
 import json
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -426,6 +427,51 @@ def test_approvals_on_folders():
           "A's content changed" in p.stdout, (p.returncode, p.stdout[-600:], p.stderr))
 
 
+# --- 11. two stop signals while the report files are written --------------------------------
+
+def many_tensors(path, n, scale):
+    """A safetensors file of n one-element float32 tensors: its reports take a while to write."""
+    header = {'layer%05d.out' % i: {'dtype': 'F32', 'shape': [1], 'data_offsets': [4 * i, 4 * i + 4]}
+              for i in range(n)}
+    text = json.dumps(header).encode()
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text +
+                (np.arange(n, dtype='<f4') * np.float32(scale)).tobytes())
+
+
+def test_two_signals_while_writing():
+    root = fresh('signals')
+    a, b = os.path.join(root, 'a.safetensors'), os.path.join(root, 'b.safetensors')
+    many_tensors(a, 20000, 1.0)
+    many_tensors(b, 20000, 1.001)
+    out = fresh('signals/out')
+    files = ['r.json', 'r.md', 'r.xml', 'r.html', 'b.json']
+    for name in files:
+        with open(os.path.join(out, name), 'w') as f:
+            f.write('old\n')
+    p = subprocess.Popen([BIN, '--json', 'r.json', '--markdown', 'r.md', '--junit', 'r.xml',
+                          '--html', 'r.html', '--save-baseline', 'b.json', a, b], cwd=out,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen = False
+    while p.poll() is None and not seen:  # until a report's temporary file exists
+        seen = any(f.startswith('.') for f in os.listdir(out))
+    if seen:  # Ctrl-C twice, a CI cancel: SIGTERM, then SIGHUP
+        p.send_signal(signal.SIGTERM)
+        p.send_signal(signal.SIGHUP)
+    err = p.communicate(timeout=300)[1]
+    check('two signals: sent while a report file was being written', seen, err[-300:])
+    check('two signals: exit 128 + a stop signal', p.returncode in (129, 143),
+          (p.returncode, err[-300:]))
+    left = sorted(f for f in os.listdir(out) if f.startswith('.'))
+    check('two signals: no temporary file left', left == [], left)
+    old = []
+    for name in files:
+        with open(os.path.join(out, name)) as f:
+            old.append(f.read() == 'old\n')
+    check('two signals: the reports are all from one run (all new or all old)',
+          all(old) or not any(old), dict(zip(files, old)))
+
+
 # --- 9. no line of output is a GitHub Actions runner command --------------------------------
 
 FORGED_NAME = '/##[stop-commands]pwn'
@@ -477,13 +523,14 @@ def test_no_runner_commands():
 
 def main():
     global BIN, WORK
-    BIN, WORK = sys.argv[1], sys.argv[2]
+    BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_nothing_compared, test_help_names_allow_empty,
                       test_unreadable_and_empty_files, test_symlinks_fifos,
                       test_file_entries_ignore_globs, test_names_that_collide,
                       test_safetensors_overlaps, test_integer_vs_float_and_complex_inf,
                       test_gate_tolerance_record, test_names_not_utf8, test_approvals_on_folders,
+                      test_two_signals_while_writing,
                       test_no_runner_commands])
 
 
