@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-fuzz}
 seconds=${FUZZ_SECONDS:-30}
-targets=(tolerance loader numerics baseline)
+targets=(tolerance loader numerics baseline approval)
 
 CC=clang cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPC_FUZZ=ON -DBUILD_TESTING=OFF \
   >/dev/null
@@ -29,11 +29,13 @@ find "$dir/hostile" -type f -name '*.h5' -size -16k -exec cp -t "$seeds/loader/"
 cp tests/fuzz/corpus/formats/* "$seeds/loader/" # safetensors, npy, npz
 cp tests/fuzz/corpus/numerics/* "$seeds/numerics/"
 cp tests/fuzz/corpus/baseline/* "$seeds/baseline/"
+cp tests/fuzz/corpus/approval/* "$seeds/approval/"
 for t in "${targets[@]}"; do
   find "tests/fuzz/reproducers/$t" -type f ! -name '.*' -exec cp -t "$seeds/$t/" {} +
 done
 
-declare -A max_len=([tolerance]=4096 [loader]=65536 [numerics]=25 [baseline]=65536)
+declare -A max_len=([tolerance]=4096 [loader]=65536 [numerics]=25 [baseline]=65536
+                    [approval]=65536)
 status=0
 for t in "${targets[@]}"; do
   echo "== fuzz_$t for ${seconds}s"

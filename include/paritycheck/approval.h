@@ -22,17 +22,19 @@ extern "C" {
 
 typedef struct pc_approvals pc_approvals;
 
-/* Who signs, and which tensors. pc_approvals_save refuses (PC_EUSAGE) another version. */
-#define PC_APPROVE_OPTIONS_VERSION 1
+/* Who signs, and which tensors. pc_approvals_save refuses (PC_EUSAGE) a version other than 1
+ * (no `tolerances`) and 2. */
+#define PC_APPROVE_OPTIONS_VERSION 2
 typedef struct pc_approve_options {
   int version;        /* PC_APPROVE_OPTIONS_VERSION */
   const char *by;     /* required: the reviewer's name */
   const char *reason; /* required: why the deltas are acceptable */
   const char *only; /* a glob (fnmatch, '*' crosses '/'): approve only matching paths; NULL: all */
   const char *date; /* "YYYY-MM-DD"; NULL: today (UTC, or SOURCE_DATE_EPOCH when set) */
+  const pc_tol_record *tolerances; /* the run's tolerance set, recorded in the file; NULL: none */
 } pc_approve_options;
 #define PC_APPROVE_OPTIONS_INIT                                                                    \
-  { PC_APPROVE_OPTIONS_VERSION, NULL, NULL, NULL, NULL }
+  { PC_APPROVE_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL }
 
 /** Write the approval file at `path`: every tensor of `run` that drifts (and matches
  * opts->only) with its figures, opts' signature and the content hashes of both inputs; the
@@ -44,6 +46,11 @@ int pc_approvals_save(const char *path, const pc_run *run, const pc_approvals *p
 /** Read an approval file. PC_EIO when it cannot be read, PC_EPARSE with "path:line:column: why"
  * when it is not one. Free *out with pc_approvals_free. */
 int pc_approvals_load(pc_approvals **out, const char *path, pc_error *err);
+
+/** pc_gate_tolerance_mismatch for approvals `ap` read from `path`, before any gate: adding
+ * approvals made under one tolerance set to a file of another would mix them. */
+const char *pc_approvals_tolerance_mismatch(const pc_approvals *ap, const char *path,
+                                            const pc_tol_record *now, char *buf, size_t size);
 
 /** Free approvals; NULL is accepted. */
 void pc_approvals_free(pc_approvals *ap);

@@ -34,6 +34,19 @@ const char *pc_change_name(pc_change c);
  * `profile` names the tolerance profile for the record (NULL: "default"). */
 int pc_baseline_save(const char *path, const pc_run *run, const char *profile, pc_error *err);
 
+/* The tolerance set a run was judged under, as its caller loaded it, for a gate's record:
+ * `source` names the layers in load order ("built-in defaults + profile tf32 + strict.yaml"),
+ * `digest` identifies their content (any text; the CLI's is a hash of the files). Figures judged
+ * under another set are not comparable: a gate refuses them (docs/reports.md, "Baseline gate"). */
+typedef struct pc_tol_record {
+  const char *source;
+  const char *digest;
+} pc_tol_record;
+
+/** pc_baseline_save that also records `tols` (NULL: no record, as pc_baseline_save). */
+int pc_baseline_save_tols(const char *path, const pc_run *run, const char *profile,
+                          const pc_tol_record *tols, pc_error *err);
+
 typedef struct pc_baseline pc_baseline;
 
 /** Read a baseline file. PC_EIO when it cannot be read, PC_EPARSE when it is not a baseline
@@ -81,6 +94,8 @@ typedef struct pc_gate {
                              approvals, of tensors gone or of changed inputs) */
   pc_run_verdict verdict; /* error when the run's is; else drift when failures; else pass */
   char *profile;          /* the profile the baseline was saved with; NULL when it does not say */
+  char *tol_source;       /* the tolerance set the file recorded (pc_tol_record); NULL when */
+  char *tol_digest;       /* it records none (files written before the record existed) */
 } pc_gate;
 
 /** Judge `run` against `base` with growth factor `factor` (finite, >= 1; PC_EUSAGE otherwise).
@@ -93,6 +108,13 @@ int pc_gate_new(pc_gate **out, const pc_baseline *base, const char *path, const 
  * under other tolerances make "new" and "worse" less meaningful. */
 const char *pc_gate_profile_warning(const pc_gate *gate, const char *profile, char *buf,
                                     size_t size);
+
+/** When the gate's file recorded a tolerance digest and now->digest differs, why the gate
+ * cannot judge this run, written into buf (and returned): its figures were judged under other
+ * tolerances, so "new", "worse" and "better" would mean nothing. NULL when the digests agree or
+ * either is missing. */
+const char *pc_gate_tolerance_mismatch(const pc_gate *gate, const pc_tol_record *now, char *buf,
+                                       size_t size);
 
 /** Free a gate; NULL is accepted. */
 void pc_gate_free(pc_gate *gate);

@@ -38,7 +38,7 @@ typedef struct pc_name_map {
   const char *to; /* no more '*' than `from` */
 } pc_name_map;
 
-#define PC_OPTIONS_VERSION 3
+#define PC_OPTIONS_VERSION 4
 typedef struct pc_options {
   int version;             /* PC_OPTIONS_VERSION */
   const pc_tolset *tols;   /* required */
@@ -64,19 +64,28 @@ typedef struct pc_options {
   size_t nstrip_prefix;
   const pc_name_map *maps; /* B's paths: the first map that applies renames a path */
   size_t nmaps;
+  /* A run that compared nothing (no tensor took part, or every one was skipped) is PC_EEMPTY
+   * unless this is set: a gate that compared nothing must not pass (docs/robustness.md). */
+  bool allow_empty;
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
-  { PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false, NULL, 0, NULL, 0, NULL, 0, NULL, 0 }
+  {                                                                                                \
+    PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false, NULL, 0, NULL, 0, NULL, 0, NULL, 0,      \
+        false                                                                                      \
+  }
 
 /** Compare the tensor dumps at path_a (reference) and path_b (candidate). When both are
  * folders, their files are paired by path relative to the folder (recursively), each pair is
  * compared as two files are, and every tensor's path is "FILE:DATASET" (pc_tensor.file); a
- * file on one side only is one tensor, missing on the other side, and a file that is not a
- * tensor dump one skipped tensor. On success *out holds the run (free it with pc_run_free);
+ * file on one side only is one tensor, missing on the other side, a file that is not a tensor
+ * dump one skipped tensor, and one that cannot be read (or is empty, a FIFO, a dangling link)
+ * one error tensor; symbolic links to folders are followed. The include and exclude globs never
+ * leave out a missing or unreadable file. On success *out holds the run (free it with pc_run_free);
  * datasets (and folder files) that cannot be read are tensors with verdict error. Returns PC_EIO
  * when either file cannot be opened or walked (outside folder mode), PC_EUSAGE for bad options
  * (a bad glob or map) or a folder paired with a file, PC_ENOMATCH when both sides hold tensors
- * but no name is on both, PC_ENOMEM. */
+ * but no name is on both, PC_EEMPTY when nothing was compared (pc_options.allow_empty),
+ * PC_ENOMEM. */
 int pc_compare_files(pc_run **out, const char *path_a, const char *path_b, const pc_options *opts,
                      pc_error *err);
 

@@ -12,12 +12,13 @@ extern "C" {
 
 typedef enum pc_status {
   PC_OK = 0,
-  PC_EUSAGE = -1,  /* a bad argument from the caller */
-  PC_EIO = -2,     /* an input cannot be read: missing, not HDF5, truncated, corrupt */
-  PC_EPARSE = -3,  /* a tolerance file is malformed; the message is "file:line:column: why" */
-  PC_ENOMEM = -4,  /* out of memory */
-  PC_EDATA = -5,   /* one dataset cannot be read (e.g. its filter is not available) */
-  PC_ENOMATCH = -6 /* A and B hold tensors, but none of the same name: nothing to compare */
+  PC_EUSAGE = -1,   /* a bad argument from the caller */
+  PC_EIO = -2,      /* an input cannot be read: missing, not HDF5, truncated, corrupt */
+  PC_EPARSE = -3,   /* a tolerance file is malformed; the message is "file:line:column: why" */
+  PC_ENOMEM = -4,   /* out of memory */
+  PC_EDATA = -5,    /* one dataset cannot be read (e.g. its filter is not available) */
+  PC_ENOMATCH = -6, /* A and B hold tensors, but none of the same name: nothing to compare */
+  PC_EEMPTY = -7    /* nothing was compared: no tensor took part, or every one was skipped */
 } pc_status;
 
 enum { PC_ERROR_MESSAGE_MAX = 1024 };
@@ -28,7 +29,7 @@ typedef struct pc_error {
 } pc_error;
 
 /** A short stable name for a status ("ok", "usage", "io", "parse", "nomem", "data",
- * "nomatch"). */
+ * "nomatch", "empty"). */
 const char *pc_status_name(pc_status code);
 
 #ifdef __cplusplus

@@ -95,7 +95,9 @@ typedef enum pc_escape_context {
 /** s rendered for ctx so that no control character reaches the output raw: a backslash is
  * written "\\"; tab, newline and CR "\t", "\n", "\r"; the other C0 controls and DEL "\x1b";
  * C1 controls, the bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), U+2028,
- * U+2029, U+FFFE and U+FFFF "\u202e"; a byte that is not part of valid UTF-8 "\xff"; every other
+ * U+2029, U+FFFE and U+FFFF "\u202e"; a byte that is not part of valid UTF-8 "\xff"; the '#'
+ * and ':' that could start a GitHub Actions runner command ("##[" anywhere, "::" at a line's
+ * start: docs/reports.md) "\x23", "\x3a" ("&#35;", "&#58;" in XML and HTML); every other
  * character stands for itself, but for the context's own specials. Like snprintf, writes at most
  * size bytes with the NUL (never part of a character's rendering) and returns the length of the
  * whole rendering; buf may be NULL when size is 0. */

@@ -44,10 +44,27 @@ static void stop_signal_set(sigset_t *set) {
     sigaddset(set, stop_signals[i]);
 }
 
+/* What the child writes to the parent: a heartbeat, and the start and end of a hold, during
+ * which the parent does not escalate to SIGKILL (supervise). */
+enum { BEAT = 1, HOLD = 'H', RELEASE = 'R' };
+
+static void tell_parent(char what) {
+  if (heartbeat_fd >= 0 && write(heartbeat_fd, &what, 1) < 0) /* the parent is gone */
+    heartbeat_fd = -1;
+}
+
+/* The parent hears of a hold only after it began, and of its end before it ends: it never
+ * believes the child free to be killed while a temporary file may exist. */
 void pc_cli_hold_stop_signals(bool hold) {
   sigset_t set;
   stop_signal_set(&set);
-  sigprocmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+  if (hold) {
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    tell_parent(HOLD);
+  } else {
+    tell_parent(RELEASE);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+  }
 }
 
 static bool is_stop_signal(int sig) {
@@ -63,9 +80,7 @@ void pc_cli_heartbeat(void) {
   if (heartbeat_fd < 0 || now == last)
     return;
   last = now;
-  char beat = 1;
-  if (write(heartbeat_fd, &beat, 1) < 0) /* the parent is gone: nobody to tell */
-    heartbeat_fd = -1;
+  tell_parent(BEAT);
 }
 
 /* The child's exit status as our exit code, or 2 with the reason when a signal ended it;
@@ -91,20 +106,53 @@ static int child_result(int status, const char *what) {
   return EXIT_ERROR;
 }
 
+/* The child as the parent sees it: how many stop signals it was sent, and whether it holds
+ * them (it writes report files whose temporary files a SIGKILL would leave behind). */
+typedef struct child {
+  pid_t pid;
+  sig_atomic_t passed_on;
+  bool holding;
+} child;
+
+/* The first stop signal is passed on; a later one kills the child, but only while it does not
+ * hold them: it then ends by the first one as soon as its files are in place (issue 30). */
+static void pass_on(child *c) {
+  if (c->passed_on == 0 && n_signals > 0) {
+    kill(c->pid, got_signal);
+    c->passed_on = 1;
+  }
+  if (c->passed_on > 0 && c->passed_on < n_signals && !c->holding) {
+    kill(c->pid, SIGKILL);
+    c->passed_on = n_signals;
+  }
+}
+
+/* Reads what the child wrote, once poll says there is some (what is left wakes the next poll);
+ * false once it closed its end. Called before pass_on, so that a hold already told is known. */
+static bool hear(child *c, int fd) {
+  char buf[64];
+  ssize_t n = read(fd, buf, sizeof buf);
+  for (ssize_t i = 0; i < n; i++)
+    if (buf[i] == HOLD || buf[i] == RELEASE)
+      c->holding = buf[i] == HOLD;
+  return n > 0 || (n < 0 && errno == EINTR);
+}
+
 /* Wait for the child, reading heartbeats; stop it when none comes for stall_s seconds. A stop
- * signal is passed on to the child, which ends (after the report file it may be writing); a
- * second one kills it. */
+ * signal is passed on to the child, which ends (after the report files it may be writing); a
+ * second one kills it unless it is writing them. */
 static int supervise(pid_t pid, int fd, int wake, unsigned stall_s, const char *what) {
   struct pollfd p[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
   int timeout_ms = stall_s ? (int)(stall_s > 2000000 ? 2000000000 : stall_s * 1000) : -1;
   char buf[64];
-  sig_atomic_t passed_on = 0;
+  child c = {pid, 0, false};
   for (;;) {
     int n = poll(p, wake >= 0 ? 2 : 1, timeout_ms);
     if (n < 0 && errno != EINTR)
       break;
-    for (; passed_on < n_signals; passed_on++)
-      kill(pid, passed_on ? SIGKILL : got_signal);
+    if (n > 0 && p[0].revents && !hear(&c, fd))
+      break; /* the child closed its end: it is exiting */
+    pass_on(&c);
     if (n < 0)
       continue; /* EINTR */
     if (n == 0) {
@@ -119,13 +167,10 @@ static int supervise(pid_t pid, int fd, int wake, unsigned stall_s, const char *
     if (wake >= 0 && p[1].revents)
       while (read(wake, buf, sizeof buf) > 0) /* non-blocking */
         ;
-    if (p[0].revents && read(fd, buf, sizeof buf) <= 0)
-      break; /* the child closed its end: it is exiting */
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    for (; passed_on < n_signals; passed_on++)
-      kill(pid, passed_on ? SIGKILL : got_signal);
+    pass_on(&c);
   return child_result(status, what);
 }
 

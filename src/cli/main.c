@@ -6,6 +6,7 @@
 #include "isolate.h"
 #include "mpi_run.h"
 #include "report_files.h"
+#include "tol_record.h"
 
 #include <paritycheck/paritycheck.h>
 
@@ -42,7 +43,8 @@ enum {
   OPT_MAX_MEMORY,
   OPT_STALL,
   OPT_REFERENCE,
-  OPT_ACCEPT_INDETERMINATE
+  OPT_ACCEPT_INDETERMINATE,
+  OPT_ALLOW_EMPTY
 };
 
 /* Options of the names: which tensors take part and how B's are renamed. */
@@ -111,12 +113,14 @@ typedef struct cli {
   const char *json;
   bool quiet, no_color, debug;
   bool accept_indeterminate; /* --accept-indeterminate */
-  bool done; /* --help or --version answered: exit 0 without a comparison */
+  bool allow_empty; /* --allow-empty: a run that compares nothing may pass */
+  bool done;        /* --help or --version answered: exit 0 without a comparison */
   size_t block_elems;
   outputs out;
   size_t jobs;
   uint64_t max_memory; /* 0: the library's default */
   size_t stall_s;      /* --stall-timeout; 0: no limit */
+  pc_cli_tols tols;    /* the tolerance layers loaded, for the gates' record */
 } cli;
 
 static void usage(FILE *out) {
@@ -165,6 +169,9 @@ static void usage(FILE *out) {
         "      --strip-prefix P   drop P at the start of any path component of A and B (after\n"
         "                         a call index such as 003_), before --map: e.g. module.\n"
         "                         (DDP) turns /module.fc/out into /fc/out\n"
+        "      --allow-empty      let a run that compares nothing pass (no tensor in the\n"
+        "                         dumps, none left by --include/--exclude, every one\n"
+        "                         skipped); without it such a run is an error (exit 2)\n"
         "      --save-baseline FILE\n"
         "                         write this run's per-tensor figures as a baseline (the\n"
         "                         exit status stays the run's: 1 when it drifts)\n"
@@ -208,9 +215,10 @@ static void usage(FILE *out) {
         "Exit status: 0 every tensor within tolerance; 1 drift, an indeterminate tensor, a\n"
         "missing dataset, a shape or dtype mismatch; 2 an error (bad usage, an unreadable\n"
         "file or dataset, a report that cannot be written, A and B with no tensor name in\n"
-        "common); 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM). A reader of standard output that leaves\n"
-        "(| head) ends that report quietly; the exit status is still the run's. Warnings (a "
-        "tolerance rule that matches no\n"
+        "common, nothing compared without --allow-empty); 128 + N stopped by signal N (130\n"
+        "SIGINT, 143 SIGTERM). A reader of standard output that leaves (| head) ends that\n"
+        "report quietly; the exit status is still the run's. Warnings (a tolerance rule\n"
+        "that matches no\n"
         "tensor, a baseline of another profile) go to stderr and into the JSON report.\n"
         "Figures are defined in docs/metrics.md.\n",
         out);
@@ -295,6 +303,7 @@ static const struct option long_opts[] = {
     {"exclude", required_argument, NULL, OPT_EXCLUDE},
     {"map", required_argument, NULL, OPT_MAP},
     {"strip-prefix", required_argument, NULL, OPT_STRIP_PREFIX},
+    {"allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -411,6 +420,8 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->quiet = true;
     } else if (opt == OPT_NO_COLOR) {
       c->no_color = true;
+    } else if (opt == OPT_ALLOW_EMPTY) {
+      c->allow_empty = true;
     } else if (opt == OPT_BLOCK && !parse_count(optarg, &c->block_elems)) {
       return usage_error("--block-elems wants a whole number from 1 to 2^32", optarg);
     } else if (opt == OPT_MAX_MEMORY && !parse_size(optarg, &c->max_memory)) {
@@ -459,6 +470,10 @@ static int fail(const pc_error *err) {
   if (err->code == PC_ENOMATCH)
     fputs("paritycheck: hint: if the names differ by a prefix (DDP's module.) or a pattern, pair "
           "them with --strip-prefix P or --map FROM=TO (paritycheck --help)\n",
+          stderr);
+  if (err->code == PC_EEMPTY)
+    fputs("paritycheck: hint: check both dumps and the --include/--exclude globs; --allow-empty "
+          "lets a run that compares nothing pass\n",
           stderr);
   return err->code < 0 ? (int)err->code : PC_EIO;
 }
@@ -607,8 +622,8 @@ static int unknown_profile(const char *name, const char *dir) {
   return PC_EUSAGE;
 }
 
-/* The profile's file loaded into tols. */
-static int load_profile(const char *name, pc_tolset *tols) {
+/* The profile's file loaded into tols, and added to the record. */
+static int load_profile(const char *name, pc_tolset *tols, pc_cli_tols *rec) {
   pc_error err;
   char path[4096];
   const char *dir = profile_dir();
@@ -621,15 +636,22 @@ static int load_profile(const char *name, pc_tolset *tols) {
     return unknown_profile(name, dir);
   if (f)
     fclose(f);
-  return pc_tolset_load_file(tols, path, &err) < 0 ? fail(&err) : PC_OK;
+  char layer[300];
+  snprintf(layer, sizeof layer, "profile %s", name);
+  if (pc_tolset_load_file(tols, path, &err) < 0 || pc_cli_tols_add(rec, layer, path, &err) < 0)
+    return fail(&err);
+  return PC_OK;
 }
 
-/* The profile first, then the -t files in their order: a later layer wins. */
-static int load_tolerances(const cli *c, pc_tolset *tols) {
+/* The profile first, then the -t files in their order: a later layer wins. Each is added to
+ * the record of the tolerance set that gates keep (tol_record.h). */
+static int load_tolerances(cli *c, pc_tolset *tols) {
   pc_error err;
-  int rc = c->profile ? load_profile(c->profile, tols) : PC_OK;
+  pc_cli_tols_init(&c->tols);
+  int rc = c->profile ? load_profile(c->profile, tols, &c->tols) : PC_OK;
   for (size_t i = 0; rc == PC_OK && i < c->n_tol_files; i++)
-    if (pc_tolset_load_file(tols, c->tol_files[i], &err) < 0)
+    if (pc_tolset_load_file(tols, c->tol_files[i], &err) < 0 ||
+        pc_cli_tols_add(&c->tols, c->tol_files[i], c->tol_files[i], &err) < 0)
       rc = fail(&err);
   return rc;
 }
@@ -727,13 +749,29 @@ static int load_approvals(const cli *c, pc_approvals **ap) {
   return pc_approvals_load(ap, path, &err) < 0 ? fail(&err) : PC_OK;
 }
 
+/* A gate's file made under other tolerances than this run's (pc_gate_tolerance_mismatch). */
+static int tolerance_mismatch(const char *why) {
+  fputs("paritycheck: ", stderr);
+  put_untrusted(why);
+  fputs("\nparitycheck: hint: gate with the tolerances (--profile, -t) the file was made with, or "
+        "make it again under these\n",
+        stderr);
+  return PC_EUSAGE;
+}
+
 /* --approve: signs the run's drifting tensors into the file, then judges the run against what
  * it wrote, so that the exit code says whether everything that drifts is now approved. */
 static int approve(const cli *c, const pc_approvals *prev, const pc_run *run, pc_gate **gate) {
   pc_error err;
   pc_approvals *ap = NULL;
+  pc_tol_record now = pc_cli_tols_record(&c->tols);
+  pc_approve_options sign = c->out.sign;
+  sign.tolerances = &now;
+  if (prev &&
+      pc_approvals_tolerance_mismatch(prev, c->out.approve, &now, err.message, sizeof err.message))
+    return tolerance_mismatch(err.message);
   pc_cli_hold_stop_signals(true);
-  int rc = pc_approvals_save(c->out.approve, run, prev, &c->out.sign, &err);
+  int rc = pc_approvals_save(c->out.approve, run, prev, &sign, &err);
   pc_cli_hold_stop_signals(false);
   if (rc == PC_OK && (rc = pc_approvals_load(&ap, c->out.approve, &err)) == PC_OK)
     rc = pc_gate_approvals(gate, ap, c->out.approve, run, &err);
@@ -754,6 +792,9 @@ static int judge(const cli *c, const pc_baseline *base, const pc_approvals *ap, 
     return fail(&err);
   if (ap && pc_gate_approvals(gate, ap, c->out.approved, run, &err) < 0)
     return fail(&err);
+  pc_tol_record now = pc_cli_tols_record(&c->tols);
+  if (pc_gate_tolerance_mismatch(*gate, &now, err.message, sizeof err.message))
+    return tolerance_mismatch(err.message);
   const char *warning = base ? pc_gate_profile_warning(*gate, c->profile, text, sizeof text) : NULL;
   if (warning) {
     fputs("paritycheck: warning: ", stderr);
@@ -800,7 +841,8 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   const char *files[PC_CLI_FILES_] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
   int rcs[PC_CLI_FILES_];
   pc_error errs[PC_CLI_FILES_];
-  pc_cli_write_files(files, run, &ro, rcs, errs);
+  pc_tol_record tols = pc_cli_tols_record(&c->tols);
+  pc_cli_write_files(files, run, &ro, &tols, rcs, errs);
   int rc = PC_OK;
   for (int k = 0; k < PC_CLI_FILES_; k++) /* every file that failed, in this order */
     if (report_rc(rcs[k], files[k]) < 0) {
@@ -934,6 +976,7 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.nstrip_prefix = c->names.nstrip_prefix;
   opts.maps = c->names.maps;
   opts.nmaps = c->names.nmaps;
+  opts.allow_empty = c->allow_empty;
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);

@@ -14,6 +14,7 @@ typedef struct job {
   const char *path;
   const pc_run *run;
   const pc_report_options *opts;
+  const pc_tol_record *tols;
   int *rc;
   pc_error *err;
   pthread_t tid;
@@ -35,7 +36,7 @@ static int write_one(const job *j) {
   case PC_CLI_HTML:
     return pc_report_html(j->path, j->run, j->opts, j->err);
   default:
-    return pc_baseline_save(j->path, j->run, j->opts->profile, j->err);
+    return pc_baseline_save_tols(j->path, j->run, j->opts->profile, j->tols, j->err);
   }
 }
 
@@ -46,8 +47,8 @@ static void *run_job(void *arg) {
 }
 
 void pc_cli_write_files(const char *const paths[PC_CLI_FILES_], const pc_run *run,
-                        const pc_report_options *opts, int rc[PC_CLI_FILES_],
-                        pc_error err[PC_CLI_FILES_]) {
+                        const pc_report_options *opts, const pc_tol_record *tols,
+                        int rc[PC_CLI_FILES_], pc_error err[PC_CLI_FILES_]) {
   job jobs[PC_CLI_FILES_];
   size_t n = 0;
   for (int k = 0; k < PC_CLI_FILES_; k++) {
@@ -58,6 +59,7 @@ void pc_cli_write_files(const char *const paths[PC_CLI_FILES_], const pc_run *ru
              .path = paths[k],
              .run = run,
              .opts = opts,
+             .tols = tols,
              .rc = &rc[k],
              .err = &err[k]};
     if (pc_cli_is_stdout(paths[k])) /* standard output may block on a reader: not held */

@@ -23,9 +23,10 @@ bool pc_cli_is_stdout(const char *path);
  * writer's result (PC_OK where paths[k] is NULL). A path "-" (standard output) is written
  * first, on this thread. The files are written each on its own thread where one can be started
  * (else on this one), with the stop signals held until all are in place (isolate.h). Every
- * writer only reads `run` and `opts`, so the files are the same as if written one by one. */
+ * writer only reads `run`, `opts` and `tols` (the baseline's record of the tolerance set), so the
+ * files are the same as if written one by one. */
 void pc_cli_write_files(const char *const paths[PC_CLI_FILES_], const pc_run *run,
-                        const pc_report_options *opts, int rc[PC_CLI_FILES_],
-                        pc_error err[PC_CLI_FILES_]);
+                        const pc_report_options *opts, const pc_tol_record *tols,
+                        int rc[PC_CLI_FILES_], pc_error err[PC_CLI_FILES_]);
 
 #endif

@@ -20,6 +20,8 @@ const char *pc_status_name(pc_status code) {
     return "data";
   case PC_ENOMATCH:
     return "nomatch";
+  case PC_EEMPTY:
+    return "empty";
   }
   return "unknown";
 }

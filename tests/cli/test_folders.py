@@ -147,12 +147,16 @@ def test_include_exclude():
     p, r = run_json([a, b, '--include', 'step_1/*', '--exclude', '*/x'])
     if not check('include/exclude: JSON', r is not None, p.stderr):
         return
-    check('include/exclude: only step_1 /y', [t['path'] for t in r['tensors']] ==
-          ['step_1/rank_0.h5:/y', 'step_1/rank_1.h5:/y'], [t['path'] for t in r['tensors']])
-    check('include/exclude: exit 0', p.returncode == 0, p.returncode)
+    # A file on one side only always counts, whatever the globs (issue 30): it may hold
+    # tensors they select. step_2/rank_1.h5 is only in A, step_2/rank_2.h5 only in B.
+    lone = ['step_2/rank_1.h5', 'step_2/rank_2.h5']
+    check('include/exclude: only step_1 /y, and the lone files', [t['path'] for t in r['tensors']] ==
+          ['step_1/rank_0.h5:/y', 'step_1/rank_1.h5:/y'] + lone, [t['path'] for t in r['tensors']])
+    check('include/exclude: exit 1 (the lone files)', p.returncode == 1, p.returncode)
     p, r = run_json([a, b, '--include', '/y'])
     check('include on the dataset path alone', r is not None and
-          [t['path'] for t in r['tensors']] == ['%s:/y' % rel for rel in SHARDS[:3]],
+          [t['path'] for t in r['tensors']] ==
+          ['%s:/y' % rel for rel in SHARDS[:3]] + lone,
           r and [t['path'] for t in r['tensors']])
     p = run([a, b, '--include', '[x'])
     check('include: a bad glob is exit 2', p.returncode == 2 and '[x' in p.stderr,
@@ -383,6 +387,16 @@ def test_baseline_profile_warning():
     base = os.path.join(root, 'base.json')
     p = run([a, b, '--profile', 'tf32', '--save-baseline', base])
     check('baseline profile: saved', p.returncode == 0 and os.path.exists(base), p.stderr)
+    # Another profile is another tolerance set, which the baseline records: the gate refuses
+    # (issue 30); a baseline without that record (an older file) still gets the warning.
+    p = run([a, b, '--baseline', base])
+    check('baseline profile: refused under other tolerances', p.returncode == 2 and
+          'made under other tolerances' in p.stderr and 'profile tf32' in p.stderr, p.stderr)
+    with open(base) as fh:
+        doc = json.load(fh)
+    del doc['tolerances']
+    with open(base, 'w') as fh:
+        json.dump(doc, fh)
     p, r = run_json([a, b, '--baseline', base])
     want = "the baseline %s was saved with profile 'tf32', this run uses 'default'" % base
     check('baseline profile: stderr warning', want in p.stderr, p.stderr)

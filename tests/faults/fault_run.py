@@ -68,10 +68,11 @@ def make_flat_inputs(tmp):
 
 def make_baseline(binary, tmp, env):
     """base.json: A against itself, where every tensor that A and B share passes, so that the
-    gate sees /x drift further than the baseline allows. True when it was made."""
+    gate sees /x drift further than the baseline allows; under tol.yaml, as the gated runs, since
+    a gate refuses a baseline of another tolerance set. True when it was made."""
     a = os.path.join(tmp, 'a.h5')
-    p = subprocess.run([binary, '-j', '1', '--save-baseline', os.path.join(tmp, 'base.json'), a,
-                        a], capture_output=True, env=env)
+    p = subprocess.run([binary, '-j', '1', '-t', os.path.join(tmp, 'tol.yaml'), '--save-baseline',
+                        os.path.join(tmp, 'base.json'), a, a], capture_output=True, env=env)
     return p.returncode == 0
 
 

@@ -20,6 +20,9 @@ A case (cases.json "cases"):
                  max_rel, max_ulp, worst_index, approx: {figure: value within 1e-12}}}:
                  the driver adds --json and checks these fields of the report
   names_file     when the run exits 2, this path must appear on stdout or stderr
+  no_runner_commands  no line of stdout or stderr is a GitHub Actions runner command but
+                 paritycheck's own annotations ('::' at its start after whitespace, '##['
+                 anywhere; docs/reports.md, "Untrusted names")
   seconds        a tighter time limit than the driver's default
   valgrind       part of the subset that .ci/valgrind.sh runs under memcheck
 """
@@ -824,6 +827,56 @@ def make_tolerances():
 
 
 # --------------------------------------------------------------------------------------------
+# Names and attributes that are GitHub Actions runner commands (issue 30)
+# --------------------------------------------------------------------------------------------
+
+def make_ci_commands():
+    """A dataset named '##[stop-commands]pwn' (the runner would stop reading our ::error lines)
+    and provenance that forges an annotation, in every output mode on standard output: the
+    forged tensor drifts (exit 1) and no line reads as a runner command."""
+    values = {'a': GOOD_VALUES, 'b': GOOD_VALUES + 1}
+    for side in 'ab':
+        with h5file('ci_%s.h5' % side) as f:
+            f.attrs['backend'] = '::warning title=forged::all tensors passed'
+            f.attrs['  ::error::x'] = '##[group]forged'
+            f['##[stop-commands]pwn'] = values[side]
+    a, b = path('ci_a.h5'), path('ci_b.h5')
+    for mode, extra in (('text', ['-v']), ('github', ['--github']), ('markdown', ['--markdown', '-']),
+                        ('junit', ['--junit', '-']), ('html', ['--html', '-'])):
+        case('ci-commands/%s' % mode, 'ci-commands', extra + [a, b], [1], no_runner_commands=True)
+
+
+def make_not_utf8():
+    """Tensor names that are not UTF-8 (b'x\\xff', b'x\\xfe': one name once spelled lossily), each
+    drifting: --approve signs both and reads its file back (exit 0: every drift approved);
+    lossy names made the file list one tensor twice, raw bytes made it unreadable YAML."""
+    for side, scale in (('a', 1.0), ('b', 1.5)):
+        with h5file('not_utf8_%s.h5' % side) as f:
+            for name in (b'x\xff', b'x\xfe'):
+                f.create_dataset(name, data=GOOD_VALUES * np.float32(scale))
+    out = path('not_utf8_approvals.yaml')
+    if os.path.exists(out):
+        os.remove(out)
+    case('not-utf8/approve', 'not-utf8', ['--approve', out, '--by', 'corpus', '--reason', 'names',
+                                          path('not_utf8_a.h5'), path('not_utf8_b.h5')], [0])
+
+
+def make_st_overlaps():
+    """safetensors offsets a = [0, 40), b = [8, 16), c = [24, 32): every overlapping pair is an
+    error, c too, though its neighbour by offset (b) does not touch it; d after them passes."""
+    header = {'a': [0, 40], 'b': [8, 16], 'c': [24, 32], 'd': [40, 48]}
+    text = json.dumps({k: {'dtype': 'F32', 'shape': [(e - b) // 4], 'data_offsets': [b, e]}
+                       for k, (b, e) in header.items()}).encode()
+    p = path('st_overlaps.safetensors')
+    with open(p, 'wb') as fh:
+        fh.write(struct.pack('<Q', len(text)) + text + np.arange(12, dtype='<f4').tobytes())
+    err = {'verdict': 'error', 'message': ['overlap those of /a']}
+    case('st-overlaps', 'st-overlaps', [p, p], [2],
+         json={'/a': {'verdict': 'error', 'message': ['overlap those of /b']}, '/b': err,
+               '/c': err, '/d': {'verdict': 'pass', 'count': 2}})
+
+
+# --------------------------------------------------------------------------------------------
 
 def main(argv):
     global OUT
@@ -848,6 +901,9 @@ def main(argv):
     make_elsewhere()
     make_limits()
     make_tolerances()
+    make_ci_commands()
+    make_st_overlaps()
+    make_not_utf8()
     names = [c['name'] for c in CASES]
     assert len(names) == len(set(names)), 'duplicate case names'
     with open(os.path.join(OUT, 'cases.json'), 'w') as fh:

@@ -114,6 +114,13 @@ def check_json(report, want):
     return probs
 
 
+def is_runner_command(line):
+    """A line the GitHub Actions runner reads as a command, other than paritycheck's own
+    annotations: '::' at its start after whitespace, or '##[' anywhere."""
+    own = line.startswith(('::error title=paritycheck ', '::warning title=paritycheck'))
+    return '##[' in line or (line.lstrip().startswith('::') and not own)
+
+
 def check_case(c, binary, opts, env):
     mode = 'wrapped' if opts.wrapper else 'sanitized' if opts.sanitized else 'plain'
     seconds, max_mib = BOUNDS[mode]
@@ -146,6 +153,10 @@ def check_case(c, binary, opts, env):
             for sub in c.get(where, []):
                 if sub not in text:
                     probs.append('%s lacks %r' % (where, sub[:120]))
+        if c.get('no_runner_commands'):
+            probs += ['%s line is a runner command: %r' % (where, line[:120])
+                      for where, text in (('stdout', stdout), ('stderr', stderr))
+                      for line in text.splitlines() if is_runner_command(line)]
         if c.get('names_file') and rc == 2 and c['names_file'] not in stdout + stderr:
             probs.append('exit 2 without naming %s' % c['names_file'])
         if 'json' in c and not timed_out and rc in c['exit']:

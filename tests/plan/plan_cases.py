@@ -10,6 +10,7 @@ Cases:
   shards    two folders of 4 shards of real dumps (attention, mixer, rnn, reductions), with a
             file only in B and a file that is not a dump.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -122,6 +123,16 @@ def differences(ref, out):
         a, b = os.path.join(ref, name), os.path.join(out, name)
         if not os.path.exists(b):
             diffs.append(name + " (missing)")
-        elif open(a, "rb").read() != open(b, "rb").read():
+        elif name == "baseline.json" and _baseline_without_tolerances(a) != json.load(open(b)):
+            diffs.append(name)
+        elif name != "baseline.json" and open(a, "rb").read() != open(b, "rb").read():
             diffs.append(name)
     return diffs
+
+
+def _baseline_without_tolerances(path):
+    """The CLI's baseline without its record of the tolerance layers the CLI loaded (issue 30),
+    which a plan's library caller does not make: every other key and value as written."""
+    doc = json.load(open(path))
+    doc.pop("tolerances", None)
+    return doc

@@ -96,6 +96,16 @@ def test_torch_save_file_gets_the_convert_hint(tmp_path, zipped):
         np.testing.assert_array_equal(f["w"][()], np.arange(4.0, dtype=np.float32))
 
 
+def test_assert_parity_of_nothing_fails():
+    """Two empty dicts compare nothing: that is an error (exit 2, issue 30), never a pass,
+    unless --allow-empty says an empty run is expected."""
+    with pytest.raises(paritycheck.ParityError) as e:
+        paritycheck.assert_parity({}, {})
+    assert "nothing was compared" in str(e.value)
+    report = paritycheck.assert_parity({}, {}, extra_args=["--allow-empty"])
+    assert report["tensors"] == []
+
+
 def test_convert_state_dict(tmp_path):
     """convert: a torch.save state dict (nested, with a bfloat16 entry) becomes an HDF5 dump
     with one dataset per tensor, values exact."""

@@ -730,6 +730,29 @@ static void test_int_exact(void **state) {
   assert_true(s1.max_abs == 2.0 && s1.max_rel == 2.0);
 }
 
+/* Integers against floats exactly: 2^53 + 1 and 2^63 - 1 each 1 from their float (lost when
+ * the integer is rounded to double), -2^53 - 1 against -2^53 too, 7 equal to 7.0, 3 against
+ * 2.5 half apart; uint64 max against 2^64 is 1 apart as well. */
+static void test_mixed_exact(void **state) {
+  (void)state;
+  const int64_t ints[] = {(1ll << 53) + 1, INT64_MAX, -(1ll << 53) - 1, 7, 3};
+  const double vals[] = {0x1p53, 0x1p63, -0x1p53, 7.0, 2.5};
+  pc_stats s;
+  memset(&s, 0, sizeof s);
+  pc_tol t = tol_none();
+  pc_kernel_args k = {&s, NULL, &t, PC_DTYPE_FLOAT64, 0, 5};
+  pc_kernel_mixed(&k, NULL, ints, false, vals, NULL, false);
+  assert_int_equal(s.mismatches, 4);
+  assert_true(s.max_abs == 1.0 && s.sum_abs == 3.5);
+  memset(&s, 0, sizeof s); /* the float as A, the integer as B */
+  k.n = 1;
+  const int64_t umax[] = {-1};
+  const double two64[] = {0x1p64};
+  pc_kernel_mixed(&k, two64, NULL, false, NULL, umax, true);
+  assert_int_equal(s.mismatches, 1);
+  assert_true(s.max_abs == 1.0);
+}
+
 /* Complex: 3+4i vs 3.3+4.4i: abs = |0.3+0.4i| = 0.5, rel = 0.5/5 = 0.1. */
 static void test_complex(void **state) {
   (void)state;
@@ -742,12 +765,13 @@ static void test_complex(void **state) {
   pc_kernel_complex(&k, a, b);
   assert_true(fabs(s.max_abs - 0.5) < 1e-15);
   assert_true(fabs(s.max_rel - 0.1) < 1e-15);
-  /* (inf, 1) vs (inf, 2): the infinities match, so abs is 1 and rel 1/inf = 0. */
+  /* (inf, 1) vs (inf, 2): the infinities match, so abs is 1, and rel is relative to the finite
+   * component: 1/1, not 1/inf = 0. */
   memset(&s, 0, sizeof s);
   k.n = 1;
   pc_kernel_complex(&k, a + 2, b + 2);
   assert_int_equal(s.inf_mismatches, 0);
-  assert_true(s.max_abs == 1.0 && s.max_rel == 0.0);
+  assert_true(s.max_abs == 1.0 && s.max_rel == 1.0);
   /* (nan, 0) vs (nan, 1): NaN on both sides is equal whatever the other component. */
   memset(&s, 0, sizeof s);
   pc_kernel_complex(&k, a + 4, b + 4);
@@ -785,6 +809,7 @@ int main(void) {
       cmocka_unit_test(test_f16_all_patterns),
       cmocka_unit_test(test_f16_drift),
       cmocka_unit_test(test_int_exact),
+      cmocka_unit_test(test_mixed_exact),
       cmocka_unit_test(test_complex),
       cmocka_unit_test(test_unrepresentable),
   };

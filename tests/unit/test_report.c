@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include <dirent.h> /* opendir, readdir */
 #include <float.h>  /* DBL_TRUE_MIN, DBL_MAX */
 #include <math.h>   /* INFINITY, NAN, sqrt, log10 */
 #include <stdint.h> /* uint64_t, UINT64_MAX */
@@ -1714,6 +1715,51 @@ static void test_html_diagnosis(void **state) {
   free(text);
 }
 
+static int refuse_to_read_back(const char *tmp, pc_error *err) {
+  FILE *f = fopen(tmp, "rb");
+  char got[8] = "";
+  size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+  if (f)
+    fclose(f);
+  got[n] = '\0';
+  /* the temporary file holds what was written when it is checked */
+  snprintf(err->message, sizeof err->message, "%s",
+           strcmp(got, "new") == 0 ? "refused" : "not complete");
+  err->code = PC_EPARSE;
+  return PC_EPARSE;
+}
+
+/* A file whose verify refuses it never replaces the old one, and no temporary file stays. */
+static void test_report_file_verified(void **state) {
+  (void)state;
+  char dir[] = "/tmp/pc_verify_XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/r.txt", dir);
+  FILE *f = fopen(path, "w");
+  fputs("old", f);
+  fclose(f);
+  pc_report_file rf;
+  pc_error err;
+  assert_int_equal(pc_report_open(&rf, path, &err), PC_OK);
+  fputs("new", rf.f);
+  rf.verify = refuse_to_read_back;
+  assert_int_equal(pc_report_close(&rf, "the test file", &err), PC_EIO);
+  assert_non_null(strstr(err.message, "would not read back (refused)"));
+  char got[8] = "";
+  f = fopen(path, "rb");
+  got[fread(got, 1, sizeof got - 1, f)] = '\0';
+  fclose(f);
+  assert_string_equal(got, "old");
+  size_t entries = 0; /* r.txt alone: no temporary file stays */
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));)
+    entries += e->d_name[0] != '.' || (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."));
+  closedir(d);
+  assert_int_equal(entries, 1);
+  unlink(path);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_json_top_level, setup),
@@ -1756,6 +1802,7 @@ int main(void) {
       cmocka_unit_test(test_json_put_nested),
       cmocka_unit_test_setup(test_text_untrusted_names, setup),
       cmocka_unit_test(test_ordered_rows),
+      cmocka_unit_test(test_report_file_verified),
       cmocka_unit_test_setup(test_text_provenance_width, setup),
       cmocka_unit_test_setup(test_report_threads, setup),
       cmocka_unit_test(test_text_diagnosis),

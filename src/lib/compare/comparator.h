@@ -59,8 +59,9 @@ int pc_compare_walk(pc_run **out, const char *path_a, const char *path_b, const 
  * did_you_mean), except those in `names` (the run's pc_run.names, or NULL: none). */
 void pc_tensor_clear(pc_tensor *t, const pc_arena *names);
 
-/** The end of pc_compare_files once every tensor is done: the run-level judgement and the
+/** The end of pc_compare_files once every tensor is done: the run-level judgement, PC_EEMPTY
+ * for a run that compared nothing unless allow_empty (pc_options.allow_empty), and the
  * warnings about tolerance rules that match nothing. */
-int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err);
+int pc_run_conclude(pc_run *run, const pc_tolset *tols, bool allow_empty, pc_error *err);
 
 #endif

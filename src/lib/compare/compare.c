@@ -514,9 +514,9 @@ static int pc_warn_realigned(pc_cmp *c, const pc_pairing *pr, const char *file) 
  * tensor is done when it returns, so that the files can be closed. */
 static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, pc_error *err) {
   pc_pairing pr;
-  int rc = pc_pairing_build(&pr, fa, fb, file, c->o, &c->budget);
+  int rc = pc_pairing_build(&pr, fa, fb, file, c->o, &c->budget, err);
   if (rc < 0)
-    return pc_error_set(err, rc, "out of memory");
+    return rc;
   pc_tally_pairing(c, &pr);
   if (pc_warn_realigned(c, &pr, file) < 0 || pc_merge_attrs(&c->run->provenance[0], fa) < 0 ||
       pc_merge_attrs(&c->run->provenance[1], fb) < 0) {
@@ -537,11 +537,13 @@ static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, p
 
 /* --- folder mode ------------------------------------------------------------------------- */
 
-/* A file that stands for itself in the run: on one side only, not a dump, or unreadable; the
- * include and exclude globs see its path alone. */
+/* A file that stands for itself in the run: on one side only, not a dump, or unreadable. The
+ * include and exclude globs, which select tensors, may leave out a skipped one (its path alone);
+ * a file missing on one side or unreadable always counts, since it may hold tensors the globs
+ * select (docs/robustness.md, "Fail closed"). */
 static int pc_file_tensor(pc_cmp *c, const char *file, pc_verdict v, const char *why,
                           const char *suggest, pc_error *err) {
-  if (!pc_names_selected(c->o, file, NULL))
+  if (v == PC_VERDICT_SKIPPED && !pc_names_selected(c->o, file, NULL))
     return PC_OK;
   int rc = pc_reserve(c, 1, err);
   pc_tensor *t = rc == PC_OK ? pc_new_tensor(c, file, NULL, err) : NULL;
@@ -554,11 +556,13 @@ static int pc_file_tensor(pc_cmp *c, const char *file, pc_verdict v, const char 
 }
 
 /* One relative path of the folders: its paths under A and B (NULL for a side without it),
- * whether each is a dump, and the closest lone file of the other side, or NULL. */
+ * whether each is a dump, why a side cannot be compared (NULL when it can: see pc_entry_bad),
+ * and the closest lone file of the other side, or NULL. */
 typedef struct pc_entry {
   const char *rel;
   char *path[2];
   bool dump[2];
+  char *bad[2];
   const char *suggest;
 } pc_entry;
 
@@ -586,8 +590,21 @@ static int pc_run_pair_of_files(pc_cmp *c, const pc_entry *e, pc_error *err) {
   return rc;
 }
 
+/* An entry that a side cannot be read for is an error whatever the other side holds: an
+ * unreadable or empty file, a FIFO, a dangling link is never "not a dump" nor "missing". */
+static int pc_run_bad_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
+  char why[PC_ERROR_MESSAGE_MAX];
+  if (e->bad[0] && e->bad[1])
+    snprintf(why, sizeof why, "A: %s; B: %s", e->bad[0], e->bad[1]);
+  else
+    snprintf(why, sizeof why, "%s: %s", e->bad[0] ? "A" : "B", e->bad[0] ? e->bad[0] : e->bad[1]);
+  return pc_file_tensor(c, e->rel, PC_VERDICT_ERROR, why, NULL, err);
+}
+
 static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
   bool a = e->path[0] != NULL, b = e->path[1] != NULL;
+  if (e->bad[0] || e->bad[1])
+    return pc_run_bad_entry(c, e, err);
   if (strchr(e->rel, ':'))
     return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED,
                           "its path holds ':', which separates file and tensor in reports", NULL,
@@ -595,11 +612,9 @@ static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
   if (!(a && e->dump[0]) && !(b && e->dump[1]))
     return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED, "not a tensor dump", NULL, err);
   if (!a || !b) {
-    bool shown = pc_names_selected(c->o, e->rel, NULL);
-    c->a_count += a && shown;
-    c->b_count += b && shown;
-    if (shown)
-      pc_note_side(c, a ? 0 : 1, e->rel);
+    c->a_count += a;
+    c->b_count += b;
+    pc_note_side(c, a ? 0 : 1, e->rel);
     return pc_file_tensor(c, e->rel, a ? PC_VERDICT_MISSING_IN_B : PC_VERDICT_MISSING_IN_A,
                           a ? "file only in A" : "file only in B", e->suggest, err);
   }
@@ -609,6 +624,20 @@ static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
   return pc_run_pair_of_files(c, e, err);
 }
 
+/* Side s of entry e, from item it of its tree: its path, and whether it is a dump or why it
+ * cannot be told. PC_ENOMEM. */
+static int pc_entry_side(pc_entry *e, int s, const pc_tree_item *it, const char *root) {
+  pc_error why = {PC_OK, ""};
+  e->rel = it->rel;
+  if (!(e->path[s] = pc_tree_join(root, it->rel)))
+    return PC_ENOMEM;
+  if (it->why)
+    snprintf(why.message, sizeof why.message, "%s: %s", e->path[s], it->why);
+  else if (pc_file_sniff(e->path[s], &e->dump[s], &why) == PC_OK)
+    return PC_OK;
+  return (e->bad[s] = pc_strdup(why.message)) ? PC_OK : PC_ENOMEM;
+}
+
 /* The union of the two trees, sorted, with each side's full path and whether it is a dump. */
 static int pc_merge_trees(pc_entry **out, size_t *n, const pc_tree t[2], const char *root[2]) {
   pc_entry *v = calloc(t[0].n + t[1].n ? t[0].n + t[1].n : 1, sizeof *v);
@@ -616,16 +645,12 @@ static int pc_merge_trees(pc_entry **out, size_t *n, const pc_tree t[2], const c
   *out = v;
   *n = 0;
   while (v && (i[0] < t[0].n || i[1] < t[1].n)) {
-    int cmp = i[0] == t[0].n ? 1 : i[1] == t[1].n ? -1 : strcmp(t[0].rel[i[0]], t[1].rel[i[1]]);
+    int cmp = i[0] == t[0].n ? 1 : i[1] == t[1].n ? -1 : strcmp(t[0].v[i[0]].rel, t[1].v[i[1]].rel);
     pc_entry *e = &v[(*n)++];
-    for (int s = 0; s < 2; s++) {
-      if ((s == 0 && cmp > 0) || (s == 1 && cmp < 0))
-        continue;
-      e->rel = t[s].rel[i[s]++];
-      if (!(e->path[s] = pc_tree_join(root[s], e->rel)))
+    for (int s = 0; s < 2; s++)
+      if (!((s == 0 && cmp > 0) || (s == 1 && cmp < 0)) &&
+          pc_entry_side(e, s, &t[s].v[i[s]++], root[s]) < 0)
         return PC_ENOMEM;
-      e->dump[s] = pc_file_is_dump(e->path[s]);
-    }
   }
   return v ? PC_OK : PC_ENOMEM;
 }
@@ -664,10 +689,11 @@ static int pc_run_folders(pc_cmp *c, const char *root_a, const char *root_b, pc_
     rc = pc_error_set(err, PC_ENOMEM, "out of memory");
   for (size_t i = 0; rc == PC_OK && i < n; i++)
     rc = pc_run_entry(c, &v[i], err);
-  for (size_t i = 0; v && i < n; i++) {
-    free(v[i].path[0]);
-    free(v[i].path[1]);
-  }
+  for (size_t i = 0; v && i < n; i++)
+    for (int s = 0; s < 2; s++) {
+      free(v[i].path[s]);
+      free(v[i].bad[s]);
+    }
   free(v);
   pc_tree_free(&t[0]);
   pc_tree_free(&t[1]);
@@ -733,11 +759,29 @@ static int pc_check_args(const char *path_a, const char *path_b, const pc_option
   return PC_OK;
 }
 
-int pc_run_conclude(pc_run *run, const pc_tolset *tols, pc_error *err) {
+/* A run that would pass without one tensor compared and found within tolerance: no tensor
+ * took part, or every one was skipped. A gate's green must mean that something was compared. */
+static int pc_check_compared(const pc_run *run, pc_error *err) {
+  if (run->verdict != PC_RUN_PASS || run->by_verdict[PC_VERDICT_PASS])
+    return PC_OK;
+  if (!run->ntensors)
+    return pc_error_set(err, PC_EEMPTY,
+                        "%s vs %s: nothing was compared: no tensor takes part (the dumps hold "
+                        "none, or --include/--exclude left none)",
+                        run->path_a, run->path_b);
+  const pc_tensor *t = pc_run_at(run, 0);
+  return pc_error_set(
+      err, PC_EEMPTY, "%s vs %s: nothing was compared: all %zu tensors were skipped (e.g. %s: %s)",
+      run->path_a, run->path_b, run->ntensors, t->path, t->message ? t->message : "skipped");
+}
+
+int pc_run_conclude(pc_run *run, const pc_tolset *tols, bool allow_empty, pc_error *err) {
   int rc = pc_judge_run(run);
   pc_heap_release(); /* the judge's keys lie below the order it keeps: 9 MB at 200,000 tensors */
   if (rc < 0)
     return pc_error_set(err, rc, "out of memory");
+  if (!allow_empty && (rc = pc_check_compared(run, err)) < 0)
+    return rc;
   return pc_warn_unused_rules(run, tols, err);
 }
 
@@ -762,7 +806,7 @@ static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool di
   if (rc == PC_OK)
     rc = pc_check_common(c, err);
   if (rc == PC_OK && !c->sink)
-    rc = pc_run_conclude(c->run, o->tols, err);
+    rc = pc_run_conclude(c->run, o->tols, o->allow_empty, err);
   return rc;
 }
 

@@ -4,7 +4,10 @@
 #include "loader.h"
 #include "pc_internal.h"
 
-#include <stdlib.h> /* malloc, free */
+#include <errno.h>    /* errno, ENOENT */
+#include <stdlib.h>   /* malloc, free */
+#include <string.h>   /* strchr, strlen, memcpy */
+#include <sys/stat.h> /* stat, S_ISDIR */
 
 /* FNV-1a, 64 bits (Fowler, Noll, Vo): cheap, streaming, and enough to tell a changed input from
  * the approved one; it is no defence against a forger. */
@@ -52,5 +55,57 @@ int pc_content_hashes(const char *file_path, const char *const *paths, size_t n,
       rc = hash_dataset(f, d, &out[i], err);
   }
   pc_file_close(f);
+  return rc;
+}
+
+/* One dataset "FILE:DATASET" of folder root, with *f the file last opened (*at its FILE, a
+ * malloc'd "root/FILE"); paths of one file in a row open it once. */
+static int hash_in_folder(const char *root, const char *path, pc_file **f, char **at, uint64_t *out,
+                          bool *found, pc_error *err) {
+  const char *colon = strchr(path, ':');
+  *out = 0;
+  *found = false;
+  if (!colon)
+    return PC_OK;
+  size_t nr = strlen(root), nf = (size_t)(colon - path);
+  char *file = malloc(nr + nf + 2);
+  if (!file)
+    return pc_error_set(err, PC_ENOMEM, "out of memory hashing %s", path);
+  memcpy(file, root, nr);
+  file[nr] = '/';
+  memcpy(file + nr + 1, path, nf);
+  file[nr + 1 + nf] = '\0';
+  struct stat st;
+  int rc = PC_OK;
+  if (*at && strcmp(*at, file) == 0) {
+    free(file);
+  } else {
+    pc_file_close(*f);
+    *f = NULL;
+    free(*at);
+    *at = file;
+    if (stat(file, &st) != 0 && errno == ENOENT)
+      return PC_OK; /* a file gone: the tensor is not found */
+    rc = pc_file_open(f, file, err);
+  }
+  const pc_dataset *d = rc == PC_OK && *f ? pc_file_find(*f, colon + 1) : NULL;
+  *found = numeric(d);
+  return *found ? hash_dataset(*f, d, out, err) : rc;
+}
+
+int pc_content_hashes_at(const char *root, const char *const *paths, size_t n, uint64_t *out,
+                         bool *found, pc_error *err) {
+  struct stat st;
+  if (n == 0) /* nothing to hash: the side is not read */
+    return PC_OK;
+  if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode))
+    return pc_content_hashes(root, paths, n, out, found, err);
+  pc_file *f = NULL;
+  char *at = NULL;
+  int rc = PC_OK;
+  for (size_t i = 0; i < n && rc == PC_OK; i++)
+    rc = hash_in_folder(root, paths[i], &f, &at, &out[i], &found[i], err);
+  pc_file_close(f);
+  free(at);
   return rc;
 }

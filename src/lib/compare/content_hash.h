@@ -18,4 +18,11 @@
 int pc_content_hashes(const char *file_path, const char *const *paths, size_t n, uint64_t *out,
                       bool *found, pc_error *err);
 
+/** pc_content_hashes for the side of a run at `root`: a file as above; a folder (folder mode),
+ * whose paths read "FILE:DATASET", each hashed in root/FILE; a FILE that is not there, or a path
+ * without ':', is not found. PC_EIO when a file there cannot be opened; with n = 0 nothing is
+ * opened. */
+int pc_content_hashes_at(const char *root, const char *const *paths, size_t n, uint64_t *out,
+                         bool *found, pc_error *err);
+
 #endif

@@ -3,13 +3,23 @@
 #include "pc_internal.h"
 
 #include <dirent.h>   /* opendir, readdir, closedir */
-#include <errno.h>    /* errno */
+#include <errno.h>    /* errno, ENOENT */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, realloc, qsort, free */
 #include <string.h>   /* strcmp, strlen, strerror */
-#include <sys/stat.h> /* stat, lstat, S_ISDIR, S_ISREG */
+#include <sys/stat.h> /* stat, lstat, S_ISDIR, S_ISREG, S_ISLNK */
 
 enum { PC_TREE_DEPTH_MAX = 64 };
+
+/* A walk in progress: the folders from the root down to the one being read, by device and
+ * inode, so that a symbolic link back to one of them is told from a folder to walk. */
+typedef struct pc_walk {
+  pc_tree *t;
+  const char *root;
+  int depth;
+  dev_t dev[PC_TREE_DEPTH_MAX + 1];
+  ino_t ino[PC_TREE_DEPTH_MAX + 1];
+} pc_walk;
 
 char *pc_tree_join(const char *root, const char *rel) {
   size_t n = strlen(root) + strlen(rel) + 2;
@@ -19,77 +29,122 @@ char *pc_tree_join(const char *root, const char *rel) {
   return s;
 }
 
-static int pc_tree_add(pc_tree *t, char *rel) {
+/* Adds rel with why (a constant, copied; NULL for a file); the tree owns rel from here on,
+ * even on failure. */
+static int pc_tree_add(pc_tree *t, char *rel, const char *why) {
+  char *w = why ? pc_strdup(why) : NULL;
   if (t->n == t->cap) {
     size_t cap = t->cap ? 2 * t->cap : 16;
-    char **r = realloc(t->rel, cap * sizeof *r);
-    if (!r)
-      return PC_ENOMEM;
-    t->rel = r;
-    t->cap = cap;
+    pc_tree_item *v = realloc(t->v, cap * sizeof *v);
+    if (v) {
+      t->v = v;
+      t->cap = cap;
+    }
   }
-  t->rel[t->n++] = rel;
+  if (t->n == t->cap || (why && !w)) {
+    free(rel);
+    free(w);
+    return PC_ENOMEM;
+  }
+  t->v[t->n++] = (pc_tree_item){rel, w};
   return PC_OK;
 }
 
-static int pc_tree_walk(pc_tree *t, const char *root, const char *sub, int depth, pc_error *err);
-
-/* One folder entry `name` of folder `sub` (relative, "" for the root). */
-static int pc_tree_entry(pc_tree *t, const char *root, const char *sub, const char *name, int depth,
-                         pc_error *err) {
-  char *rel = *sub ? pc_tree_join(sub, name) : pc_strdup(name);
-  char *full = rel ? pc_tree_join(root, rel) : NULL;
-  struct stat st, lst;
-  int rc = full ? PC_OK : pc_error_set(err, PC_ENOMEM, "out of memory");
-  if (rc == PC_OK && lstat(full, &lst) == 0 && S_ISDIR(lst.st_mode)) {
-    rc = pc_tree_walk(t, root, rel, depth + 1, err);
-  } else if (rc == PC_OK && stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-    rc = pc_tree_add(t, rel) < 0 ? pc_error_set(err, PC_ENOMEM, "out of memory") : PC_OK;
-    if (rc == PC_OK)
-      rel = NULL; /* the tree owns it now */
-  }
-  free(rel);
-  free(full);
-  return rc;
+static bool pc_walk_above(const pc_walk *w, const struct stat *st) {
+  for (int i = 0; i <= w->depth; i++)
+    if (w->dev[i] == st->st_dev && w->ino[i] == st->st_ino)
+      return true;
+  return false;
 }
 
-static int pc_tree_walk(pc_tree *t, const char *root, const char *sub, int depth, pc_error *err) {
-  char *dir = *sub ? pc_tree_join(root, sub) : pc_strdup(root);
+/* What an entry that is neither a folder nor a regular file is. */
+static const char *pc_odd_kind(mode_t mode) {
+  return S_ISFIFO(mode)                   ? "a FIFO, not a regular file"
+         : S_ISSOCK(mode)                 ? "a socket, not a regular file"
+         : S_ISCHR(mode) || S_ISBLK(mode) ? "a device, not a regular file"
+                                          : "not a regular file";
+}
+
+static int pc_tree_walk(pc_walk *w, const char *sub, const struct stat *st, pc_error *err);
+
+/* Entry `rel` (owned from here on) at `full`: a file, a folder to walk, or an odd item. */
+static int pc_tree_entry(pc_walk *w, char *rel, const char *full, pc_error *err) {
+  struct stat st, lst;
+  bool link = lstat(full, &lst) == 0 && S_ISLNK(lst.st_mode);
+  int rc = PC_OK;
+  if (stat(full, &st) != 0) {
+    rc = pc_tree_add(w->t, rel,
+                     link && errno == ENOENT  ? "dangling symbolic link"
+                     : link && errno == ELOOP ? "symbolic link loop"
+                                              : strerror(errno));
+  } else if (S_ISDIR(st.st_mode) && pc_walk_above(w, &st)) {
+    rc = pc_tree_add(w->t, rel, "symbolic link to a folder above it (a loop)");
+  } else if (S_ISDIR(st.st_mode)) {
+    rc = pc_tree_walk(w, rel, &st, err);
+    free(rel);
+    return rc;
+  } else {
+    rc = pc_tree_add(w->t, rel, S_ISREG(st.st_mode) ? NULL : pc_odd_kind(st.st_mode));
+  }
+  return rc < 0 ? pc_error_set(err, rc, "out of memory") : PC_OK;
+}
+
+/* Folder `sub` (relative, "" for the root), whose stat is st. */
+static int pc_tree_walk(pc_walk *w, const char *sub, const struct stat *st, pc_error *err) {
+  char *dir = *sub ? pc_tree_join(w->root, sub) : pc_strdup(w->root);
   if (!dir)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
-  if (depth > PC_TREE_DEPTH_MAX) {
+  if (w->depth >= PC_TREE_DEPTH_MAX) {
     int rc = pc_error_set(err, PC_EIO, "%s: folders nested deeper than %d", dir, PC_TREE_DEPTH_MAX);
     free(dir);
     return rc;
   }
+  w->depth++;
+  w->dev[w->depth] = st->st_dev;
+  w->ino[w->depth] = st->st_ino;
   DIR *d = opendir(dir);
   int rc = d ? PC_OK : pc_error_set(err, PC_EIO, "%s: %s", dir, strerror(errno));
-  for (struct dirent *e; rc == PC_OK && d && (e = readdir(d));)
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-      rc = pc_tree_entry(t, root, sub, e->d_name, depth, err);
+  for (struct dirent *e; rc == PC_OK && d && (e = readdir(d));) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    char *rel = *sub ? pc_tree_join(sub, e->d_name) : pc_strdup(e->d_name);
+    char *full = rel ? pc_tree_join(w->root, rel) : NULL;
+    if (!full) {
+      free(rel);
+      rc = pc_error_set(err, PC_ENOMEM, "out of memory");
+    } else {
+      rc = pc_tree_entry(w, rel, full, err);
+    }
+    free(full);
+  }
   if (d)
     closedir(d);
+  w->depth--;
   free(dir);
   return rc;
 }
 
 static int pc_cmp_rel(const void *x, const void *y) {
-  return strcmp(*(char *const *)x, *(char *const *)y);
+  return strcmp(((const pc_tree_item *)x)->rel, ((const pc_tree_item *)y)->rel);
 }
 
 int pc_tree_list(pc_tree *t, const char *root, pc_error *err) {
-  t->rel = NULL;
-  t->n = t->cap = 0;
-  int rc = pc_tree_walk(t, root, "", 0, err);
+  struct stat st;
+  *t = (pc_tree){NULL, 0, 0};
+  if (stat(root, &st) != 0)
+    return pc_error_set(err, PC_EIO, "%s: %s", root, strerror(errno));
+  pc_walk w = {.t = t, .root = root, .depth = -1};
+  int rc = pc_tree_walk(&w, "", &st, err);
   if (rc == PC_OK)
-    qsort(t->rel, t->n, sizeof *t->rel, pc_cmp_rel);
+    qsort(t->v, t->n, sizeof *t->v, pc_cmp_rel);
   return rc;
 }
 
 void pc_tree_free(pc_tree *t) {
-  for (size_t i = 0; i < t->n; i++)
-    free(t->rel[i]);
-  free(t->rel);
-  t->rel = NULL;
-  t->n = t->cap = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    free(t->v[i].rel);
+    free(t->v[i].why);
+  }
+  free(t->v);
+  *t = (pc_tree){NULL, 0, 0};
 }

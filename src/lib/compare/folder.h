@@ -7,15 +7,25 @@
 
 #include <stddef.h> /* size_t */
 
-/* Paths relative to a folder, sorted by strcmp. */
+/* One entry under the folder: a regular file (why NULL), or something that stands where a file
+ * could be but cannot be compared (why says what: a FIFO, a dangling link, a link loop), which
+ * the comparator reports rather than drops (docs/robustness.md, "Fail closed"). */
+typedef struct pc_tree_item {
+  char *rel; /* the path relative to the folder */
+  char *why; /* malloc'd, or NULL */
+} pc_tree_item;
+
+/* Entries sorted by strcmp of rel. */
 typedef struct pc_tree {
-  char **rel;
+  pc_tree_item *v;
   size_t n, cap;
 } pc_tree;
 
-/** Every regular file under folder `root`, recursively, into t (zeroed first): symbolic links
- * to files count as files, links to folders are not followed (no cycles). PC_EIO naming the
- * folder that cannot be read, or one nested deeper than 64; PC_ENOMEM. */
+/** Every entry under folder `root`, recursively, into t (zeroed first): regular files, and
+ * symbolic links to them, as files; symbolic links to folders are followed, but one that leads
+ * back to a folder above it is an item with a why, as are dangling links, FIFOs, sockets and
+ * devices. PC_EIO naming the folder that cannot be read, or one nested deeper than 64;
+ * PC_ENOMEM. */
 int pc_tree_list(pc_tree *t, const char *root, pc_error *err);
 
 void pc_tree_free(pc_tree *t);

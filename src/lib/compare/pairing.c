@@ -150,23 +150,54 @@ static void pc_side_free(pc_side *side, bool owned) {
   pc_spill_free(side->v, side->mapped);
 }
 
+static int pc_cmp_named_at(const void *x, const void *y) {
+  int c = pc_cmp_named(x, y);
+  const pc_named *p = *(pc_named *const *)x, *q = *(pc_named *const *)y;
+  return c ? c : (p > q) - (p < q); /* one name: in file order */
+}
+
+/* Two datasets of one side that a prefix or a map gave one name: which of them pairs would
+ * depend on the file's order, so that is an error naming both (PC_EUSAGE), on either side. */
+static int pc_side_unique(const pc_side *s, const char *side, const char *rel, pc_error *err) {
+  pc_named **v = malloc((s->n ? s->n : 1) * sizeof *v);
+  if (!v)
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  for (size_t i = 0; i < s->n; i++) {
+    pc_spill_touch(&s->v[i]);
+    v[i] = &s->v[i];
+  }
+  qsort(v, s->n, sizeof *v, pc_cmp_named_at);
+  int rc = PC_OK;
+  for (size_t i = 1; rc == PC_OK && i < s->n; i++)
+    if (strcmp(v[i - 1]->name, v[i]->name) == 0)
+      rc = pc_error_set(
+          err, PC_EUSAGE, "%s%s%s: two tensors map to %s: %s and %s (--strip-prefix, --map)", side,
+          rel ? " " : "", rel ? rel : "", v[i]->name, v[i - 1]->d->path, v[i]->d->path);
+  free(v);
+  return rc;
+}
+
 int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, const char *rel,
-                     const pc_options *o, uint64_t *budget) {
+                     const pc_options *o, uint64_t *budget, pc_error *err) {
   pc_side a = {NULL, 0, 0}, b = {NULL, 0, 0};
   *out = (pc_pairing){NULL, 0, 0, 0, 0, 0, pc_names_owned(o), 0, -1};
   int rc = pc_side_names(&a, fa, false, rel, o);
   if (rc == PC_OK)
     rc = pc_side_names(&b, fb, true, rel, o);
-  if (rc == PC_OK)
-    rc = pc_match_all(out, a.v, a.n, b.v, b.n);
+  if (rc == PC_ENOMEM)
+    pc_error_set(err, rc, "out of memory");
+  if (rc == PC_OK && out->owns_names && (rc = pc_side_unique(&a, "A", rel, err)) == PC_OK)
+    rc = pc_side_unique(&b, "B", rel, err);
+  if (rc == PC_OK && (rc = pc_match_all(out, a.v, a.n, b.v, b.n)) < 0)
+    pc_error_set(err, rc, "out of memory");
   out->a_count = a.n;
   out->b_count = b.n;
   pc_side_free(&a, out->owns_names); /* the names are the matches' now */
   pc_side_free(&b, out->owns_names);
-  if (rc == PC_OK)
-    rc = pc_realign(out);
-  if (rc == PC_OK)
-    rc = pc_suggest_matches(out, budget);
+  if (rc == PC_OK && (rc = pc_realign(out)) < 0)
+    pc_error_set(err, rc, "out of memory");
+  if (rc == PC_OK && (rc = pc_suggest_matches(out, budget)) < 0)
+    pc_error_set(err, rc, "out of memory");
   if (rc < 0)
     pc_pairing_free(out);
   return rc;

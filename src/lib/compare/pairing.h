@@ -32,9 +32,10 @@ typedef struct pc_pairing {
 
 /** Pairs the datasets of fa and fb under options o. `rel` is the files' relative path in folder
  * mode (globs may match "rel:name"), else NULL. Suggestions spend *budget (names.h).
+ * PC_EUSAGE naming both when prefixes or maps give two datasets of one side one name;
  * PC_ENOMEM. */
 int pc_pairing_build(pc_pairing *out, const pc_file *fa, const pc_file *fb, const char *rel,
-                     const pc_options *o, uint64_t *budget);
+                     const pc_options *o, uint64_t *budget, pc_error *err);
 
 void pc_pairing_free(pc_pairing *p);
 

@@ -40,6 +40,7 @@ typedef struct pc_work {
 struct pc_plan {
   pc_run *run; /* walked, not yet judged */
   const pc_tolset *tols;
+  bool allow_empty; /* pc_options.allow_empty, for pc_run_conclude */
   bool quantiles;
   size_t block;
   unsigned nprocs;
@@ -172,6 +173,7 @@ int pc_plan_make(pc_plan **out, const char *path_a, const char *path_b, const pc
   if (!p)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
   p->tols = opts->tols;
+  p->allow_empty = opts->allow_empty;
   p->quantiles = !opts->skip_quantiles;
   p->block = opts->block_elems ? opts->block_elems : PC_DEFAULT_BLOCK_ELEMS;
   p->nprocs = nprocs;
@@ -365,7 +367,7 @@ int pc_plan_finish(pc_plan *p, pc_run **out, pc_error *err) {
     return pc_error_set(err, PC_EUSAGE, "pc_plan_finish: bad arguments");
   int rc = pc_replay_all(p, err);
   if (rc == PC_OK)
-    rc = pc_run_conclude(p->run, p->tols, err);
+    rc = pc_run_conclude(p->run, p->tols, p->allow_empty, err);
   if (rc < 0)
     return rc;
   *out = p->run;

@@ -131,44 +131,56 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
   return PC_OK;
 }
 
-/* The format whose magic bytes f starts with. A read error is said as such: a file that
- * cannot be read is not "not a tensor dump". */
-static int pc_sniff(pc_file *f, pc_error *err) {
-  /* torch.save's legacy (non-zip) format opens with a pickled magic number: protocol 2, a
-   * 10-byte long 0x1950a86a20f9469cfc6c (torch/serialization.py, MAGIC_NUMBER). */
-  static const unsigned char legacy_torch[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
-                                               0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
-  unsigned char head[sizeof legacy_torch];
-  ssize_t got = pread(f->fd, head, sizeof head, 0);
-  if (got < 0)
+/* The format whose magic bytes f starts with, or f->format NULL for none. A read error is said
+ * as such: a file that cannot be read is not "not a tensor dump". */
+static int pc_sniff_format(pc_file *f, pc_error *err) {
+  unsigned char head[16];
+  if (pread(f->fd, head, sizeof head, 0) < 0)
     return pc_error_set(err, PC_EIO, "%s: cannot read: %s", f->path, strerror(errno));
   for (size_t i = 0; !f->format && i < sizeof pc_formats / sizeof *pc_formats; i++)
     if (pc_formats[i]->sniff(f))
       f->format = pc_formats[i];
-  if (!f->format && got == (ssize_t)sizeof head && memcmp(head, legacy_torch, sizeof head) == 0)
+  return PC_OK;
+}
+
+/* torch.save's legacy (non-zip) format opens with a pickled magic number: protocol 2, a
+ * 10-byte long 0x1950a86a20f9469cfc6c (torch/serialization.py, MAGIC_NUMBER). */
+static bool pc_legacy_torch(const pc_file *f) {
+  static const unsigned char magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                        0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  unsigned char head[sizeof magic];
+  return pread(f->fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+         memcmp(head, magic, sizeof head) == 0;
+}
+
+static int pc_sniff(pc_file *f, pc_error *err) {
+  int rc = pc_sniff_format(f, err);
+  if (rc == PC_OK && !f->format && pc_legacy_torch(f))
     return pc_error_set(err, PC_EIO,
                         "%s: not a tensor dump (HDF5, safetensors, npy or npz): a torch.save "
                         "file of the legacy (non-zip) format (convert it: python3 -m "
                         "paritycheck.dump convert FILE OUT.h5)",
                         f->path);
-  if (!f->format)
+  if (rc == PC_OK && !f->format)
     return pc_error_set(err, PC_EIO, "%s: not a tensor dump (HDF5, safetensors, npy or npz)",
                         f->path);
-  return PC_OK;
+  return rc;
 }
 
-bool pc_file_is_dump(const char *path) {
+int pc_file_sniff(const char *path, bool *dump, pc_error *err) {
   struct stat st;
   pc_file f = {.path = (char *)path, .fd = -1};
-  if (pc_check_regular(path, &st, NULL) < 0 || pc_open_fd(&f, &st, NULL) < 0) {
-    if (f.fd >= 0)
-      close(f.fd);
-    return false;
+  *dump = false;
+  int rc = pc_check_regular(path, &st, err);
+  if (rc == PC_OK) {
+    f.size = (uint64_t)st.st_size;
+    rc = pc_open_fd(&f, &st, err);
   }
-  f.size = (uint64_t)st.st_size;
-  bool known = pc_sniff(&f, NULL) == PC_OK;
-  close(f.fd);
-  return known;
+  if (rc == PC_OK && (rc = pc_sniff_format(&f, err)) == PC_OK)
+    *dump = f.format != NULL;
+  if (f.fd >= 0)
+    close(f.fd);
+  return rc;
 }
 
 /* A dump whose writer failed part way says so in a file attribute `incomplete` (its value: why;

@@ -74,9 +74,12 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err);
 /** Close the file; NULL is accepted. */
 void pc_file_close(pc_file *f);
 
-/** Whether `path` is a non-empty regular file whose magic bytes some format recognises (it may
- * still be corrupt): what folder mode tells tensor dumps from other files by. */
-bool pc_file_is_dump(const char *path);
+/** *dump: whether `path` is a regular file whose magic bytes some format recognises (it may
+ * still be corrupt): what folder mode tells tensor dumps from other files by. PC_EIO (naming
+ * the file) when that cannot be told: the file is missing, empty, not a regular file or cannot
+ * be opened or read. A file that cannot be read is never "not a dump" (docs/robustness.md,
+ * "Fail closed"). */
+int pc_file_sniff(const char *path, bool *dump, pc_error *err);
 
 /** The file's datasets, in walk order: each group's links in creation order when the group
  * tracks it, else by name, depth first. A group reached by several links is walked once. */

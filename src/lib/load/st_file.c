@@ -152,7 +152,19 @@ static int pc_st_by_begin(const void *x, const void *y) {
   return a->begin < b->begin ? -1 : a->begin > b->begin;
 }
 
-/* Two tensors whose bytes overlap are both errors (one write would change the other). */
+/* Marks d an error whose bytes overlap those of `other`, unless an earlier overlap did. */
+static int pc_st_overlap(pc_file *f, pc_dataset *d, const pc_dataset *other) {
+  char why[PC_ERROR_MESSAGE_MAX];
+  if (d->kind == PC_KIND_ERROR)
+    return PC_OK;
+  snprintf(why, sizeof why, "its bytes overlap those of %s", other->path);
+  return pc_dataset_set_error(f, d, why);
+}
+
+/* Two tensors whose bytes overlap are both errors (one write would change the other): every
+ * overlapping pair, not only neighbours by offset, since a run that reaches past its neighbour
+ * (a = [0, 40) over b = [8, 16) and c = [24, 32)) overlaps later runs too. Runs are taken by
+ * their first byte and each is checked against the one that reaches furthest before it. */
 static int pc_st_overlaps(pc_file *f, pc_error *err) {
   pc_flat_file *s = pc_flat_of(f);
   pc_st_run *runs = malloc((f->n ? f->n : 1) * sizeof *runs);
@@ -165,16 +177,15 @@ static int pc_st_overlaps(pc_file *f, pc_error *err) {
                               s->arrays[i].offset + f->ds[i].count * f->ds[i].elem_size, i};
   qsort(runs, n, sizeof *runs, pc_st_by_begin);
   int rc = PC_OK;
+  size_t far = 0; /* the run before i that ends last */
   for (size_t i = 1; i < n && rc == PC_OK; i++) {
-    if (runs[i].begin >= runs[i - 1].end)
-      continue;
-    char why[PC_ERROR_MESSAGE_MAX];
-    pc_dataset *x = &f->ds[runs[i - 1].ds], *y = &f->ds[runs[i].ds];
-    snprintf(why, sizeof why, "its bytes overlap those of %s", y->path);
-    rc = pc_dataset_set_error(f, x, why);
-    snprintf(why, sizeof why, "its bytes overlap those of %s", x->path);
-    if (rc == PC_OK)
-      rc = pc_dataset_set_error(f, y, why);
+    if (runs[i].begin < runs[far].end) {
+      pc_dataset *x = &f->ds[runs[far].ds], *y = &f->ds[runs[i].ds];
+      if ((rc = pc_st_overlap(f, x, y)) == PC_OK)
+        rc = pc_st_overlap(f, y, x);
+    }
+    if (runs[i].end > runs[far].end)
+      far = i;
   }
   free(runs);
   return rc < 0 ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path) : PC_OK;

@@ -571,13 +571,17 @@ static double pc_int_to_double(int64_t v, bool u64) {
   return u64 ? (double)(uint64_t)v : (double)v;
 }
 
+static void pc_mixed_element(const pc_kernel_args *k, double f, int64_t v, bool u64, bool int_is_a,
+                             uint64_t idx);
+
+/* One side integers, the other floats: pc_mixed_element (below, with the integers' helpers). */
 void pc_kernel_mixed(const pc_kernel_args *k, const double *a_vals, const int64_t *a_ints,
                      bool a_u64, const double *b_vals, const int64_t *b_ints, bool b_u64) {
-  for (size_t i = 0; i < k->n; i++) {
-    double a = a_vals ? a_vals[i] : pc_int_to_double(a_ints[i], a_u64);
-    double b = b_vals ? b_vals[i] : pc_int_to_double(b_ints[i], b_u64);
-    pc_real_element(k, a, b, k->base + i);
-  }
+  for (size_t i = 0; i < k->n; i++)
+    if (a_vals)
+      pc_mixed_element(k, a_vals[i], b_ints[i], b_u64, false, k->base + i);
+    else
+      pc_mixed_element(k, b_vals[i], a_ints[i], a_u64, true, k->base + i);
 }
 
 /* An integer as sign and magnitude, so that int64 and uint64 values compare exactly. */
@@ -613,6 +617,37 @@ static void pc_set_worst_int(pc_stats *s, pc_sm a, pc_sm b) {
   s->worst_int_mag[1] = b.mag;
 }
 
+/* |f - i| for a finite double f and an integer i, zero only when they are equal: i is split
+ * into its bits above the lowest 11 (at most 53 significant bits) and those 11, each exact in
+ * double, so that int64 2^53 + 1 is not taken for float64 2^53, as i rounded to double would
+ * be. f - hi is exact when they are within a factor of two (Sterbenz), and far larger than the
+ * low part otherwise. */
+static double pc_mixed_distance(double f, pc_sm i) {
+  uint64_t low = i.mag & 0x7FF;
+  double hi = (double)(i.mag - low), lo = (double)low;
+  return i.neg ? fabs((f + hi) + lo) : fabs((f - hi) - lo);
+}
+
+/* An integer v against a float f (docs/metrics.md, "Per element"): a non-finite f is judged
+ * as floats are; else equal only when f is that integer exactly, with abs = |f - v| from
+ * pc_mixed_distance; ulp as for floats, from v rounded to the compare dtype. */
+static void pc_mixed_element(const pc_kernel_args *k, double f, int64_t v, bool u64, bool int_is_a,
+                             uint64_t idx) {
+  pc_sm i = pc_to_sm(v, u64);
+  double id = pc_sm_double(i), a = int_is_a ? id : f, b = int_is_a ? f : id;
+  if (!isfinite(f)) {
+    pc_real_element(k, a, b, idx);
+    return;
+  }
+  const double av[2] = {a, 0}, bv[2] = {b, 0};
+  pc_elem e = {0, 0, 0, false, false, false};
+  e.abs = pc_mixed_distance(f, i);
+  e.equal = e.abs == 0;
+  e.rel = pc_rel(e.abs, fabs(a));
+  e.ulp = pc_ulp_distance(a, b, k->compare);
+  pc_fold(k, &e, idx, av, bv, fabs(a));
+}
+
 void pc_kernel_int(const pc_kernel_args *k, const int64_t *a, bool a_u64, const int64_t *b,
                    bool b_u64) {
   for (size_t i = 0; i < k->n; i++) {
@@ -639,6 +674,14 @@ static double pc_component_diff(double a, double b, bool *inf_mis) {
   return b - a;
 }
 
+/* The modulus of a's finite components: the scale that rel and the rtol test judge the error
+ * by. An inf that both sides match adds nothing to abs (pc_component_diff), and must not make
+ * the other component's error relative to an infinite |a| (inf+0j vs inf+1j: rel 0, passing
+ * any rtol); without it, that error is judged against what is left. */
+static double pc_finite_modulus(const double *a) {
+  return hypot(isinf(a[0]) ? 0 : a[0], isinf(a[1]) ? 0 : a[1]);
+}
+
 static pc_elem pc_measure_complex(const double *a, const double *b, pc_dtype dt) {
   pc_elem e = {0, 0, 0, false, false, false};
   bool na = isnan(a[0]) || isnan(a[1]), nb = isnan(b[0]) || isnan(b[1]);
@@ -652,7 +695,7 @@ static pc_elem pc_measure_complex(const double *a, const double *b, pc_dtype dt)
   double di = pc_component_diff(a[1], b[1], &e.inf_mis);
   e.equal = dr == 0 && di == 0;
   e.abs = e.inf_mis ? INFINITY : hypot(dr, di);
-  e.rel = e.inf_mis ? INFINITY : pc_rel(e.abs, hypot(a[0], a[1]));
+  e.rel = e.inf_mis ? INFINITY : pc_rel(e.abs, pc_finite_modulus(a));
   uint64_t ur = pc_ulp_distance(a[0], b[0], dt), ui = pc_ulp_distance(a[1], b[1], dt);
   e.ulp = ur > ui ? ur : ui;
   return e;
@@ -662,7 +705,7 @@ void pc_kernel_complex(const pc_kernel_args *k, const double *a, const double *b
   for (size_t i = 0; i < k->n; i++) {
     const double *ai = &a[2 * i], *bi = &b[2 * i];
     pc_elem e = pc_measure_complex(ai, bi, k->compare);
-    pc_fold(k, &e, k->base + i, ai, bi, hypot(ai[0], ai[1]));
+    pc_fold(k, &e, k->base + i, ai, bi, pc_finite_modulus(ai));
   }
 }
 

@@ -3,6 +3,7 @@
  * tensors sorted by path, so that a review diff shows exactly what changed) and reads back with
  * libyaml's document API, each error at its node's line and column. */
 #include "content_hash.h"
+#include "json_util.h"
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -47,6 +48,7 @@ typedef struct approval {
 struct pc_approvals {
   approval *v; /* sorted by tensor path */
   size_t n;
+  char *tol_source, *tol_digest; /* the "tolerances" record; NULL when the file has none */
 };
 
 static void approval_clear(approval *a) {
@@ -62,7 +64,17 @@ void pc_approvals_free(pc_approvals *ap) {
   for (size_t i = 0; i < ap->n; i++)
     approval_clear(&ap->v[i]);
   free(ap->v);
+  free(ap->tol_source);
+  free(ap->tol_digest);
   free(ap);
+}
+
+const char *pc_approvals_tolerance_mismatch(const pc_approvals *ap, const char *path,
+                                            const pc_tol_record *now, char *buf, size_t size) {
+  if (!ap)
+    return NULL;
+  pc_gate g = {.path = (char *)path, .tol_source = ap->tol_source, .tol_digest = ap->tol_digest};
+  return pc_gate_tolerance_mismatch(&g, now, buf, size);
 }
 
 static int by_tensor(const void *x, const void *y) {
@@ -97,15 +109,20 @@ static bool holds(double x, double x0, bool floor) {
 /* ---- writing ------------------------------------------------------------------------------ */
 
 /* A YAML double-quoted scalar: backslash, quote and every control character escaped. */
+/* s double-quoted for YAML. A byte that is not part of valid UTF-8 is written "\\xff", which
+ * YAML reads as U+00FF: the file stays readable (libyaml refuses invalid UTF-8), the text for
+ * people; a tensor's exact bytes go into tensor_bytes (put_approval). */
 static void put_quoted(FILE *f, const char *s) {
   fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = *p < 0x80 ? 1 : pc_report_utf8_len(p);
     if (*p == '"' || *p == '\\')
       fprintf(f, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f)
+    else if (*p < 0x20 || *p == 0x7f || n == 0)
       fprintf(f, "\\x%02x", *p);
     else
-      fputc(*p, f);
+      fwrite(p, 1, n, f);
+    p += n ? n : 1;
   }
   fputc('"', f);
 }
@@ -122,6 +139,12 @@ static void put_number(FILE *f, double x) {
 static void put_approval(FILE *f, const approval *a) {
   fputs("  - tensor: ", f);
   put_quoted(f, a->tensor);
+  if (!pc_json_valid_utf8(a->tensor)) {
+    json_t *hex = pc_json_hex(a->tensor);
+    fputs("\n    tensor_bytes: ", f);
+    put_quoted(f, hex ? json_string_value(hex) : ""); /* "": unreadable, so never in place */
+    json_decref(hex);
+  }
   fputs("\n    by: ", f);
   put_quoted(f, a->by);
   fputs("\n    date: ", f);
@@ -165,8 +188,27 @@ static void put_attributes(FILE *f, const pc_run *run) {
   }
 }
 
+/* The tolerance set the approvals were judged under (pc_tol_record), when the caller gave it. */
+static void put_tolerances(FILE *f, const pc_tol_record *t) {
+  if (!t || !t->digest)
+    return;
+  fputs("tolerances:\n  source: ", f);
+  put_quoted(f, t->source ? t->source : "");
+  fputs("\n  digest: ", f);
+  put_quoted(f, t->digest);
+  fputc('\n', f);
+}
+
+/* An approval file written is read before it replaces the old one (pc_report_file.verify). */
+static int reads_back(const char *tmp, pc_error *err) {
+  pc_approvals *ap = NULL;
+  int rc = pc_approvals_load(&ap, tmp, err);
+  pc_approvals_free(ap);
+  return rc;
+}
+
 static int write_file(const char *path, const approval *v, size_t n, const pc_run *run,
-                      pc_error *err) {
+                      const pc_tol_record *tols, pc_error *err) {
   pc_report_file rf;
   int rc = pc_report_open(&rf, path, err);
   if (rc < 0)
@@ -178,9 +220,11 @@ static int write_file(const char *path, const approval *v, size_t n, const pc_ru
   put_quoted(rf.f, run->path_b);
   fputc('\n', rf.f);
   put_attributes(rf.f, run);
+  put_tolerances(rf.f, tols);
   fputs(n ? "approvals:\n" : "approvals: []\n", rf.f);
   for (size_t i = 0; i < n; i++)
     put_approval(rf.f, &v[i]);
+  rf.verify = reads_back;
   return pc_report_close(&rf, "the approval file", err);
 }
 
@@ -221,8 +265,8 @@ static int hash_inputs(approval *v, size_t n, const pc_run *run, pc_error *err) 
   int rc = paths && h && found ? PC_OK : pc_error_set(err, PC_ENOMEM, "out of memory");
   for (size_t i = 0; i < n && rc == PC_OK; i++)
     paths[i] = v[i].tensor;
-  if (rc == PC_OK && (rc = pc_content_hashes(run->path_a, paths, n, h, found, err)) == PC_OK)
-    rc = pc_content_hashes(run->path_b, paths, n, h + n, found, err);
+  if (rc == PC_OK && (rc = pc_content_hashes_at(run->path_a, paths, n, h, found, err)) == PC_OK)
+    rc = pc_content_hashes_at(run->path_b, paths, n, h + n, found, err);
   for (size_t i = 0; i < n && rc == PC_OK; i++) {
     v[i].hash_a = h[i];
     v[i].hash_b = h[n + i];
@@ -265,8 +309,8 @@ static int collect(approval *v, size_t *n, const pc_run *run, const pc_approvals
 int pc_approvals_save(const char *path, const pc_run *run, const pc_approvals *previous,
                       const pc_approve_options *opts, pc_error *err) {
   char date[16];
-  if (opts && opts->version != PC_APPROVE_OPTIONS_VERSION)
-    return pc_error_set(err, PC_EUSAGE, "pc_approvals_save: options of version %d, not %d",
+  if (opts && opts->version != 1 && opts->version != PC_APPROVE_OPTIONS_VERSION)
+    return pc_error_set(err, PC_EUSAGE, "pc_approvals_save: options of version %d, not 1 or %d",
                         opts->version, PC_APPROVE_OPTIONS_VERSION);
   if (!path || !run || !opts || !opts->by || !*opts->by || !opts->reason || !*opts->reason)
     return pc_error_set(err, PC_EUSAGE, "approving needs a file, a run, --by NAME and --reason");
@@ -276,8 +320,8 @@ int pc_approvals_save(const char *path, const pc_run *run, const pc_approvals *p
   approval *v = calloc(cap, sizeof *v);
   int rc = v ? collect(v, &n, run, previous, opts, date, err)
              : pc_error_set(err, PC_ENOMEM, "out of memory");
-  if (rc == PC_OK)
-    rc = write_file(path, v, n, run, err);
+  if (rc == PC_OK) /* version 1 has no `tolerances` */
+    rc = write_file(path, v, n, run, opts->version > 1 ? opts->tolerances : NULL, err);
   for (size_t i = 0; v && i < cap; i++)
     approval_clear(&v[i]);
   free(v);
@@ -394,9 +438,22 @@ static int read_hash(const reader *r, const yaml_node_t *m, const char *key, uin
   return PC_OK;
 }
 
+/* tensor_bytes: the exact bytes of a tensor path that is not UTF-8, which replace `tensor`. */
+static int read_tensor_bytes(const reader *r, const yaml_node_t *v, approval *a) {
+  char *path = NULL;
+  int rc = scalar(v) ? pc_hex_decode(scalar(v), &path) : PC_EPARSE;
+  if (rc == PC_EPARSE)
+    return bad_at(r, v, "'tensor_bytes' must be the hex digits of a tensor path's bytes");
+  if (rc < 0)
+    return pc_error_set(r->err, PC_ENOMEM, "out of memory reading %s", r->path);
+  free(a->tensor);
+  a->tensor = path;
+  return PC_OK;
+}
+
 static int read_approval(const reader *r, const yaml_node_t *m, approval *a) {
-  static const char *const keys[] = {"tensor",        "by",      "date",      "reason",
-                                     "compare_dtype", "figures", "provenance"};
+  static const char *const keys[] = {"tensor", "tensor_bytes",  "by",      "date",
+                                     "reason", "compare_dtype", "figures", "provenance"};
   if (m->type != YAML_MAPPING_NODE)
     return bad_at(r, m, "an approval must be a mapping");
   int rc = known_keys(r, m, keys, sizeof keys / sizeof keys[0], "an approval");
@@ -408,6 +465,8 @@ static int read_approval(const reader *r, const yaml_node_t *m, approval *a) {
       (a->compare = pc_dtype_from_name(dt)) == PC_DTYPE_NONE)
     rc = bad_at(r, get(r, m, "compare_dtype"), "'compare_dtype' is not a dtype name");
   free(dt);
+  if (rc == PC_OK && get(r, m, "tensor_bytes"))
+    rc = read_tensor_bytes(r, get(r, m, "tensor_bytes"), a);
   const yaml_node_t *prov = rc == PC_OK ? get(r, m, "provenance") : NULL;
   if (rc == PC_OK && (!prov || prov->type != YAML_MAPPING_NODE))
     rc = bad_at(r, prov ? prov : m, "'provenance' must be a mapping with a and b");
@@ -420,12 +479,27 @@ static int read_approval(const reader *r, const yaml_node_t *m, approval *a) {
   return rc;
 }
 
+/* The "tolerances" record, when there is one: a mapping of source and digest. */
+static int read_tolerances(const reader *r, const yaml_node_t *t, pc_approvals *ap) {
+  static const char *const keys[] = {"source", "digest"};
+  if (!t)
+    return PC_OK;
+  if (t->type != YAML_MAPPING_NODE)
+    return bad_at(r, t, "'tolerances' must be a mapping of source and digest");
+  int rc = known_keys(r, t, keys, 2, "'tolerances'");
+  if (rc == PC_OK)
+    rc = need_string(r, t, "source", &ap->tol_source);
+  return rc == PC_OK ? need_string(r, t, "digest", &ap->tol_digest) : rc;
+}
+
 static int read_root(const reader *r, pc_approvals *ap) {
-  static const char *const keys[] = {"version", "a", "b", "attributes", "approvals"};
+  static const char *const keys[] = {"version", "a", "b", "attributes", "tolerances", "approvals"};
   yaml_node_t *root = yaml_document_get_root_node((yaml_document_t *)&r->doc);
   if (!root || root->type != YAML_MAPPING_NODE)
     return pc_error_set(r->err, PC_EPARSE, "%s:1:1: not an approval file (no mapping)", r->path);
-  int rc = known_keys(r, root, keys, 5, "the top level");
+  int rc = known_keys(r, root, keys, 6, "the top level");
+  if (rc == PC_OK)
+    rc = read_tolerances(r, get(r, root, "tolerances"), ap);
   const yaml_node_t *version = get(r, root, "version"), *list = get(r, root, "approvals");
   const yaml_node_t *attrs = get(r, root, "attributes");
   if (rc == PC_OK && attrs && attrs->type != YAML_MAPPING_NODE)
@@ -578,7 +652,7 @@ static int a_changes(const pc_approvals *ap, const pc_run *run, bool *changed, p
   for (size_t k = 0; k < ap->n && rc == PC_OK; k++)
     paths[k] = ap->v[k].tensor;
   if (rc == PC_OK)
-    rc = pc_content_hashes(run->path_a, paths, ap->n, h, found, err);
+    rc = pc_content_hashes_at(run->path_a, paths, ap->n, h, found, err);
   for (size_t k = 0; k < ap->n && rc == PC_OK; k++)
     changed[k] = !found[k] || h[k] != ap->v[k].hash_a;
   free(paths);
@@ -623,10 +697,13 @@ int pc_gate_approvals(pc_gate **out, const pc_approvals *ap, const char *path, c
     g->kind = PC_GATE_APPROVALS;
     g->factor = 1 + PC_APPROVAL_SLACK;
     g->path = pc_strdup(path);
+    g->tol_source = pc_strdup(ap->tol_source);
+    g->tol_digest = pc_strdup(ap->tol_digest);
     g->ntensors = run->ntensors;
     g->tensors = calloc(run->ntensors + 1, sizeof *g->tensors);
   }
-  int rc = g && changed && seen && g->path && g->tensors
+  int rc = g && changed && seen && g->path && g->tensors && (!ap->tol_source || g->tol_source) &&
+                   (!ap->tol_digest || g->tol_digest)
                ? judge_all(g, ap, run, changed, seen, err)
                : pc_error_set(err, PC_ENOMEM, "out of memory judging the run against %s", path);
   free(changed);

@@ -26,7 +26,8 @@ typedef struct entry {
 struct pc_baseline {
   entry *entries; /* sorted by path (strcmp) */
   size_t n;
-  char *profile; /* as recorded; NULL when the file has none */
+  char *profile;                 /* as recorded; NULL when the file has none */
+  char *tol_source, *tol_digest; /* the "tolerances" record; NULL when the file has none */
 };
 
 const char *pc_change_name(pc_change c) {
@@ -36,10 +37,22 @@ const char *pc_change_name(pc_change c) {
 
 /* ---- saving ---- */
 
+/* A baseline written is loaded before it replaces the old one (pc_json_write_checked). */
+static int reads_back(const char *tmp, pc_error *err) {
+  pc_baseline *b = NULL;
+  int rc = pc_baseline_load(&b, tmp, err);
+  pc_baseline_free(b);
+  return rc;
+}
+
+/* A path that is not UTF-8 is "path" with its non-ASCII bytes as '?', for people, and
+ * "path_bytes" in hex, exactly: b"/x\xff" and b"/x\xfe" stay two tensors. */
 static json_t *tensor_json(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   json_t *o = json_object();
   int rc = json_object_set_new(o, "path", pc_json_string(t->path));
+  if (!pc_json_valid_utf8(t->path))
+    rc |= json_object_set_new(o, "path_bytes", pc_json_hex(t->path));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
   if (!pc_report_has_stats(t->verdict)) /* an indeterminate tensor has figures too */
     return pc_json_finish(o, rc);
@@ -55,12 +68,21 @@ static json_t *tensor_json(const pc_tensor *t) {
   return pc_json_finish(o, rc);
 }
 
-static json_t *baseline_json(const pc_run *run, const char *profile) {
+static json_t *tols_json(const pc_tol_record *tols) {
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "source", pc_json_string(tols->source ? tols->source : ""));
+  rc |= json_object_set_new(o, "digest", pc_json_string(tols->digest));
+  return pc_json_finish(o, rc);
+}
+
+static json_t *baseline_json(const pc_run *run, const char *profile, const pc_tol_record *tols) {
   json_t *o = json_object(), *a = json_array();
   int rc = json_object_set_new(o, BASELINE_KEY, json_integer(BASELINE_VERSION));
   rc |= json_object_set_new(o, "a", pc_json_string(run->path_a));
   rc |= json_object_set_new(o, "b", pc_json_string(run->path_b));
   rc |= json_object_set_new(o, "profile", pc_json_string(profile ? profile : "default"));
+  if (tols && tols->digest)
+    rc |= json_object_set_new(o, "tolerances", tols_json(tols));
   for (size_t i = 0; i < run->ntensors; i++)
     rc |= json_array_append_new(a, tensor_json(pc_run_at(run, i)));
   rc |= json_object_set_new(o, "tensors", a);
@@ -68,12 +90,17 @@ static json_t *baseline_json(const pc_run *run, const char *profile) {
 }
 
 int pc_baseline_save(const char *path, const pc_run *run, const char *profile, pc_error *err) {
+  return pc_baseline_save_tols(path, run, profile, NULL, err);
+}
+
+int pc_baseline_save_tols(const char *path, const pc_run *run, const char *profile,
+                          const pc_tol_record *tols, pc_error *err) {
   if (!path || !run)
     return pc_error_set(err, PC_EUSAGE, "pc_baseline_save: path and run are required");
-  json_t *root = baseline_json(run, profile);
+  json_t *root = baseline_json(run, profile, tols);
   if (!root)
     return pc_error_set(err, PC_ENOMEM, "out of memory building the baseline");
-  int rc = pc_json_write(root, path, "the baseline", err);
+  int rc = pc_json_write_checked(root, path, "the baseline", reads_back, err);
   json_decref(root);
   return rc;
 }
@@ -91,6 +118,8 @@ void pc_baseline_free(pc_baseline *base) {
     free(base->entries[i].path);
   free(base->entries);
   free(base->profile);
+  free(base->tol_source);
+  free(base->tol_digest);
   free(base);
 }
 
@@ -144,6 +173,7 @@ static int read_figures(pc_baseline_entry *e, const json_t *o, const char *path,
 
 static int read_entry(entry *out, const json_t *o, const char *path, size_t i, pc_error *err) {
   const char *name = json_string_value(json_object_get(o, "path"));
+  const json_t *bytes = json_object_get(o, "path_bytes");
   const char *verdict = json_string_value(json_object_get(o, "verdict"));
   if (!json_is_object(o) || !name || !verdict)
     return bad_file(err, path, i, "wants an object with string keys path and verdict");
@@ -154,7 +184,13 @@ static int read_entry(entry *out, const json_t *o, const char *path, size_t i, p
     if (rc < 0)
       return rc;
   }
-  out->path = pc_strdup(name);
+  int rc = !bytes                  ? PC_OK
+           : json_is_string(bytes) ? pc_hex_decode(json_string_value(bytes), &out->path)
+                                   : PC_EPARSE;
+  if (rc == PC_EPARSE)
+    return bad_file(err, path, i, "path_bytes must be the hex digits of a path's bytes");
+  if (!bytes)
+    out->path = pc_strdup(name);
   return out->path ? PC_OK : pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
 }
 
@@ -176,6 +212,22 @@ static int read_entries(pc_baseline *base, const json_t *tensors, const char *pa
   return PC_OK;
 }
 
+/* The "tolerances" record, when there is one: {"source": text, "digest": text}. */
+static int read_tols(pc_baseline *base, const json_t *t, const char *path, pc_error *err) {
+  const json_t *source = json_object_get(t, "source"), *digest = json_object_get(t, "digest");
+  if (!t)
+    return PC_OK;
+  if (!json_is_object(t) || !json_is_string(source) || !json_is_string(digest))
+    return pc_error_set(err, PC_EPARSE,
+                        "%s: \"tolerances\" must be an object of two strings, source and digest",
+                        path);
+  base->tol_source = pc_strdup(json_string_value(source));
+  base->tol_digest = pc_strdup(json_string_value(digest));
+  return base->tol_source && base->tol_digest
+             ? PC_OK
+             : pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
+}
+
 static int read_root(pc_baseline *base, const json_t *root, const char *path, pc_error *err) {
   const json_t *version = json_object_get(root, BASELINE_KEY);
   const json_t *tensors = json_object_get(root, "tensors");
@@ -190,7 +242,8 @@ static int read_root(pc_baseline *base, const json_t *root, const char *path, pc
   const json_t *profile = json_object_get(root, "profile");
   if (json_is_string(profile) && !(base->profile = pc_strdup(json_string_value(profile))))
     return pc_error_set(err, PC_ENOMEM, "out of memory reading %s", path);
-  return read_entries(base, tensors, path, err);
+  int rc = read_tols(base, json_object_get(root, "tolerances"), path, err);
+  return rc < 0 ? rc : read_entries(base, tensors, path, err);
 }
 
 int pc_baseline_load(pc_baseline **out, const char *path, pc_error *err) {
@@ -272,14 +325,21 @@ static pc_change judge_change(const pc_tensor *t, const pc_baseline_entry *e, do
   return PC_CHANGE_UNCHANGED;
 }
 
-/* The baseline holds paths as the file spells them (string_json), so the run's path is looked
- * up in that spelling. Out of memory, the path is looked up as it is. */
-static const pc_baseline_entry *lookup(const pc_baseline *base, const char *path, bool *seen) {
-  json_t *spelled = pc_json_string(path);
-  const char *name = spelled ? json_string_value(spelled) : path;
+static const entry *find_entry(const pc_baseline *base, const char *name) {
   entry key = {(char *)name, {0}};
-  const entry *hit = bsearch(&key, base->entries, base->n, sizeof *base->entries, compare_entries);
-  json_decref(spelled);
+  return bsearch(&key, base->entries, base->n, sizeof *base->entries, compare_entries);
+}
+
+/* The baseline holds paths exactly ("path_bytes" for one that is not UTF-8); a file written
+ * before that spelled such a path with '?' for its non-ASCII bytes (pc_json_string), so a path
+ * that is not UTF-8 and not found is looked up in that spelling too. */
+static const pc_baseline_entry *lookup(const pc_baseline *base, const char *path, bool *seen) {
+  const entry *hit = find_entry(base, path);
+  if (!hit && !pc_json_valid_utf8(path)) {
+    json_t *spelled = pc_json_string(path);
+    hit = spelled ? find_entry(base, json_string_value(spelled)) : NULL;
+    json_decref(spelled);
+  }
   if (!hit)
     return NULL;
   seen[hit - base->entries] = true;
@@ -318,6 +378,20 @@ const char *pc_gate_profile_warning(const pc_gate *gate, const char *profile, ch
   return buf;
 }
 
+const char *pc_gate_tolerance_mismatch(const pc_gate *gate, const pc_tol_record *now, char *buf,
+                                       size_t size) {
+  if (!gate || !gate->tol_digest || !now || !now->digest ||
+      strcmp(gate->tol_digest, now->digest) == 0)
+    return NULL;
+  snprintf(
+      buf, size,
+      "%s was made under other tolerances (%s; digest %s) than this run's (%s; digest %s): its "
+      "figures were judged by other rules, so the gate cannot compare with them",
+      gate->path, gate->tol_source ? gate->tol_source : "?", gate->tol_digest,
+      now->source ? now->source : "?", now->digest);
+  return buf;
+}
+
 void pc_gate_free(pc_gate *gate) {
   if (!gate)
     return;
@@ -325,6 +399,8 @@ void pc_gate_free(pc_gate *gate) {
   for (size_t i = 0; gate->tensors && i < gate->ntensors; i++)
     free(gate->tensors[i].approval);
   free(gate->profile);
+  free(gate->tol_source);
+  free(gate->tol_digest);
   free(gate->tensors);
   free(gate);
 }
@@ -341,9 +417,12 @@ int pc_gate_new(pc_gate **out, const pc_baseline *base, const char *path, const 
   if (g) {
     g->path = pc_strdup(path);
     g->profile = pc_strdup(base->profile);
+    g->tol_source = pc_strdup(base->tol_source);
+    g->tol_digest = pc_strdup(base->tol_digest);
     g->tensors = calloc(run->ntensors + 1, sizeof *g->tensors);
   }
-  if (!g || !seen || !g->path || !g->tensors || (base->profile && !g->profile)) {
+  if (!g || !seen || !g->path || !g->tensors || (base->profile && !g->profile) ||
+      (base->tol_source && !g->tol_source) || (base->tol_digest && !g->tol_digest)) {
     pc_gate_free(g);
     free(seen);
     return pc_error_set(err, PC_ENOMEM, "out of memory judging the run against %s", path);

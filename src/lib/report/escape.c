@@ -67,20 +67,48 @@ static bool is_plain(unsigned char c, pc_escape_context ctx) {
   return c >= 0x20 && c < 0x7F && !ascii_escape(c, ctx);
 }
 
-/* The bytes from p (up to end) that stand for themselves: most names are all of them, and
- * they are copied as one run rather than rendered one by one (a formatted print a character
- * was a tenth of the text report: docs/performance.md). */
-static size_t plain_run(const unsigned char *p, const unsigned char *end, pc_escape_context ctx) {
+/* Whether the byte at p, of the text from start to end, could start a workflow command of the
+ * GitHub Actions runner, which reads one in any line of a job's output: "##[" anywhere in a
+ * line, and "::" at its start after whitespace. The text may stand at a line's start or beside
+ * other text, so a '#' is escaped in "##[" and wherever the text's edge could complete one ("##"
+ * at its end, "#[" at its start), and a ':' that follows only spaces when a ':' or the text's
+ * end follows it (docs/reports.md, "Untrusted names"). */
+static bool is_command_start(const unsigned char *start, const unsigned char *p,
+                             const unsigned char *end) {
+  if (*p == '#')
+    return (p + 1 < end && p[1] == '#' && (p + 2 == end || p[2] == '[')) ||
+           (p == start && p + 1 < end && p[1] == '[');
+  if (*p != ':' || (p + 1 < end && p[1] != ':'))
+    return false;
+  for (const unsigned char *q = start; q < p; q++)
+    if (*q != ' ')
+      return false;
+  return true;
+}
+
+/* The bytes from p (up to end; the text starts at start) that stand for themselves: most names
+ * are all of them, and they are copied as one run rather than rendered one by one (a formatted
+ * print a character was a tenth of the text report: docs/performance.md). */
+static size_t plain_run(const unsigned char *start, const unsigned char *p,
+                        const unsigned char *end, pc_escape_context ctx) {
   size_t k = 0;
-  while (p + k < end && is_plain(p[k], ctx))
+  while (p + k < end && is_plain(p[k], ctx) && !is_command_start(start, p + k, end))
     k++;
   return k;
 }
 
-/* Renders the character at p (p < end) into unit (NUL-terminated); returns the bytes of s it
- * stands for. */
-static size_t render_unit(char unit[UNIT_MAX], const unsigned char *p, const unsigned char *end,
-                          pc_escape_context ctx) {
+/* A '#' or ':' of is_command_start as the context writes a character by its code: a visible
+ * escape where text is read as it is, a character reference in XML and HTML, which their
+ * readers turn back into the character. */
+static void command_escape(char unit[UNIT_MAX], unsigned char c, pc_escape_context ctx) {
+  bool markup = ctx == PC_ESCAPE_XML || ctx == PC_ESCAPE_HTML;
+  snprintf(unit, UNIT_MAX, markup ? "&#%d;" : "\\x%02x", c);
+}
+
+/* Renders the character at p (p < end; the text starts at start) into unit (NUL-terminated);
+ * returns the bytes of s it stands for. */
+static size_t render_unit(char unit[UNIT_MAX], const unsigned char *start, const unsigned char *p,
+                          const unsigned char *end, pc_escape_context ctx) {
   /* pc_report_utf8_len reads up to 4 bytes: check that they are there, and copy them if not */
   unsigned char head[4] = {0, 0, 0, 0};
   size_t avail = (size_t)(end - p) < sizeof head ? (size_t)(end - p) : sizeof head;
@@ -92,7 +120,9 @@ static size_t render_unit(char unit[UNIT_MAX], const unsigned char *p, const uns
   }
   if (n == 1) {
     const char *e = ascii_escape(head[0], ctx);
-    if (e)
+    if (is_command_start(start, p, end))
+      command_escape(unit, head[0], ctx);
+    else if (e)
       snprintf(unit, UNIT_MAX, "%s", e);
     else if (head[0] < 0x20 || head[0] == 0x7F)
       snprintf(unit, UNIT_MAX, "\\x%02x", head[0]);
@@ -111,7 +141,7 @@ static size_t render_unit(char unit[UNIT_MAX], const unsigned char *p, const uns
 }
 
 size_t pc_escape(char *buf, size_t size, const char *s, pc_escape_context ctx) {
-  const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+  const unsigned char *start = (const unsigned char *)s, *p = start, *end = p + strlen(s);
   bool html = ctx == PC_ESCAPE_HTML;
   size_t close = html ? sizeof BDI_CLOSE - 1 : 0;
   size_t total = 0, used = 0; /* the whole rendering; what buf holds, without the NUL */
@@ -127,12 +157,12 @@ size_t pc_escape(char *buf, size_t size, const char *s, pc_escape_context ctx) {
   }
   while (p < end) {
     /* A run of plain bytes is that many one-byte renderings: as many as fit are copied. */
-    size_t k = plain_run(p, end, ctx);
+    size_t k = plain_run(start, p, end, ctx);
     const char *from = (const char *)p;
     if (k) {
       p += k;
     } else {
-      p += render_unit(unit, p, end, ctx);
+      p += render_unit(unit, start, p, end, ctx);
       k = strlen(unit);
       from = unit;
     }
@@ -155,17 +185,17 @@ size_t pc_escape(char *buf, size_t size, const char *s, pc_escape_context ctx) {
 }
 
 void pc_escape_put(FILE *out, const char *s, size_t len, pc_escape_context ctx) {
-  const unsigned char *p = (const unsigned char *)s, *end = p + len;
+  const unsigned char *start = (const unsigned char *)s, *p = start, *end = p + len;
   char unit[UNIT_MAX];
   if (ctx == PC_ESCAPE_HTML)
     fputs(BDI_OPEN, out);
   while (p < end) {
-    size_t k = plain_run(p, end, ctx);
+    size_t k = plain_run(start, p, end, ctx);
     if (k) {
       fwrite(p, 1, k, out);
       p += k;
     } else {
-      p += render_unit(unit, p, end, ctx);
+      p += render_unit(unit, start, p, end, ctx);
       fputs(unit, out);
     }
   }
@@ -178,13 +208,13 @@ size_t pc_report_escape_tail(const char *s, size_t width, pc_escape_context ctx)
   char unit[UNIT_MAX];
   size_t total = 0;
   while (p < end) {
-    p += render_unit(unit, p, end, ctx);
+    p += render_unit(unit, start, p, end, ctx);
     total += strlen(unit);
   }
   /* the first character from which the rest of the rendering fits */
   size_t before = 0;
   for (p = start; p < end && total - before > width;) {
-    p += render_unit(unit, p, end, ctx);
+    p += render_unit(unit, start, p, end, ctx);
     before += strlen(unit);
   }
   return (size_t)(p - start);

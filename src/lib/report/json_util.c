@@ -6,8 +6,8 @@
 #include <math.h>    /* isnan, isinf */
 #include <stdbool.h> /* bool */
 #include <stdio.h>   /* fputc, fputs, fwrite */
-#include <stdlib.h>  /* free, realloc */
-#include <string.h>  /* strchr, memcpy */
+#include <stdlib.h>  /* free, malloc, realloc, strtoul */
+#include <string.h>  /* strchr, strstr, strspn, memcpy */
 
 /* jansson 2.8 and later dump keys in insertion order anyway; the flag asks for it on older ones. */
 enum { PC_JSON_FLAGS = JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17) };
@@ -24,8 +24,7 @@ json_t *pc_json_count(uint64_t n) {
   return n <= INT64_MAX ? json_integer((json_int_t)n) : json_real((double)n);
 }
 
-/* Whether s is valid UTF-8 by jansson's rule, which is RFC 3629's, as pc_report_utf8_len's. */
-static bool valid_utf8(const char *s) {
+bool pc_json_valid_utf8(const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
     size_t n = pc_report_utf8_len(p);
     if (n == 0)
@@ -35,9 +34,44 @@ static bool valid_utf8(const char *s) {
   return true;
 }
 
+json_t *pc_json_hex(const char *s) {
+  static const char digits[] = "0123456789abcdef";
+  size_t n = strlen(s);
+  char *hex = malloc(2 * n + 1);
+  if (!hex)
+    return NULL;
+  for (size_t i = 0; i < n; i++) {
+    hex[2 * i] = digits[(unsigned char)s[i] >> 4];
+    hex[2 * i + 1] = digits[(unsigned char)s[i] & 15];
+  }
+  hex[2 * n] = '\0';
+  json_t *j = json_string(hex);
+  free(hex);
+  return j;
+}
+
+int pc_hex_decode(const char *hex, char **out) {
+  size_t n = strlen(hex);
+  *out = NULL;
+  if (n == 0 || n % 2 || strspn(hex, "0123456789abcdefABCDEF") != n)
+    return PC_EPARSE;
+  if (!(*out = malloc(n / 2 + 1)))
+    return PC_ENOMEM;
+  for (size_t i = 0; i < n / 2; i++) {
+    char byte[3] = {hex[2 * i], hex[2 * i + 1], '\0'};
+    (*out)[i] = (char)strtoul(byte, NULL, 16);
+  }
+  (*out)[n / 2] = '\0';
+  if (strlen(*out) == n / 2)
+    return PC_OK;
+  free(*out);
+  *out = NULL;
+  return PC_EPARSE;
+}
+
 json_t *pc_json_string(const char *s) {
   json_t *j = json_string(s);
-  if (j || !s || valid_utf8(s)) /* a valid string refused: out of memory */
+  if (j || !s || pc_json_valid_utf8(s)) /* a valid string refused: out of memory */
     return j;
   char *copy = pc_strdup(s);
   if (!copy)
@@ -85,6 +119,33 @@ static int dump_append(const char *bytes, size_t n, void *data) {
   return 0;
 }
 
+/* text with every "##[" written "#\u0023[": the GitHub Actions runner reads "##[" anywhere in a
+ * line of a job's output as a command, and a JSON report on standard output must hold none
+ * (docs/reports.md, "Untrusted names"). '#' occurs only inside JSON strings, where a reader
+ * turns the escape back into the character. Frees text; NULL when out of memory. */
+static char *no_runner_commands(char *text) {
+  static const char cmd[] = "##[", esc[] = "#\\u0023[";
+  size_t n = 0;
+  for (const char *p = strstr(text, cmd); p; p = strstr(p + 1, cmd))
+    n++;
+  if (!n)
+    return text;
+  size_t len = strlen(text);
+  char *out = malloc(len + n * (sizeof esc - sizeof cmd) + 1), *w = out;
+  for (const char *p = text, *hit; out; p = hit + sizeof cmd - 1) {
+    if (!(hit = strstr(p, cmd))) {
+      memcpy(w, p, strlen(p) + 1);
+      break;
+    }
+    memcpy(w, p, (size_t)(hit - p));
+    w += hit - p;
+    memcpy(w, esc, sizeof esc - 1);
+    w += sizeof esc - 1;
+  }
+  free(text);
+  return out;
+}
+
 /* Not json_dumps: jansson (2.14) ignores a failed write of an object's key, so that when its
  * buffer cannot grow there, json_dumps returns text without that key. This buffer remembers. */
 char *pc_json_dumps(const json_t *j) {
@@ -93,7 +154,7 @@ char *pc_json_dumps(const json_t *j) {
     free(b.text);
     return NULL;
   }
-  return b.text;
+  return no_runner_commands(b.text);
 }
 
 /* Writes n spaces. */
@@ -123,10 +184,16 @@ int pc_json_put_nested(FILE *f, const json_t *j, int indent) {
 }
 
 int pc_json_write(const json_t *root, const char *path, const char *what, pc_error *err) {
+  return pc_json_write_checked(root, path, what, NULL, err);
+}
+
+int pc_json_write_checked(const json_t *root, const char *path, const char *what,
+                          int (*verify)(const char *tmp, pc_error *err), pc_error *err) {
   pc_report_file f;
   int rc = pc_report_open(&f, path, err);
   if (rc < 0)
     return rc;
+  f.verify = verify;
   f.failed = json_dumpf(root, f.f, PC_JSON_FLAGS) != 0;
   bool oom = f.failed && !ferror(f.f); /* jansson could not allocate: nothing failed to write */
   fputc('\n', f.f);                    /* an error stays in the stream, for pc_report_close */

@@ -7,8 +7,9 @@
 
 #include <paritycheck/error.h>
 
-#include <stdint.h> /* uint64_t */
-#include <stdio.h>  /* FILE */
+#include <stdbool.h> /* bool */
+#include <stdint.h>  /* uint64_t */
+#include <stdio.h>   /* FILE */
 
 /** A double; +inf, -inf and NaN, which JSON lacks, as the strings "inf", "-inf", "nan". */
 json_t *pc_json_real(double x);
@@ -28,6 +29,22 @@ json_t *pc_json_finish(json_t *o, int rc);
  * significant digits (they round-trip), and a final newline. PC_EIO names the file and `what`
  * ("the JSON report", "the baseline"). */
 int pc_json_write(const json_t *root, const char *path, const char *what, pc_error *err);
+
+/** pc_json_write that reads the complete file back with `verify` (may be NULL) before it
+ * replaces the old one; a file that does not read back is PC_EIO and the old file stays. */
+int pc_json_write_checked(const json_t *root, const char *path, const char *what,
+                          int (*verify)(const char *tmp, pc_error *err), pc_error *err);
+
+/** s's bytes as a JSON string of lowercase hex digits: the exact spelling of a path that is not
+ * UTF-8 (baseline "path_bytes", approvals "tensor_bytes"). NULL when out of memory. */
+json_t *pc_json_hex(const char *s);
+
+/** pc_json_hex's digits back into the string *out (malloc'd): PC_EPARSE unless hex is a
+ * non-empty, even number of hex digits, none of them a NUL byte; PC_ENOMEM. */
+int pc_hex_decode(const char *hex, char **out);
+
+/** Whether s is valid UTF-8 by jansson's rule, which is RFC 3629's (pc_report_utf8_len). */
+bool pc_json_valid_utf8(const char *s);
 
 /** j as pc_json_write writes it (a string to free()), or NULL when out of memory. */
 char *pc_json_dumps(const json_t *j);

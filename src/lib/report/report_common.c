@@ -710,7 +710,7 @@ static char *atomic_dest(const char *path, struct stat *st, bool *exists) {
 }
 
 int pc_report_open(pc_report_file *rf, const char *path, pc_error *err) {
-  *rf = (pc_report_file){NULL, path, NULL, NULL, false};
+  *rf = (pc_report_file){NULL, path, NULL, NULL, false, NULL};
   if (strcmp(path, "-") == 0) {
     rf->f = stdout;
     return PC_OK;
@@ -758,8 +758,12 @@ int pc_report_close(pc_report_file *rf, const char *what, pc_error *err) {
     e = errno;
   if (!to_stdout && fclose(rf->f) != 0 && !e)
     e = errno;
-  if (!e && rf->tmp && rename(rf->tmp, rf->dest) != 0)
+  pc_error why = {PC_OK, ""};
+  bool refused = !e && rf->tmp && rf->verify && rf->verify(rf->tmp, &why) < 0;
+  if (!e && !refused && rf->tmp && rename(rf->tmp, rf->dest) != 0)
     e = errno;
+  if (refused)
+    unlink(rf->tmp);
   if (e && rf->tmp)
     unlink(rf->tmp);
   free(rf->tmp);
@@ -769,6 +773,9 @@ int pc_report_close(pc_report_file *rf, const char *what, pc_error *err) {
   if (e)
     return pc_error_set(err, PC_EIO, "%s: cannot write %s: %s",
                         to_stdout ? "standard output" : rf->path, what, strerror(e));
+  if (refused)
+    return pc_error_set(err, PC_EIO, "%s: %s not written, it would not read back (%s)", rf->path,
+                        what, why.message);
   return PC_OK;
 }
 

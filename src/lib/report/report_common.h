@@ -247,6 +247,9 @@ typedef struct pc_report_file {
   char *dest;       /* the file that tmp replaces; NULL when written directly */
   char *tmp;        /* the temporary file; NULL when written directly */
   bool failed;      /* set by a writer whose output is incomplete for a reason stdio does not see */
+  /* NULL, or set by the writer before pc_report_close: reads the complete temporary file back.
+   * A file that does not read back never replaces the old one (docs/robustness.md). */
+  int (*verify)(const char *tmp, pc_error *err);
 } pc_report_file;
 
 /** Open `path` for writing (see pc_report_file), or standard output for "-". */
@@ -255,7 +258,8 @@ int pc_report_open(pc_report_file *rf, const char *path, pc_error *err);
 /** Finish what pc_report_open opened: flush (standard output), or flush, fsync, close and rename
  * the temporary file into place. Any error, including one seen earlier by stdio, is PC_EIO
  * naming the path and `what` ("the Markdown report"); the temporary file is then removed and an
- * existing file at the path is left as it was. */
+ * existing file at the path is left as it was. So is it when rf->verify refuses the temporary
+ * file: PC_EIO naming the path and verify's reason. */
 int pc_report_close(pc_report_file *rf, const char *what, pc_error *err);
 
 /** The threads that format a report's rows: opts->threads, 0 (and NULL options, the

@@ -1,0 +1,27 @@
+/* The tolerance set of a run as the CLI loaded it, for the record of its gates (pc_tol_record,
+ * baseline.h): the layers' names and a hash of their content. */
+#ifndef PC_CLI_TOL_RECORD_H
+#define PC_CLI_TOL_RECORD_H
+
+#include <paritycheck/paritycheck.h>
+
+#include <stdint.h> /* uint64_t */
+
+typedef struct pc_cli_tols {
+  char source[1024]; /* "built-in defaults of paritycheck 0.1.0 + profile tf32 + strict.yaml" */
+  char digest[32];   /* "fnv1a64:" and 16 hex digits of the hash */
+  uint64_t hash;
+} pc_cli_tols;
+
+/** Starts the record with the built-in defaults, which the version names. */
+void pc_cli_tols_init(pc_cli_tols *t);
+
+/** Adds the layer read from `path`, named `name` in the source: its bytes go into the hash
+ * (FNV-1a, 64 bits: it tells sets apart, it does not resist forgery). PC_EIO naming the file
+ * when it cannot be read. */
+int pc_cli_tols_add(pc_cli_tols *t, const char *name, const char *path, pc_error *err);
+
+/** The record of the layers added so far (pointing into t). */
+pc_tol_record pc_cli_tols_record(const pc_cli_tols *t);
+
+#endif
