@@ -19,8 +19,16 @@ static const double PC_FALSE_ALARM = 1e-6;
  * a clean factor is not rounding, and a noise-like error cannot be judged at all. */
 static const double PC_NO_DIGITS = 0.5;
 
-/* The share of the error along A that makes B "c A": the residual at most half the factor. */
+/* The share of the error along A that makes B "c A" before any other reading: the residual at
+ * most half the factor. B unrelated to A (a shuffle) has c near 0 with half the error off A, so
+ * a factor with less than this share is tried last, after the permutation, and must hold the
+ * greater part of the error (PC_FACTOR_SHARE). */
 static const double PC_CLEAN_FACTOR = 0.8;
+static const double PC_FACTOR_SHARE = 0.5;
+
+/* Sign flips on this share of the elements or more are a permutation's (random signs), not a
+ * negated part: they are left to the permutation test. */
+static const double PC_FLIPS_PART = 0.4;
 
 /* Pairs a shift test needs: below 64, two sums of squares of that many noise terms differ by a
  * factor of 4 too often (an F(64, 64) variable is below 1/4 with probability about 1e-7). */
@@ -123,10 +131,9 @@ static double pc_crossing_limit(const pc_evidence *e, uint64_t n, double u, doub
 /* B = c A + residual, with c = 1 + scale_error: a factor when the residual holds too little of
  * the error for isotropic noise (beta law of the squared cosine between the error and A, with
  * N - 1 other directions), the factor leaves at most one significant bit (a quarter off, half of
- * PC_NO_DIGITS: an honest error this large would keep no digit either), and it is most of the
- * error (PC_CLEAN_FACTOR): B unrelated to A (a shuffle) also has c near 0, with half the error
- * off A. */
-static bool pc_scale_test(const pc_stats *s, pc_diagnosis *d) {
+ * PC_NO_DIGITS: an honest error this large would keep no digit either), and at least min_share
+ * of the error energy lies along A. */
+static bool pc_scale_test(const pc_stats *s, double min_share, pc_diagnosis *d) {
   if (s->ev.pairs < 2 || !(s->sum_sq_a > 0) || !(s->sum_sq_diff > 0))
     return false;
   double c = s->sum_a_diff / s->sum_sq_a;
@@ -134,7 +141,7 @@ static bool pc_scale_test(const pc_stats *s, pc_diagnosis *d) {
   cos2 = cos2 > 1 ? 1 : cos2;
   double n = (double)s->ev.pairs < PC_BETA_N_MAX ? (double)s->ev.pairs : PC_BETA_N_MAX;
   double p = gsl_cdf_beta_Q(cos2, 0.5, (n - 1) / 2);
-  if (!(fabs(c) >= PC_NO_DIGITS / 2) || !(cos2 >= PC_CLEAN_FACTOR) || !(p < PC_FALSE_ALARM))
+  if (!(fabs(c) >= PC_NO_DIGITS / 2) || !(cos2 >= min_share) || !(p < PC_FALSE_ALARM))
     return false;
   bool negated = fabs(c + 2) < 0.1; /* B = -A: 1 + c near -1 */
   /* The tail probability as -log10 p against -log10 PC_FALSE_ALARM: a bug when above. */
@@ -204,7 +211,8 @@ static bool pc_crossing_tests(const pc_stats *s, bool small_zeros, double u, dou
   if (pc_crossing(s, nz, sq, u, rms_a))
     return pc_found(d, PC_DIAG_PARTLY_ZEROED, (double)nz / (double)e->pairs, sq,
                     pc_crossing_limit(e, nz, u, rms_a));
-  if (pc_crossing(s, e->flipped, e->flipped_sq, u, rms_a))
+  if ((double)e->flipped < PC_FLIPS_PART * (double)e->pairs &&
+      pc_crossing(s, e->flipped, e->flipped_sq, u, rms_a))
     return pc_found(d, PC_DIAG_SIGN_FLIPS, (double)e->flipped / (double)e->pairs, e->flipped_sq,
                     pc_crossing_limit(e, e->flipped, u, rms_a));
   return false;
@@ -246,8 +254,9 @@ bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d) {
     return pc_found(d, PC_DIAG_ZEROED, 0, (double)zeroed, 0);
   double rms_a = sqrt(s->sum_sq_a / (double)e->pairs);
   double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
-  if (pc_constant_test(e, u, d) || pc_shift_test(e, d) || pc_scale_test(s, d) ||
-      pc_permutation_test(s, rel_rms, d) || pc_crossing_tests(s, small_zeros, u, rms_a, d))
+  if (pc_constant_test(e, u, d) || pc_shift_test(e, d) || pc_scale_test(s, PC_CLEAN_FACTOR, d) ||
+      pc_crossing_tests(s, small_zeros, u, rms_a, d) || pc_permutation_test(s, rel_rms, d) ||
+      pc_scale_test(s, PC_FACTOR_SHARE, d))
     return true;
   memset(d, 0, sizeof *d);
   return false;

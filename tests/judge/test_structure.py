@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""The judge's structure, diagnosis and indeterminate verdict (docs/tolerance-model.md,
+"Structure", "Diagnosis", "Indeterminate") on inputs whose answer is known by construction, and
+the reproducers of issue 29 on the shipped dumps.
+
+    /usr/bin/python3 tests/judge/test_structure.py BINARY WORK_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from checks import check, summary  # noqa: E402
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+ZOO, REAL = os.path.join(ROOT, "fixtures", "zoo"), os.path.join(ROOT, "fixtures", "real")
+
+
+def run_json(args):
+    out = os.path.join(WORK, "r.json")
+    if os.path.exists(out):
+        os.unlink(out)
+    p = subprocess.run([BIN, "-q", "--json", out] + args, capture_output=True, text=True)
+    rep = json.load(open(out)) if os.path.exists(out) else None
+    return p, rep
+
+
+def tensors(rep):
+    return {t["path"]: t for t in rep["tensors"]}
+
+
+def write(path, data):
+    with h5py.File(path, "w", track_order=True) as f:
+        for k, v in data.items():
+            f.create_dataset(k, data=v)
+
+
+def bf16(x):
+    """x (float32) rounded to bfloat16 to nearest even, as float32."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    return r.view(np.float32)
+
+
+def test_constructed():
+    """A: 512 standard normal float32 values in [8, 64]; B honest: A with a relative error of
+    2^-24 per element. Each other tensor of B is one mutation, whose diagnosis and value follow
+    from its construction."""
+    rng = np.random.default_rng(29)
+    a = rng.standard_normal((8, 64)).astype(np.float32)
+    honest = (a * (1 + rng.uniform(-1, 1, a.shape) * 2.0 ** -24)).astype(np.float32)
+    zero10 = honest.copy().reshape(-1)
+    idx = rng.choice(512, 51, replace=False)
+    zero10[idx] = 0
+    flips = honest.copy().reshape(-1)
+    flips[idx] = -flips[idx]
+    shuffled = honest.copy().reshape(-1)
+    rng.shuffle(shuffled)
+    nan = honest.copy()
+    nan[3, 5] = np.nan
+    noise = (a + 0.1 * np.sqrt(np.mean(a.astype(np.float64) ** 2)) *
+             rng.standard_normal(a.shape)).astype(np.float32)
+    cases = {
+        "honest": honest, "zeroed": np.zeros_like(a), "x2": 2 * honest, "neg": -honest,
+        "const": np.full_like(a, 0.5), "roll": np.roll(honest, 1), "zero10": zero10.reshape(a.shape),
+        "flip10": flips.reshape(a.shape), "shuffle": shuffled.reshape(a.shape), "nan": nan,
+        "noise": noise, "rounded": bf16(a),
+    }
+    fa, fb = os.path.join(WORK, "a.h5"), os.path.join(WORK, "b.h5")
+    write(fa, {k: a for k in cases})
+    write(fb, cases)
+    p, rep = run_json([fa, fb])
+    check("constructed: exit 1", p.returncode == 1, p.stderr)
+    t = tensors(rep)
+    d = {k: t["/" + k].get("diagnosis") or {} for k in cases}
+    check("honest passes", t["/honest"]["verdict"] == "pass", t["/honest"])
+    a64, h64 = a.astype(np.float64), honest.astype(np.float64)
+    want = {
+        "zeroed": ("zeroed", None), "x2": ("scaled", 2 * np.sum(a64 * h64) / np.sum(a64 ** 2)),
+        "neg": ("negated", -np.sum(a64 * h64) / np.sum(a64 ** 2)), "const": ("constant", 0.5),
+        "roll": ("shifted", 1.0), "zero10": ("partly_zeroed", 51 / 512),
+        "flip10": ("sign_flips", 51 / 512), "shuffle": ("permuted", None),
+        "nan": ("nan_injected", 1.0), "rounded": ("rounded", None),
+    }
+    for k, (kind, value) in want.items():
+        ok = t["/" + k]["verdict"] == "drift" and d[k].get("kind") == kind
+        if value is not None:
+            ok = ok and abs(d[k]["value"] - value) <= 1e-9 * max(1, abs(value))
+        check("%s: diagnosed %s%s" % (k, kind, "" if value is None else " %.6g" % value),
+              ok, (t["/" + k]["verdict"], d[k]))
+        if kind not in ("nan_injected", "rounded"):
+            check("%s: structural, with its reason" % k, d[k].get("structural") and any(
+                r["criterion"] == "structure" and r["value"] > r["limit"]
+                for r in t["/" + k]["reasons"]), t["/" + k]["reasons"])
+    r = np.sqrt(np.sum((noise.astype(np.float64) - a64) ** 2) / np.sum(a64 ** 2))
+    check("noise: drift, noise-like, rel_rms as numpy's",
+          t["/noise"]["verdict"] == "drift" and d["noise"].get("kind") == "noise" and
+          abs(d["noise"]["value"] - r) < 1e-9 * r and "--reference" in d["noise"]["text"],
+          d["noise"])
+    check("rounded: bfloat16", d["rounded"].get("text", "").startswith(
+        "looks like A rounded to bfloat16"), d["rounded"])
+
+
+def test_indeterminate():
+    """B keeps no digit (A plus noise of A's size): indeterminate, exit 1; accepted, exit 0."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(256).astype(np.float32)
+    b = (a + rng.standard_normal(256)).astype(np.float32)
+    fa, fb = os.path.join(WORK, "ia.h5"), os.path.join(WORK, "ib.h5")
+    write(fa, {"x": a, "y": a})
+    write(fb, {"x": b, "y": a})
+    p, rep = run_json([fa, fb])
+    x = tensors(rep)["/x"]
+    check("indeterminate: verdict and exit 1", p.returncode == 1 and
+          x["verdict"] == "indeterminate" and x["diagnosis"]["kind"] == "no_digits", (p, x))
+    p, rep = run_json(["--accept-indeterminate", fa, fb])
+    check("indeterminate accepted: exit 0, still reported", p.returncode == 0 and
+          tensors(rep)["/x"]["verdict"] == "indeterminate", p.stdout[-500:])
+
+
+def test_small_tensor_doubled():
+    """The scale test at N = 4 (issue 29: vacuous for N <= 9 before): B = 2 A exactly fails."""
+    a = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
+    fa, fb = os.path.join(WORK, "sa.h5"), os.path.join(WORK, "sb.h5")
+    write(fa, {"w": a})
+    write(fb, {"w": 2 * a})
+    p, rep = run_json(["--profile", "bf16-autocast", fa, fb])
+    w = tensors(rep)["/w"]
+    check("N = 4, doubled: scaled by 2", p.returncode == 1 and
+          w["diagnosis"]["kind"] == "scaled" and w["diagnosis"]["value"] == 2.0, w)
+
+
+def mutated_copy(src, name, fn, dst):
+    shutil.copyfile(src, dst)
+    with h5py.File(dst, "r+") as f:
+        f[name][...] = fn(f[name][()])
+    return dst
+
+
+def test_issue_reproducers():
+    """Issue 29's reproducers on the shipped dumps: each must fail at the changed tensor."""
+    cases = [
+        ("resnet", "cuda_bf16", "bf16-autocast", "/gradients/blocks.1.conv2.weight",
+         lambda x: 2 * x, "scaled"),
+        ("reductions", "cuda_tf32", "tf32", "/activations/008_softmax_h", np.zeros_like,
+         "zeroed"),
+    ]
+    for fam, backend, profile, name, fn, kind in cases:
+        d = ZOO if os.path.exists(os.path.join(ZOO, fam + "_cpu_fp32.h5")) else REAL
+        a = os.path.join(d, fam + "_cpu_fp32.h5")
+        b = mutated_copy(os.path.join(d, "%s_%s.h5" % (fam, backend)), name, fn,
+                         os.path.join(WORK, "mut.h5"))
+        for mode, extra in (("plain", []), ("three-way", ["--reference",
+                                                          os.path.join(d, fam + "_cpu_fp64.h5")])):
+            p, rep = run_json(["--profile", profile] + extra + [a, b])
+            t = tensors(rep)[name]
+            check("%s %s %s (%s): fails, %s" % (fam, name, profile, mode, kind),
+                  p.returncode == 1 and t["verdict"] != "pass" and
+                  (t.get("diagnosis") or {}).get("kind") == kind, (t["verdict"],
+                                                                   t.get("diagnosis")))
+
+
+def test_folder_trend_is_per_file():
+    """A buggy pair beside an honest one in folder mode fails (the trend restarts per file)."""
+    for side, backend in (("A", "cpu_fp32"), ("B", "cuda_tf32")):
+        os.makedirs(os.path.join(WORK, "fold", side), exist_ok=True)
+        shutil.copyfile(os.path.join(ZOO, "resnet_%s.h5" % backend),
+                        os.path.join(WORK, "fold", side, "0_resnet.h5"))
+    src = os.path.join(REAL, "attention_cuda_tf32.h5")
+    shutil.copyfile(os.path.join(REAL, "attention_cpu_fp32.h5"),
+                    os.path.join(WORK, "fold", "A", "1_attention.h5"))
+    mutated_copy(src, "/activations/003_softmax", lambda x: np.roll(x, 1, axis=-1),
+                 os.path.join(WORK, "fold", "B", "1_attention.h5"))
+    p, rep = run_json(["--profile", "tf32", os.path.join(WORK, "fold", "A"),
+                       os.path.join(WORK, "fold", "B")])
+    t = tensors(rep).get("1_attention.h5:/activations/003_softmax", {})
+    check("folder: the rolled softmax fails beside an honest resnet", p.returncode == 1 and
+          t.get("verdict") not in (None, "pass"), (p.returncode, t.get("verdict")))
+
+
+if __name__ == "__main__":
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    test_constructed()
+    test_indeterminate()
+    test_small_tensor_doubled()
+    test_issue_reproducers()
+    test_folder_trend_is_per_file()
+    sys.exit(summary())
