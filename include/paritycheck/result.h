@@ -67,8 +67,8 @@ typedef struct pc_evidence {
   double sum_abs_a, sum_abs_b; /* sums of |a| and of |b| */
   double min_a, max_a;         /* extremes of a and of b (meaningful when finite_terms > 0) */
   double min_b, max_b;
-  uint64_t zeroed;   /* pairs zeroed in B */
-  double zeroed_sq;  /* sum of a^2 over them */
+  uint64_t zeroed;       /* pairs zeroed in B */
+  double zeroed_sq;      /* sum of a^2 over them */
   uint64_t zeroed_small; /* b == 0 where 2^-126 <= |a| < 2^-14: float16 may underflow there */
   double zeroed_small_sq;
   uint64_t flipped;  /* pairs of opposite signs */
@@ -247,9 +247,9 @@ typedef enum pc_diagnosis_kind {
 
 typedef struct pc_diagnosis {
   pc_diagnosis_kind kind;
-  bool structural; /* rounding cannot produce it */
-  int axis; /* PC_DIAG_ROUNDED: 0 bf16, 1 fp16, 2 tf32; PC_DIAG_NOISE: 1 in plain mode */
-  double value;    /* per kind, above */
+  bool structural;  /* rounding cannot produce it */
+  int axis;         /* PC_DIAG_ROUNDED: 0 bf16, 1 fp16, 2 tf32; PC_DIAG_NOISE: 1 in plain mode */
+  double value;     /* per kind, above */
   double statistic; /* the test's statistic, and the largest value honest rounding gives it: */
   double limit;     /* structural when statistic > limit */
 } pc_diagnosis;
@@ -294,8 +294,8 @@ typedef struct pc_tensor {
   pc_vs_reference vs_reference; /* three-way mode; present false without a reference */
   pc_metric_result metrics[PC_METRIC_COUNT_]; /* product metrics, by pc_metric */
   pc_diagnosis diagnosis; /* a failing or indeterminate float tensor's; kind NONE otherwise */
-  char *did_you_mean; /* missing: the closest unpaired path of the other side (a few edits
-                         away, docs/report-json.md), or NULL */
+  char *did_you_mean;     /* missing: the closest unpaired path of the other side (a few edits
+                             away, docs/report-json.md), or NULL */
 } pc_tensor;
 
 /** The dataset's own path in its file: t->path after "FILE:" in folder mode ("" for a tensor

@@ -113,8 +113,8 @@ typedef struct cli {
   const char *json;
   bool quiet, no_color, debug;
   bool accept_indeterminate; /* --accept-indeterminate */
-  bool allow_empty; /* --allow-empty: a run that compares nothing may pass */
-  bool done;        /* --help or --version answered: exit 0 without a comparison */
+  bool allow_empty;          /* --allow-empty: a run that compares nothing may pass */
+  bool done;                 /* --help or --version answered: exit 0 without a comparison */
   size_t block_elems;
   outputs out;
   size_t jobs;

@@ -320,7 +320,6 @@ static void test_reference(void **state) {
   }
 }
 
-
 /* The trend does not feed itself: eight tensors, each 3.9 times the one before from 1e-3, under
  * rel_rms <= 5e-3, G = 4, W = 2. 1e-3 and 3.9e-3 pass on their own; 1.521e-2 passes within
  * 4 x 3.9e-3 = 1.56e-2, by the trend's help, so it does not feed it; 5.93e-2 is beyond the same

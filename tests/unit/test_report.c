@@ -1547,7 +1547,8 @@ static void test_text_diagnosis(void **state) {
         DETAIL INDET_WHY "\n",
         "\nDRIFT          /l2/scaled ",
         DETAIL "structure 0 < limit 1e-06; diagnosis: scaled by 2.000\n",
-        DETAIL "structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis (row-major order)\n",
+        DETAIL "structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis "
+               "(row-major order)\n",
         DETAIL "structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed\n",
         "\nFAIL: 4 of 5 tensors fail (3 drift, 1 indeterminate); first divergence: /l1/grad\n"};
     assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
@@ -1602,7 +1603,8 @@ static void test_json_diagnosis(void **state) {
   assert_true(real_at(d, "value") == 2.0);
   assert_null(json_object_get(d, "axis")); /* only a shift has one */
   d = json_object_get(json_array_get(ts, D_SHIFTED), "diagnosis");
-  assert_string_equal(json_string_value(json_object_get(d, "text")), "shifted by +1 along the last axis (row-major order)");
+  assert_string_equal(json_string_value(json_object_get(d, "text")),
+                      "shifted by +1 along the last axis (row-major order)");
   assert_int_equal(int_at(d, "axis"), 0);
   const json_t *indet = json_array_get(ts, D_INDET);
   assert_string_equal(json_string_value(json_object_get(indet, "verdict")), "indeterminate");
@@ -1633,7 +1635,8 @@ static void test_markdown_diagnosis(void **state) {
       "| `/l1/grad` | **indeterminate** |",
       "`" INDET_WHY "`",
       "`structure 0 < limit 1e-06; diagnosis: scaled by 2.000`",
-      "`structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis (row-major order)`",
+      "`structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis (row-major "
+      "order)`",
       "`structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed`"};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   free(text);

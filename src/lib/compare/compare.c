@@ -28,8 +28,8 @@
 #include <sys/stat.h> /* stat, S_ISDIR */
 
 static const char *const pc_verdict_names[PC_VERDICT_COUNT_] = {
-    "pass",           "drift",          "missing_in_a", "missing_in_b",
-    "shape_mismatch", "dtype_mismatch", "skipped",      "error", "indeterminate"};
+    "pass",           "drift",   "missing_in_a", "missing_in_b", "shape_mismatch",
+    "dtype_mismatch", "skipped", "error",        "indeterminate"};
 
 const char *pc_verdict_name(pc_verdict v) {
   return (unsigned)v < PC_VERDICT_COUNT_ ? pc_verdict_names[v] : "unknown";

@@ -503,9 +503,9 @@ static void pc_relax(pc_tensor *t) {
  * is (near) zero, so both sides hold only the rounding of a sum of K terms of scale S, within
  * nu u S, nu = max(noise_floor_u, sqrt(K)) in each side's own unit roundoff (K: the dataset's
  * reduction_length, at least PC_NOISE_TERMS: the noise may come from a reduction upstream, as a
- * BatchNorm's backward, rather than from the tensor's own). Such a tensor (a bias gradient that a following
- * normalisation makes exactly 0) has a rel_rms of order 1 between any two honest runs; it is
- * judged against S, not against its own RMS. A tensor whose A is above A's own rounding bound
+ * BatchNorm's backward, rather than from the tensor's own). Such a tensor (a bias gradient that a
+ * following normalisation makes exactly 0) has a rel_rms of order 1 between any two honest runs; it
+ * is judged against S, not against its own RMS. A tensor whose A is above A's own rounding bound
  * holds a real value, however small beside its neighbours (a softmax over 1024 positions), and
  * is judged as any other. */
 static bool pc_noise_level(const pc_tensor *t, double scale) {
@@ -580,8 +580,8 @@ static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
   double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
   if (magnitude && !product && no_digits) {
     t->verdict = PC_VERDICT_INDETERMINATE;
-    t->diagnosis = (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, rel_rms, rel_rms,
-                                  PC_INDETERMINATE_REL};
+    t->diagnosis =
+        (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, rel_rms, rel_rms, PC_INDETERMINATE_REL};
     return;
   }
   t->verdict = PC_VERDICT_DRIFT;
@@ -647,8 +647,8 @@ static bool pc_explains(const pc_run *run, const pc_failure *f, size_t pos, cons
                         double sev) {
   const pc_tensor *w = pc_run_at(run, f->index);
   double wsev = pc_severity(w);
-  if (wsev < 0 || sev < 0 || (t->file && w->file ? strcmp(t->file, w->file) != 0
-                                                 : t->file != w->file))
+  if (wsev < 0 || sev < 0 ||
+      (t->file && w->file ? strcmp(t->file, w->file) != 0 : t->file != w->file))
     return false;
   if (isinf(sev) != isinf(wsev) || (!isinf(sev) && wsev * pc_growth(t) < sev))
     return false;
@@ -712,13 +712,14 @@ static void pc_tally(pc_run *run) {
  * algorithm of other accuracy than A's: a sum of K terms added one by one errs by about
  * sqrt(K) u, added pairwise by sqrt(log2 K) u, so m = max(G, sqrt(K / log2 K)) (K:
  * reduction_length, else PC_NOISE_TERMS), and sqrt(K / log2 K) G for a gradient, whose every
- * backward step may amplify that difference as the profile's backward growth allows. A tensor that fails only magnitude criteria, and whose B is within that
- * of R, passes; one where kappa u or B's distance to R reaches half the value's size is
- * indeterminate: no digit of B is significant there. */
+ * backward step may amplify that difference as the profile's backward growth allows. A tensor that
+ * fails only magnitude criteria, and whose B is within that of R, passes; one where kappa u or B's
+ * distance to R reaches half the value's size is indeterminate: no digit of B is significant there.
+ */
 static void pc_relax_by_reference(pc_tensor *t) {
   const pc_vs_reference *v = &t->vs_reference;
-  if ((t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE) ||
-      !v->present || !pc_dtype_is_float(t->compare) || t->diagnosis.structural)
+  if ((t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE) || !v->present ||
+      !pc_dtype_is_float(t->compare) || t->diagnosis.structural)
     return;
   double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
   double u = pc_judged_u(t);

@@ -39,9 +39,9 @@ enum { PC_SHIFT_MIN_PAIRS = 64 };
 static const double PC_BETA_N_MAX = 1e6;
 
 static const char *const pc_diag_names[PC_DIAG_COUNT_] = {
-    "none",    "nan_injected", "inf_injected", "zeroed",   "constant",
-    "partly_zeroed", "scaled", "negated",      "sign_flips", "shifted",
-    "permuted", "rounded",     "noise",        "no_digits"};
+    "none",          "nan_injected", "inf_injected", "zeroed",     "constant",
+    "partly_zeroed", "scaled",       "negated",      "sign_flips", "shifted",
+    "permuted",      "rounded",      "noise",        "no_digits"};
 
 const char *pc_diagnosis_name(pc_diagnosis_kind k) {
   return (unsigned)k < PC_DIAG_COUNT_ ? pc_diag_names[k] : "unknown";

@@ -85,33 +85,33 @@ static inline void pc_shift_pair(pc_evidence *e, int k, double ai, double bi, do
 /* The loop over a block: LOAD(j, x) sets double x to a's or b's value j. Non-finite pairs take
  * part only as a block's ends (NaN there: no straddling pair). */
 #define PC_EVIDENCE_LOOP(LOAD_A, LOAD_B, SIG)                                                      \
-  for (size_t i = 0; i < n; i++) {                                                               \
-    double a, b;                                                                                 \
-    LOAD_A(i, a);                                                                                \
-    LOAD_B(i, b);                                                                                \
-    bool ok = isfinite(a) && isfinite(b);                                                        \
-    if (i == 0) {                                                                                \
-      e->first_a = ok ? a : NAN;                                                                 \
-      e->first_b = ok ? b : NAN;                                                                 \
-    }                                                                                            \
-    if (i + 1 == n) {                                                                            \
-      e->last_a = ok ? a : NAN;                                                                  \
-      e->last_b = ok ? b : NAN;                                                                  \
-    }                                                                                            \
-    if (!ok)                                                                                     \
-      continue;                                                                                  \
-    pc_evidence_pair(e, a, b);                                                                   \
-    if (SIG)                                                                                     \
-      pc_signature(e, (float)a, (float)b);                                                       \
-    double as;                                                                                   \
-    if (i > 0) {                                                                                 \
-      LOAD_A(i - 1, as);                                                                         \
-      pc_shift_pair(e, PC_SHIFT_FWD, a, b, as);                                                  \
-    }                                                                                            \
-    if (i + 1 < n) {                                                                             \
-      LOAD_A(i + 1, as);                                                                         \
-      pc_shift_pair(e, PC_SHIFT_BACK, a, b, as);                                                 \
-    }                                                                                            \
+  for (size_t i = 0; i < n; i++) {                                                                 \
+    double a, b;                                                                                   \
+    LOAD_A(i, a);                                                                                  \
+    LOAD_B(i, b);                                                                                  \
+    bool ok = isfinite(a) && isfinite(b);                                                          \
+    if (i == 0) {                                                                                  \
+      e->first_a = ok ? a : NAN;                                                                   \
+      e->first_b = ok ? b : NAN;                                                                   \
+    }                                                                                              \
+    if (i + 1 == n) {                                                                              \
+      e->last_a = ok ? a : NAN;                                                                    \
+      e->last_b = ok ? b : NAN;                                                                    \
+    }                                                                                              \
+    if (!ok)                                                                                       \
+      continue;                                                                                    \
+    pc_evidence_pair(e, a, b);                                                                     \
+    if (SIG)                                                                                       \
+      pc_signature(e, (float)a, (float)b);                                                         \
+    double as;                                                                                     \
+    if (i > 0) {                                                                                   \
+      LOAD_A(i - 1, as);                                                                           \
+      pc_shift_pair(e, PC_SHIFT_FWD, a, b, as);                                                    \
+    }                                                                                              \
+    if (i + 1 < n) {                                                                               \
+      LOAD_A(i + 1, as);                                                                           \
+      pc_shift_pair(e, PC_SHIFT_BACK, a, b, as);                                                   \
+    }                                                                                              \
   }
 
 static void pc_evidence_f64(pc_evidence *e, const double *va, const double *vb, size_t n,
@@ -219,8 +219,7 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
     }
 }
 
-void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n,
-                         bool signature) {
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, bool signature) {
   pc_evidence e;
   pc_evidence_reset(&e);
   pc_evidence_f64(&e, a, b, n, signature);
