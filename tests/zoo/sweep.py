@@ -9,6 +9,7 @@ A run mutates every STRIDE-th eligible tensor of B (offset o = 0 .. STRIDE - 1),
 tensors around each mutated one stay honest, as the judge's run-level rules assume of one bug.
 
     /usr/bin/python3 tests/zoo/sweep.py --binary build/paritycheck [--json out.json]
+        [--zoo DIR ...]   other folders of <family>_<backend>.h5 (tests/zoo/make_zoo.py)
 
 Exit 0 when no mutated tensor passed; 1 otherwise, listing them.
 """
@@ -103,9 +104,9 @@ def family_paths(fam_dir, fam):
             for bk in ["cpu_fp32", "cpu_fp64"] + list(PROFILES.values())}
 
 
-def families():
+def families(dirs):
     out = []
-    for d in DIRS:
+    for d in dirs:
         for name in sorted(os.listdir(d)):
             if name.endswith("_cpu_fp64.h5"):
                 out.append((d, name[:-len("_cpu_fp64.h5")]))
@@ -118,6 +119,8 @@ def sweep(binary, work, fams, profiles, modes):
         paths = family_paths(d, fam)
         for profile, backend in profiles.items():
             b = paths[backend]
+            if not os.path.exists(b):
+                continue
             names = eligible(b)
             for mode in modes:
                 ref = paths["cpu_fp64"] if mode == "three-way" else None
@@ -148,10 +151,12 @@ def main(argv=None):
     ap.add_argument("--json", help="write the counts here")
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--modes", nargs="*", default=["plain", "three-way"])
+    ap.add_argument("--zoo", nargs="*", default=DIRS, help="folders of dumps (default: the "
+                    "shipped fixtures/zoo and fixtures/real)")
     a = ap.parse_args(argv)
     profiles = {p: PROFILES[p] for p in a.profiles}
     with tempfile.TemporaryDirectory() as work:
-        res = sweep(os.path.abspath(a.binary), work, families(), profiles, a.modes)
+        res = sweep(os.path.abspath(a.binary), work, families(a.zoo), profiles, a.modes)
     honest_pass = sum(1 for h in res["honest"] if h[3] == 0)
     print("honest pairs passing: %d of %d" % (honest_pass, len(res["honest"])))
     for mode in a.modes:

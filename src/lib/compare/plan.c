@@ -315,7 +315,7 @@ static int pc_replay_part(const pc_item *it, unsigned piece, pc_tensor *t, pc_qh
   uint64_t nparts = pc_rbuf_u64(&r);
   for (uint64_t i = 0; i < nparts; i++) {
     pc_stats s;
-    pc_rbuf_get(&r, &s, sizeof s);
+    pc_record_get_stats(&r, &s);
     if (t->verdict != PC_VERDICT_ERROR)
       pc_stats_merge(&t->stats, &s);
   }

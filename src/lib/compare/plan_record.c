@@ -2,7 +2,7 @@
 #include "plan_record.h"
 
 #include <stdlib.h> /* free */
-#include <string.h> /* memcmp */
+#include <string.h> /* memcmp, memcpy */
 
 enum { PC_PLAN_LAYOUT = 1 }; /* the version of what follows the magic */
 
@@ -42,6 +42,24 @@ void pc_record_put_tensor(pc_wbuf *w, const pc_tensor *t) {
   pc_wbuf_put(w, t->reasons, t->nreasons * sizeof t->reasons[0]);
 }
 
+/* A bool read as raw bytes holds whatever byte the record had: any nonzero byte reads as true, so
+ * that a changed byte never makes an invalid _Bool (reading one is undefined). */
+static void pc_fix_bool(bool *b) {
+  unsigned char byte;
+  memcpy(&byte, b, 1);
+  *b = byte != 0;
+}
+
+void pc_record_get_stats(pc_rbuf *r, pc_stats *s) {
+  pc_rbuf_get(r, s, sizeof *s);
+  pc_fix_bool(&s->has_worst);
+  pc_fix_bool(&s->worst_is_int);
+  pc_fix_bool(&s->worst_int_neg[0]);
+  pc_fix_bool(&s->worst_int_neg[1]);
+  pc_fix_bool(&s->has_quantiles);
+  pc_fix_bool(&s->ev.seen);
+}
+
 bool pc_record_get_tensor(pc_rbuf *r, pc_tensor *t) {
   uint64_t verdict = pc_rbuf_u64(r);
   char *message = NULL, *note = NULL;
@@ -56,8 +74,13 @@ bool pc_record_get_tensor(pc_rbuf *r, pc_tensor *t) {
   t->verdict = verdict < PC_VERDICT_COUNT_ ? (pc_verdict)verdict : PC_VERDICT_ERROR;
   r->bad |= verdict >= PC_VERDICT_COUNT_;
   pc_rbuf_get(r, &t->tol, sizeof t->tol);
-  pc_rbuf_get(r, &t->stats, sizeof t->stats);
+  pc_fix_bool(&t->tol.metrics.elementwise_off);
+  pc_record_get_stats(r, &t->stats);
   pc_rbuf_get(r, t->metrics, sizeof t->metrics);
+  for (int m = 0; m < PC_METRIC_COUNT_; m++) {
+    pc_fix_bool(&t->metrics[m].present);
+    pc_fix_bool(&t->metrics[m].pass);
+  }
   uint64_t n = pc_rbuf_u64(r);
   r->bad |= n > PC_CRIT_COUNT_;
   t->nreasons = r->bad ? 0 : (size_t)n;

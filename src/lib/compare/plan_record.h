@@ -35,6 +35,10 @@ void pc_record_put_tensor(pc_wbuf *w, const pc_tensor *t);
  * of memory (r->bad when malformed). */
 bool pc_record_get_tensor(pc_rbuf *r, pc_tensor *t);
 
+/** One pc_stats as pc_record_put_tensor's bytes hold it, its bools read as 0 or 1 whatever
+ * byte a damaged record holds. */
+void pc_record_get_stats(pc_rbuf *r, pc_stats *s);
+
 /** The histogram's buckets in use. */
 void pc_record_put_hist(pc_wbuf *w, const pc_qhist *h);
 
