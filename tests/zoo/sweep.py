@@ -151,12 +151,14 @@ def main(argv=None):
     ap.add_argument("--json", help="write the counts here")
     ap.add_argument("--profiles", nargs="*", default=list(PROFILES))
     ap.add_argument("--modes", nargs="*", default=["plain", "three-way"])
+    ap.add_argument("--families", nargs="*", help="only these families")
     ap.add_argument("--zoo", nargs="*", default=DIRS, help="folders of dumps (default: the "
                     "shipped fixtures/zoo and fixtures/real)")
     a = ap.parse_args(argv)
     profiles = {p: PROFILES[p] for p in a.profiles}
     with tempfile.TemporaryDirectory() as work:
-        res = sweep(os.path.abspath(a.binary), work, families(a.zoo), profiles, a.modes)
+        fams = [f for f in families(a.zoo) if not a.families or f[1] in a.families]
+        res = sweep(os.path.abspath(a.binary), work, fams, profiles, a.modes)
     honest_pass = sum(1 for h in res["honest"] if h[3] == 0)
     print("honest pairs passing: %d of %d" % (honest_pass, len(res["honest"])))
     for mode in a.modes:
