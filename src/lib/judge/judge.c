@@ -713,9 +713,8 @@ static void pc_tally(pc_run *run) {
  * sqrt(K) u, added pairwise by sqrt(log2 K) u, so m = max(G, sqrt(K / log2 K)) (K:
  * reduction_length, else PC_NOISE_TERMS), and sqrt(K / log2 K) G for a gradient, whose every
  * backward step may amplify that difference as the profile's backward growth allows. A tensor that
- * fails only magnitude criteria, and whose B is within that of R, passes; one where that allowance
- * or B's distance to R reaches half the value's size is indeterminate: no digit of B is significant
- * there, and a bug (B doubled, a tenth of it zeroed) would hide in the allowance.
+ * fails only magnitude criteria, and whose B is within that of R, passes; one where kappa u or B's
+ * distance to R reaches half the value's size is indeterminate: no digit of B is significant there.
  */
 static void pc_relax_by_reference(pc_tensor *t) {
   const pc_vs_reference *v = &t->vs_reference;
@@ -731,10 +730,10 @@ static void pc_relax_by_reference(pc_tensor *t) {
   m = u > u_a ? g : pc_is_gradient(t->path) ? m * g : fmax(m, g);
   double kappa_u = (v->a.rel_rms / u_a) * u;
   t->context.reference_limit = m * kappa_u;
-  /* An allowance that reaches half the value's size admits a B with no digit left: the
-   * reference then says the tensor cannot be judged, not that it passes. */
-  bool no_digits = t->context.reference_limit >= PC_INDETERMINATE_REL ||
-                   !(v->b.rel_rms < PC_INDETERMINATE_REL);
+  /* B keeps no digit when its conditioning at its precision, or its distance to R, reaches half
+   * the value's size: the reference then says the tensor cannot be judged, never that it
+   * passes (a B doubled is within a large allowance, not within half the value). */
+  bool no_digits = kappa_u >= PC_INDETERMINATE_REL || !(v->b.rel_rms < PC_INDETERMINATE_REL);
   if (!no_digits && v->b.rel_rms <= t->context.reference_limit) {
     pc_drop_element_reasons(t);
     t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
