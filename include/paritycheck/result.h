@@ -55,6 +55,10 @@ extern const double pc_quantile_levels[PC_NQUANTILES];
  * back in row-major order (a roll along the last axis, or of the flattened tensor). */
 enum { PC_SHIFT_FWD = 0, PC_SHIFT_BACK, PC_NSHIFTS };
 
+/* Groups of slices of the leading axis whose error energy the evidence keeps apart: each slice
+ * its own group up to 8 slices (a batch of 8 samples), else 8 equal runs of slices. */
+enum { PC_SLICE_GROUPS = 8 };
+
 /* Sums over the finite pairs of a tensor that rounding cannot move far (docs/tolerance-model.md,
  * "Structure"), gathered in the same pass as the figures and added block by block. "Zeroed":
  * b == 0 where |a| >= 2^-14 (every float format's normal range: an underflow or flush to zero
@@ -84,6 +88,10 @@ typedef struct pc_evidence {
   double shift_sq[PC_NSHIFTS];
   double shift_base_sq[PC_NSHIFTS];
   double first_a, first_b, last_a, last_b;
+  /* Per group of slices of the leading axis (PC_SLICE_GROUPS; none below two axes, or for a
+   * fill value's run): the sum of (b - a)^2 and of a^2. */
+  double slice_sq[PC_SLICE_GROUPS];
+  double slice_a2[PC_SLICE_GROUPS];
   /* Precision signature, for float32 compare dtypes: pairs where a is not representable in
    * bfloat16 / float16 / tf32, and how many of those have b == a rounded to it (nearest even). */
   uint64_t round_cand[3];
@@ -240,6 +248,8 @@ typedef enum pc_diagnosis_kind {
   PC_DIAG_SHIFTED,       /* value: the shift (+1 / -1) in row-major order */
   PC_DIAG_PERMUTED,      /* value: rel_rms */
   PC_DIAG_ROUNDED,       /* value: the fraction that match; axis: 0 bf16, 1 fp16, 2 tf32 */
+  PC_DIAG_SLICE,         /* value: the first slice of axis 0 that holds the error; axis: how
+                            many slices (from value) the group spans; statistic: its share */
   PC_DIAG_NOISE,         /* value: rel_rms: noise-like, consistent with amplified rounding */
   PC_DIAG_NO_DIGITS,     /* value: rel_rms (or kappa u with a reference): indeterminate */
   PC_DIAG_COUNT_         /* number of kinds; not a kind */

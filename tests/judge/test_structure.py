@@ -67,11 +67,13 @@ def test_constructed():
     nan[3, 5] = np.nan
     noise = (a + 0.1 * np.sqrt(np.mean(a.astype(np.float64) ** 2)) *
              rng.standard_normal(a.shape)).astype(np.float32)
+    sample1 = honest.copy()
+    sample1[1] += (0.1 * rng.standard_normal(64)).astype(np.float32)
     cases = {
         "honest": honest, "zeroed": np.zeros_like(a), "x2": 2 * honest, "neg": -honest,
         "const": np.full_like(a, 0.5), "roll": np.roll(honest, 1), "zero10": zero10.reshape(a.shape),
         "flip10": flips.reshape(a.shape), "shuffle": shuffled.reshape(a.shape), "nan": nan,
-        "noise": noise, "rounded": bf16(a),
+        "noise": noise, "rounded": bf16(a), "sample1": sample1,
     }
     fa, fb = os.path.join(WORK, "a.h5"), os.path.join(WORK, "b.h5")
     write(fa, {k: a for k in cases})
@@ -104,6 +106,12 @@ def test_constructed():
           t["/noise"]["verdict"] == "drift" and d["noise"].get("kind") == "noise" and
           abs(d["noise"]["value"] - r) < 1e-9 * r and "--reference" in d["noise"]["text"],
           d["noise"])
+    d1 = sample1.astype(np.float64) - a64
+    share = np.sum(d1[1] ** 2) / np.sum(d1 ** 2)
+    check("sample1: only slice 1 of axis 0 differs, its share as numpy's",
+          t["/sample1"]["verdict"] == "drift" and d["sample1"].get("kind") == "slice" and
+          d["sample1"]["value"] == 1 and abs(d["sample1"]["statistic"] - share) < 1e-9 and
+          d["sample1"]["text"].startswith("only slice 1 of axis 0 differs"), d["sample1"])
     check("rounded: bfloat16", d["rounded"].get("text", "").startswith(
         "looks like A rounded to bfloat16"), d["rounded"])
 

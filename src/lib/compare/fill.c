@@ -29,7 +29,7 @@ static void pc_fill_fold(const pc_kernel_args *k, const pc_dataset *a, const pc_
     pc_kernel_int(k, &ia, ua, &ib, ub);
   else if (a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT) {
     pc_kernel_float(k, va, vb);
-    pc_evidence_add_f64(k->stats, va, vb, 1, k->compare != PC_DTYPE_FLOAT64);
+    pc_evidence_add_f64(k->stats, va, vb, 1, NULL, k->compare != PC_DTYPE_FLOAT64);
   } else
     pc_kernel_mixed(k, a->kind == PC_KIND_INTEGER ? NULL : va, &ia, ua,
                     b->kind == PC_KIND_INTEGER ? NULL : vb, &ib, ub);

@@ -41,7 +41,7 @@ static const double PC_BETA_N_MAX = 1e6;
 static const char *const pc_diag_names[PC_DIAG_COUNT_] = {
     "none",          "nan_injected", "inf_injected", "zeroed",     "constant",
     "partly_zeroed", "scaled",       "negated",      "sign_flips", "shifted",
-    "permuted",      "rounded",      "noise",        "no_digits"};
+    "permuted",      "rounded",      "slice",        "noise",      "no_digits"};
 
 const char *pc_diagnosis_name(pc_diagnosis_kind k) {
   return (unsigned)k < PC_DIAG_COUNT_ ? pc_diag_names[k] : "unknown";
@@ -85,6 +85,14 @@ const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap) {
   case PC_DIAG_ROUNDED:
     snprintf(buf, cap, "looks like A rounded to %s (%.0f %% of elements)",
              pc_round_names[d->axis >= 0 && d->axis < 3 ? d->axis : 0], 100 * v);
+    break;
+  case PC_DIAG_SLICE:
+    if (d->axis > 1)
+      snprintf(buf, cap, "only slices %.0f to %.0f of axis 0 differ (%.0f %% of the error)", v,
+               v + d->axis - 1, 100 * d->statistic);
+    else
+      snprintf(buf, cap, "only slice %.0f of axis 0 differs (%.0f %% of the error)", v,
+               100 * d->statistic);
     break;
   case PC_DIAG_NOISE:
     snprintf(buf, cap,
@@ -265,10 +273,42 @@ bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d) {
 /* B is A rounded to a coarser grid on at least this share of the elements A has off it. */
 static const double PC_ROUNDED_SHARE = 0.9;
 
+/* The error in one group of slices of the leading axis: at least PC_SLICE_SHARE of its energy
+ * where A holds at most half of its own. Honest rounding error follows A's magnitude wherever it
+ * lies, so this is what a bug confined to one sample, step or channel looks like; it stays a
+ * diagnosis, not a structure, since one sample's conditioning may honestly differ (a saturated
+ * softmax). */
+static const double PC_SLICE_SHARE = 0.9;
+
+static bool pc_slice_diagnosis(const pc_tensor *t, pc_diagnosis *d) {
+  const pc_evidence *e = &t->stats.ev;
+  double sd = 0, sa = 0;
+  int top = 0;
+  for (int g = 0; g < PC_SLICE_GROUPS; g++) {
+    sd += e->slice_sq[g];
+    sa += e->slice_a2[g];
+    top = e->slice_sq[g] > e->slice_sq[top] ? g : top;
+  }
+  if (!(sd > 0) || !(sa > 0) || t->rank < 2 || !t->dims || t->dims[0] < 2)
+    return false;
+  double share = e->slice_sq[top] / sd;
+  if (!(share >= PC_SLICE_SHARE) || !(e->slice_a2[top] <= 0.5 * sa))
+    return false;
+  uint64_t n = t->dims[0], g = (uint64_t)top; /* group g: slices k with k G / n == g */
+  uint64_t first = (g * n + PC_SLICE_GROUPS - 1) / PC_SLICE_GROUPS;
+  uint64_t end = ((g + 1) * n + PC_SLICE_GROUPS - 1) / PC_SLICE_GROUPS;
+  *d = (pc_diagnosis){PC_DIAG_SLICE, false, (int)(end - first),
+                      (double)first, share, PC_SLICE_SHARE};
+  return true;
+}
+
 pc_diagnosis pc_structure_noise(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   const pc_evidence *e = &s->ev;
   double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
+  pc_diagnosis slice;
+  if (pc_slice_diagnosis(t, &slice))
+    return slice;
   for (int k = 0; k < 3; k++)
     if (e->round_cand[k] >= PC_SHIFT_MIN_PAIRS &&
         (double)e->round_hit[k] >= PC_ROUNDED_SHARE * (double)e->round_cand[k])

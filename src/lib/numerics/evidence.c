@@ -82,9 +82,35 @@ static inline void pc_shift_pair(pc_evidence *e, int k, double ai, double bi, do
   e->shift_base_sq[k] += d0 * d0;
 }
 
+/* Where a block lies among the slices of the leading axis (pc_slicing): the group of its
+ * element i, advanced at each slice's end without a division per element. */
+typedef struct pc_slice_cursor {
+  bool on;
+  uint64_t slice, next; /* the slice of the current element; the block index where it ends */
+  const pc_slicing *s;
+} pc_slice_cursor;
+
+static pc_slice_cursor pc_slice_start(const pc_slicing *s) {
+  pc_slice_cursor c = {s && s->stride && s->slices >= 2, 0, 0, s};
+  if (c.on) {
+    c.slice = s->base / s->stride;
+    c.next = (c.slice + 1) * s->stride - s->base;
+  }
+  return c;
+}
+
+static inline int pc_slice_group(pc_slice_cursor *c, size_t i) {
+  while (i >= c->next) {
+    c->slice++;
+    c->next += c->s->stride;
+  }
+  return (int)(c->slice * PC_SLICE_GROUPS / c->s->slices);
+}
+
 /* The loop over a block: LOAD(j, x) sets double x to a's or b's value j. Non-finite pairs take
  * part only as a block's ends (NaN there: no straddling pair). */
 #define PC_EVIDENCE_LOOP(LOAD_A, LOAD_B, SIG)                                                      \
+  pc_slice_cursor cur = pc_slice_start(slicing);                                                   \
   for (size_t i = 0; i < n; i++) {                                                                 \
     double a, b;                                                                                   \
     LOAD_A(i, a);                                                                                  \
@@ -101,6 +127,11 @@ static inline void pc_shift_pair(pc_evidence *e, int k, double ai, double bi, do
     if (!ok)                                                                                       \
       continue;                                                                                    \
     pc_evidence_pair(e, a, b);                                                                     \
+    if (cur.on) {                                                                                  \
+      int g = pc_slice_group(&cur, i);                                                             \
+      e->slice_sq[g] += (b - a) * (b - a);                                                         \
+      e->slice_a2[g] += a * a;                                                                     \
+    }                                                                                              \
     if (SIG)                                                                                       \
       pc_signature(e, (float)a, (float)b);                                                         \
     double as;                                                                                     \
@@ -115,7 +146,7 @@ static inline void pc_shift_pair(pc_evidence *e, int k, double ai, double bi, do
   }
 
 static void pc_evidence_f64(pc_evidence *e, const double *va, const double *vb, size_t n,
-                            bool signature) {
+                            const pc_slicing *slicing, bool signature) {
 #define LA(j, x) (x) = va[j]
 #define LB(j, x) (x) = vb[j]
   PC_EVIDENCE_LOOP(LA, LB, signature)
@@ -136,7 +167,7 @@ static inline double pc_load_stored(const unsigned char *r, size_t j, bool half)
 }
 
 static void pc_evidence_bytes(pc_evidence *e, const unsigned char *ra, const unsigned char *rb,
-                              size_t n, bool half) {
+                              size_t n, const pc_slicing *slicing, bool half) {
 #define LA(j, x) (x) = pc_load_stored(ra, (j), half)
 #define LB(j, x) (x) = pc_load_stored(rb, (j), half)
   PC_EVIDENCE_LOOP(LA, LB, !half)
@@ -189,6 +220,10 @@ void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
     dst->round_cand[k] += src->round_cand[k];
     dst->round_hit[k] += src->round_hit[k];
   }
+  for (int g = 0; g < PC_SLICE_GROUPS; g++) {
+    dst->slice_sq[g] += src->slice_sq[g];
+    dst->slice_a2[g] += src->slice_a2[g];
+  }
 }
 
 void pc_evidence_times(pc_evidence *e, uint64_t n) {
@@ -219,19 +254,32 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
     }
 }
 
-void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, bool signature) {
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n,
+                         const pc_slicing *slicing, bool signature) {
   pc_evidence e;
   pc_evidence_reset(&e);
-  pc_evidence_f64(&e, a, b, n, signature);
+  pc_evidence_f64(&e, a, b, n, slicing, signature);
   e.seen = n > 0;
   pc_evidence_merge(&s->ev, &e);
 }
 
 void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned char *b, size_t n,
-                           bool half) {
+                           const pc_slicing *slicing, bool half) {
   pc_evidence e;
   pc_evidence_reset(&e);
-  pc_evidence_bytes(&e, a, b, n, half);
+  pc_evidence_bytes(&e, a, b, n, slicing, half);
   e.seen = n > 0;
   pc_evidence_merge(&s->ev, &e);
+}
+
+pc_slicing pc_evidence_slicing(const pc_tensor *t, uint64_t base) {
+  pc_slicing s = {base, 0, 0};
+  if (t->rank < 2 || !t->dims || t->dims[0] < 2)
+    return s;
+  uint64_t stride = 1;
+  for (int i = 1; i < t->rank; i++)
+    stride *= t->dims[i];
+  s.stride = stride;
+  s.slices = t->dims[0];
+  return s;
 }

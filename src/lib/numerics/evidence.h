@@ -11,14 +11,25 @@
 #include <stddef.h>  /* size_t */
 #include <stdint.h>  /* uint64_t */
 
+/* Where a block lies along the tensor's leading axis: the row-major index of its first element,
+ * the elements of one slice and the slices. stride 0 (or NULL): no slices are kept. */
+typedef struct pc_slicing {
+  uint64_t base, stride, slices;
+} pc_slicing;
+
+/** The slicing of a block of tensor t that starts at row-major index `base`: none below two
+ * axes. */
+pc_slicing pc_evidence_slicing(const pc_tensor *t, uint64_t base);
+
 /** Fold a block of n pairs of real values (doubles) into s->ev, after the blocks already in it.
  * signature: count the precision signature (a float32 compare dtype). */
-void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n, bool signature);
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n,
+                         const pc_slicing *slicing, bool signature);
 
 /** The same from stored bytes in the machine's order: float32 (half false, with the
  * signature) or float16 (half true, without). */
 void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned char *b, size_t n,
-                           bool half);
+                           const pc_slicing *slicing, bool half);
 
 /** dst += src, src holding pairs that follow dst's. */
 void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src);
