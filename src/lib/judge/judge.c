@@ -443,15 +443,16 @@ static double pc_noise_scale(const pc_run *run, size_t k) {
  * tensors within the profile, it is at most the profile's rel_rms limit: it cannot feed
  * itself. */
 typedef struct pc_trend {
-  double *rel_rms;
+  double *rel_rms, *scale; /* scale: their |scale_error|, for the scale they pass on */
   size_t n, start;
 } pc_trend;
 
-static double pc_trend_at(const pc_trend *tr, unsigned window) {
+/* The largest of v over the trend's window. */
+static double pc_trend_max(const pc_trend *tr, const double *v, unsigned window) {
   double m = 0;
   size_t from = tr->n - tr->start > window ? tr->n - window : tr->start;
   for (size_t i = from; i < tr->n; i++)
-    m = fmax(m, tr->rel_rms[i]);
+    m = fmax(m, v[i]);
   return m;
 }
 
@@ -468,10 +469,11 @@ static double pc_growth(const pc_tensor *t) {
  * backward G for gradients), and its element mismatches are forgiven when that allowance is above
  * the profile's rel_rms limit and the error is spread like noise: its largest element at most P
  * (trend_crest) times its RMS, where a zeroed channel or a stray write stands out; its scale error
- * against the forward G times the trend: a scale inherited from upstream does not grow the way a
- * backward chain's noise does, and the backward G would hide a 1% scale in every gradient. nan and
- * inf mismatches are never explained. */
-static void pc_relax(pc_tensor *t) {
+ * against the forward G times the largest scale error upstream (trend_scale): a scale is
+ * inherited from a scale upstream, not from noise, and does not grow the way a backward chain's
+ * noise does (the backward G would hide a 1% scale in every gradient). nan and inf mismatches
+ * are never explained. */
+static void pc_relax(pc_tensor *t, double trend_scale) {
   const pc_tol *tol = &t->tol;
   pc_context *c = &t->context;
   if (pc_find_reason(t, PC_CRIT_NAN_MISMATCH) || pc_find_reason(t, PC_CRIT_INF_MISMATCH))
@@ -483,7 +485,7 @@ static void pc_relax(pc_tensor *t) {
   if (!(tol->set & PC_TOL_TREND) || c->trend <= 0)
     return;
   double allowed = pc_growth(t) * c->trend;
-  double scale_allowed = tol->trend_growth * c->trend;
+  double scale_allowed = tol->trend_growth * trend_scale;
   double rms_err = pc_rms(t->stats.sum_sq_diff, t->stats.finite_terms);
   for (size_t i = t->nreasons; i-- > 0;) {
     pc_reason *r = &t->reasons[i];
@@ -541,16 +543,20 @@ static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
     return;
   pc_aggregates g = pc_stats_aggregates(&t->stats);
   c->judged = true;
-  c->trend = (t->tol.set & PC_TOL_TREND) ? pc_trend_at(tr, t->tol.trend_window) : 0;
+  bool trend = (t->tol.set & PC_TOL_TREND) != 0;
+  c->trend = trend ? pc_trend_max(tr, tr->rel_rms, t->tol.trend_window) : 0;
+  double trend_scale = trend ? pc_trend_max(tr, tr->scale, t->tol.trend_window) : 0;
   c->noise_scale = pc_noise_scale(run, k);
   c->noise_level = pc_noise_level(t, c->noise_scale);
   if (c->noise_level)
     pc_noise_structure(t);
   bool own_pass = t->nreasons == 0;
-  pc_relax(t);
+  pc_relax(t, trend_scale);
   t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
-  if (own_pass && !c->noise_level && isfinite(g.rel_rms))
+  if (own_pass && !c->noise_level && isfinite(g.rel_rms) && isfinite(g.scale_error)) {
+    tr->scale[tr->n] = fabs(g.scale_error);
     tr->rel_rms[tr->n++] = g.rel_rms;
+  }
 }
 
 /* Where the trend restarts (pc_trend): a tensor of another file than the previous one, or the
@@ -763,8 +769,9 @@ int pc_judge_reference(pc_run *run) {
 int pc_judge_run(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++)
     pc_uncaused(pc_run_at(run, i));
-  pc_trend tr = {malloc((run->ntensors ? run->ntensors : 1) * sizeof *tr.rel_rms), 0, 0};
-  int rc = tr.rel_rms ? pc_compute_order(run) : PC_ENOMEM;
+  size_t cap = run->ntensors ? run->ntensors : 1;
+  pc_trend tr = {malloc(cap * sizeof *tr.rel_rms), malloc(cap * sizeof *tr.scale), 0, 0};
+  int rc = tr.rel_rms && tr.scale ? pc_compute_order(run) : PC_ENOMEM;
   for (size_t k = 0; rc == PC_OK && k < run->ntensors; k++) {
     if (pc_trend_restarts(run, k))
       tr.start = tr.n;
@@ -774,6 +781,7 @@ int pc_judge_run(pc_run *run) {
   if (rc == PC_OK)
     rc = pc_link_cascades(run);
   free(tr.rel_rms);
+  free(tr.scale);
   pc_tally(run);
   return rc;
 }

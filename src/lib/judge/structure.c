@@ -26,6 +26,10 @@ static const double PC_NO_DIGITS = 0.5;
 static const double PC_CLEAN_FACTOR = 0.8;
 static const double PC_FACTOR_SHARE = 0.5;
 
+/* A lone zeroed or flipped element is a bug when its value is this many times the largest error
+ * of every other element: its own honest error would have to stand a decade above all others. */
+static const double PC_LONE_CROSSING = 10;
+
 /* Sign flips on this share of the elements or more are a permutation's (random signs), not a
  * negated part: they are left to the permutation test. */
 static const double PC_FLIPS_PART = 0.4;
@@ -141,7 +145,7 @@ static double pc_crossing_limit(const pc_evidence *e, uint64_t n, double u, doub
  * N - 1 other directions), the factor leaves at most one significant bit (a quarter off, half of
  * PC_NO_DIGITS: an honest error this large would keep no digit either), and at least min_share
  * of the error energy lies along A. */
-static bool pc_scale_test(const pc_stats *s, double min_share, pc_diagnosis *d) {
+static bool pc_scale_test(const pc_stats *s, double min_share, double min_factor, pc_diagnosis *d) {
   if (s->ev.pairs < 2 || !(s->sum_sq_a > 0) || !(s->sum_sq_diff > 0))
     return false;
   double c = s->sum_a_diff / s->sum_sq_a;
@@ -149,7 +153,7 @@ static bool pc_scale_test(const pc_stats *s, double min_share, pc_diagnosis *d) 
   cos2 = cos2 > 1 ? 1 : cos2;
   double n = (double)s->ev.pairs < PC_BETA_N_MAX ? (double)s->ev.pairs : PC_BETA_N_MAX;
   double p = gsl_cdf_beta_Q(cos2, 0.5, (n - 1) / 2);
-  if (!(fabs(c) >= PC_NO_DIGITS / 2) || !(cos2 >= min_share) || !(p < PC_FALSE_ALARM))
+  if (!(fabs(c) >= min_factor) || !(cos2 >= min_share) || !(p < PC_FALSE_ALARM))
     return false;
   bool negated = fabs(c + 2) < 0.1; /* B = -A: 1 + c near -1 */
   /* The tail probability as -log10 p against -log10 PC_FALSE_ALARM: a bug when above. */
@@ -197,16 +201,19 @@ static bool pc_permutation_test(const pc_stats *s, double rel_rms, pc_diagnosis 
  * errors: each within the largest error met elsewhere, whatever the errors' distribution, and
  * together within pc_crossing_limit. A bug that zeroes or negates elements whatever their value
  * takes them at A's typical size. So n such elements of energy `sq` are a bug when their mean
- * square is beyond the largest honest error's square by the chi-square tail of one element (at
- * least two of them: the one element rounding crosses may be the one with the largest error, and
+ * square is beyond the largest honest error's square by the chi-square tail of one element (for
+ * two or more), or, for a lone element, when its value is PC_LONE_CROSSING times every other
+ * element's error (the one element rounding crosses may be the one with the largest error, and
  * errors vary from element to element), or when it is a quarter of A's mean square
  * (half its RMS: typical elements, not the near-zero ones rounding moves) and `sq` is beyond the
  * limit. */
 static bool pc_crossing(const pc_stats *s, uint64_t n, double sq, double u, double rms_a) {
   if (!n)
     return false;
-  double mean = sq / (double)n, top = s->ev.rest_max * s->ev.rest_max;
-  if (n >= 2 && mean > gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1) * fmax(top, (u * rms_a) * (u * rms_a)))
+  double mean = sq / (double)n,
+         top = fmax(s->ev.rest_max * s->ev.rest_max, (u * rms_a) * (u * rms_a));
+  double q = n >= 2 ? gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1) : PC_LONE_CROSSING * PC_LONE_CROSSING;
+  if (mean > q * top)
     return true;
   return mean >= 0.25 * rms_a * rms_a && sq > pc_crossing_limit(&s->ev, n, u, rms_a);
 }
@@ -262,9 +269,10 @@ bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d) {
     return pc_found(d, PC_DIAG_ZEROED, 0, (double)zeroed, 0);
   double rms_a = sqrt(s->sum_sq_a / (double)e->pairs);
   double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
-  if (pc_constant_test(e, u, d) || pc_shift_test(e, d) || pc_scale_test(s, PC_CLEAN_FACTOR, d) ||
+  if (pc_constant_test(e, u, d) || pc_shift_test(e, d) ||
+      pc_scale_test(s, PC_CLEAN_FACTOR, PC_NO_DIGITS / 2, d) ||
       pc_crossing_tests(s, small_zeros, u, rms_a, d) || pc_permutation_test(s, rel_rms, d) ||
-      pc_scale_test(s, PC_FACTOR_SHARE, d))
+      pc_scale_test(s, PC_FACTOR_SHARE, PC_NO_DIGITS / 2, d))
     return true;
   memset(d, 0, sizeof *d);
   return false;
@@ -306,9 +314,13 @@ pc_diagnosis pc_structure_noise(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
   const pc_evidence *e = &s->ev;
   double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
-  pc_diagnosis slice;
-  if (pc_slice_diagnosis(t, &slice))
-    return slice;
+  pc_diagnosis found;
+  if (pc_slice_diagnosis(t, &found))
+    return found;
+  if (pc_scale_test(s, PC_CLEAN_FACTOR, 0, &found)) { /* a small factor: drift, not structure */
+    found.structural = false;
+    return found;
+  }
   for (int k = 0; k < 3; k++)
     if (e->round_cand[k] >= PC_SHIFT_MIN_PAIRS &&
         (double)e->round_hit[k] >= PC_ROUNDED_SHARE * (double)e->round_cand[k])
