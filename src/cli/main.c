@@ -196,8 +196,8 @@ static void usage(FILE *out) {
   fprintf(out, "      --block-elems N    elements per read block (default %zu)\n",
           (size_t)PC_DEFAULT_BLOCK_ELEMS);
   fputs("      --max-memory SIZE  a dataset that needs more than SIZE bytes at once (an\n"
-        "                         uncompressed chunk) is an error; suffixes K, M, G, T\n"
-        "                         (default ",
+        "                         uncompressed chunk), or a file whose metadata does, is\n"
+        "                         an error; suffixes K, M, G, T (default ",
         out);
   put_size(out, PC_DEFAULT_MAX_MEMORY);
   fprintf(out,
