@@ -285,7 +285,8 @@ static int pc_st_walk(pc_file *f, pc_st_header *h, pc_st_entry_fn fn, pc_error *
   if (at == n || t[at] != '{')
     return pc_error_set(err, PC_EIO, "%s: safetensors header is not a JSON object", f->path);
   at = pc_st_space(t, n, at + 1);
-  for (size_t k = 0; !(at < n && t[at] == '}' && k == 0); k++) {
+  bool empty = at < n && t[at] == '}';
+  for (size_t k = 0; !empty; k++) {
     pc_st_entry e = {at, pc_st_value_end(t, n, at), 0, 0};
     if (at == n || t[at] != '"')
       return pc_st_bad_json(f, "string or '}' expected", at, err);
