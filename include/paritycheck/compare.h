@@ -18,7 +18,8 @@ extern "C" {
 #endif
 
 /* Reports how far a comparison has got: stored bytes read of both files so far, of `total`.
- * Called on the thread that called pc_compare_files. */
+ * Called on the thread that called pc_compare_files; also with total 0 (no figure) while a
+ * file's metadata is read (a large safetensors header), to say that the work goes on. */
 typedef void (*pc_progress_fn)(void *user, uint64_t done, uint64_t total);
 
 /* pc_options.block_elems when 0: large enough to amortise one read, small enough that buffers
@@ -47,7 +48,9 @@ typedef struct pc_options {
   pc_progress_fn progress; /* may be NULL */
   void *progress_user;
   uint64_t max_memory; /* bytes one dataset may need at once: one whose uncompressed chunk is
-                          larger is an error (docs/robustness.md); 0 = PC_DEFAULT_MAX_MEMORY */
+                          larger is an error (docs/robustness.md); likewise each file's metadata
+                          (a safetensors header, the dataset records): a file that needs more
+                          is PC_EIO naming it; 0 = PC_DEFAULT_MAX_MEMORY */
   bool skip_quantiles; /* true: no quantiles (stats.has_quantiles false), for callers that show
                           none: every other figure is the same, and float32 folds faster */
   /* Which tensors take part, applied to the names after mapping (globs as in tolerance rules,

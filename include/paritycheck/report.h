@@ -32,8 +32,8 @@ enum { PC_REPORT_MAX_ROWS = 50 };
 
 /* Options of every writer; a NULL pointer means every default (PC_REPORT_OPTIONS_INIT). A
  * writer refuses (PC_EUSAGE) options of another version; version 1 (without `threads`) is still
- * read, as one thread. */
-#define PC_REPORT_OPTIONS_VERSION 2
+ * read, as one thread, and version 2 (without `progress`). */
+#define PC_REPORT_OPTIONS_VERSION 3
 typedef struct pc_report_options {
   int version;         /* PC_REPORT_OPTIONS_VERSION */
   const char *profile; /* tolerance profile named in headers; NULL means "default" */
@@ -47,9 +47,14 @@ typedef struct pc_report_options {
    * them (0: one per core, as pc_options.threads; 1: the calling thread alone). The bytes do
    * not depend on it. */
   unsigned threads;
+  /* Called every few rows while a report is written (version 3; NULL: not called), from the
+   * thread that writes them, so that a caller watching a run can tell a long report (a million
+   * tensors) from a stalled one. Several reports written side by side call it side by side. */
+  void (*progress)(void *user);
+  void *progress_user;
 } pc_report_options;
 #define PC_REPORT_OPTIONS_INIT                                                                     \
-  { PC_REPORT_OPTIONS_VERSION, NULL, PC_SORT_WORST, 0, NULL, false, false, false, 0 }
+  { PC_REPORT_OPTIONS_VERSION, NULL, PC_SORT_WORST, 0, NULL, false, false, false, 0, NULL, NULL }
 
 /* Each writer below has this signature: it writes to `path`, or to standard output when path
  * is "-", and returns PC_EIO (naming the path) when it cannot write. A report file is written

@@ -1,13 +1,14 @@
 /* Process isolation for the CLI (isolate.h). */
 #include "isolate.h"
 
-#include <errno.h>  /* errno, EINTR */
-#include <fcntl.h>  /* fcntl, O_NONBLOCK */
-#include <poll.h>   /* poll */
-#include <signal.h> /* kill, sigaction, sigprocmask, SIGKILL */
-#include <stdio.h>  /* fprintf */
-#include <stdlib.h> /* exit */
-#include <string.h> /* strsignal, memset */
+#include <errno.h>     /* errno, EINTR */
+#include <fcntl.h>     /* fcntl, O_NONBLOCK */
+#include <poll.h>      /* poll */
+#include <signal.h>    /* kill, sigaction, sigprocmask, SIGKILL */
+#include <stdatomic.h> /* atomic_llong */
+#include <stdio.h>     /* fprintf */
+#include <stdlib.h>    /* exit */
+#include <string.h>    /* strsignal, memset */
 #ifdef PC_HAVE_PRCTL
 #include <sys/prctl.h> /* prctl, PR_SET_PDEATHSIG */
 #endif
@@ -74,12 +75,13 @@ static bool is_stop_signal(int sig) {
   return false;
 }
 
+/* Any thread may beat: the report files are written side by side (report_files.h). A beat
+ * lost to a race is harmless, since the next second sends another. */
 void pc_cli_heartbeat(void) {
-  static time_t last;
-  time_t now = time(NULL);
-  if (heartbeat_fd < 0 || now == last)
+  static atomic_llong last;
+  long long now = (long long)time(NULL);
+  if (heartbeat_fd < 0 || atomic_exchange(&last, now) == now)
     return;
-  last = now;
   tell_parent(BEAT);
 }
 
@@ -138,6 +140,20 @@ static bool hear(child *c, int fd) {
   return n > 0 || (n < 0 && errno == EINTR);
 }
 
+/* Whether standard output or standard error cannot take a write now (a pipe that is full, a
+ * terminal stopped with ^S): the child then waits for their reader, `| less` that nobody pages
+ * on, and no heartbeat comes; that is not a stall of the comparison (issue 30). A file or a
+ * pipe with room is writable, so a child that loops elsewhere is still stopped. */
+static bool output_blocked(void) {
+  struct pollfd out[2] = {{STDOUT_FILENO, POLLOUT, 0}, {STDERR_FILENO, POLLOUT, 0}};
+  if (poll(out, 2, 0) < 0)
+    return false;
+  for (int i = 0; i < 2; i++)
+    if (!(out[i].revents & (POLLOUT | POLLERR | POLLHUP | POLLNVAL)))
+      return true;
+  return false;
+}
+
 /* Wait for the child, reading heartbeats; stop it when none comes for stall_s seconds. A stop
  * signal is passed on to the child, which ends (after the report files it may be writing); a
  * second one kills it unless it is writing them. */
@@ -155,6 +171,8 @@ static int supervise(pid_t pid, int fd, int wake, unsigned stall_s, const char *
     pass_on(&c);
     if (n < 0)
       continue; /* EINTR */
+    if (n == 0 && output_blocked())
+      continue; /* the reader is slow: wait for it as long as it takes */
     if (n == 0) {
       kill(pid, SIGKILL);
       waitpid(pid, NULL, 0);

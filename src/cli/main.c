@@ -196,8 +196,8 @@ static void usage(FILE *out) {
   fprintf(out, "      --block-elems N    elements per read block (default %zu)\n",
           (size_t)PC_DEFAULT_BLOCK_ELEMS);
   fputs("      --max-memory SIZE  a dataset that needs more than SIZE bytes at once (an\n"
-        "                         uncompressed chunk) is an error; suffixes K, M, G, T\n"
-        "                         (default ",
+        "                         uncompressed chunk), or a file whose metadata does, is\n"
+        "                         an error; suffixes K, M, G, T (default ",
         out);
   put_size(out, PC_DEFAULT_MAX_MEMORY);
   fprintf(out,
@@ -818,6 +818,12 @@ static int report_rc(int rc, const char *path) {
   return rc < 0 && pc_cli_is_stdout(path) && stdout_gone() ? PC_OK : rc;
 }
 
+/* A report of a million tensors takes a while: its progress is a heartbeat (isolate.h). */
+static void report_progress(void *user) {
+  (void)user;
+  pc_cli_heartbeat();
+}
+
 /* Every report from the one run. */
 static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   pc_error err;
@@ -832,6 +838,7 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   ro.quiet = c->quiet;
   ro.verbose = o->verbose;
   ro.threads = (unsigned)c->jobs; /* -j formats the reports' rows too */
+  ro.progress = report_progress;
   if (!stdout_users(c) && report_rc(pc_report_text("-", run, &ro, &err), "-") < 0)
     return fail(&err);
   if (o->github && report_rc(pc_report_github("-", run, &ro, &err), "-") < 0)
@@ -922,7 +929,7 @@ static double seconds_since(const struct timespec *t0) {
 static void show_progress(void *user, uint64_t done, uint64_t total) {
   progress *p = user;
   pc_cli_heartbeat();
-  if (!p->tty)
+  if (!p->tty || total == 0) /* no figure: a file's metadata is being read */
     return;
   /* Quick runs stay silent; long ones update a few times a second. */
   if (seconds_since(&p->start) < PROGRESS_AFTER_S || (p->shown && seconds_since(&p->last) < 0.2))

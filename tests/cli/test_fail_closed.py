@@ -16,6 +16,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -472,6 +473,78 @@ def test_two_signals_while_writing():
           all(old) or not any(old), dict(zip(files, old)))
 
 
+# --- 10. a slow reader, a large header, nested YAML: none is a stall ----------------------------
+
+def test_slow_reader_is_not_a_stall():
+    """A pipe nobody reads for a while (| less): the report waits for its reader."""
+    root = fresh('slow-reader')
+    a = os.path.join(root, 'a.safetensors')
+    many_tensors(a, 3000, 1.0)  # a text report of about 200 KB: more than a pipe holds
+    p = subprocess.Popen([BIN, '--stall-timeout', '2', a, a], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    # Nobody reads for three times the stall timeout; the run blocks writing its report.
+    time.sleep(6)
+    out, err = p.communicate(timeout=300)
+    check('slow reader: exit 0', p.returncode == 0, (p.returncode, err[-400:]))
+    check('slow reader: not stopped as a stall', 'no progress' not in err, err[-400:])
+    check('slow reader: the whole report', out.rstrip().endswith('within tolerance') and
+          out.count('\n') > 3000, out[-300:])
+
+
+def wide_header(path, n):
+    """A safetensors file of n empty float32 tensors with short names: 1.6 M tensors make the
+    96 MB header of issue 30 (about 60 bytes a tensor)."""
+    entries = ','.join('"%x":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}' % i
+                       for i in range(n))
+    text = ('{' + entries + '}').encode()
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text)
+
+
+def test_large_header_is_not_a_stall():
+    root = fresh('large-header')
+    a, b = os.path.join(root, 'a.safetensors'), os.path.join(root, 'b.safetensors')
+    wide_header(a, 1000000)  # 56 MB of header: seconds of parsing, longer than the limit below
+    write_safetensors(b, [('0', np.zeros(0))])
+    p = run(['--stall-timeout', '3', '--include', '/0', a, b])
+    expect_exit('large header: parsing reports progress', p, 0)
+    check('large header: not stopped as a stall', 'no progress' not in p.stderr, p.stderr[-400:])
+
+
+def test_nested_approvals_are_bounded():
+    root = fresh('nested-yaml')
+    a = os.path.join(root, 'a.h5')
+    write_h5(a, {'/x': X})
+    deep = os.path.join(root, 'deep.yaml')
+    with open(deep, 'w') as f:  # libyaml scans this in time quadratic in its depth: hours
+        f.write('version: 1\napprovals: ' + '[' * 200000 + ']' * 200000 + '\n')
+    p = run(['--stall-timeout', '30', '--approved', deep, a, a])
+    expect_exit('nested approvals: refused', p, 2, deep + ':2:', 'nested deeper than 32 levels')
+    check('nested approvals: not stopped as a stall', 'no progress' not in p.stderr,
+          p.stderr[-400:])
+
+
+# --- 13. file metadata counts against --max-memory -------------------------------------------
+
+def test_metadata_counts_against_max_memory():
+    root = fresh('metadata-memory')
+    a = os.path.join(root, 'a.safetensors')
+    many_tensors(a, 20000, 1.0)  # a header of 1.2 MB, records of about 4 MB
+    header = struct.unpack('<Q', open(a, 'rb').read(8))[0]
+    expect_exit('metadata: within the default limit', run(['-q', a, a]), 0)
+    p = run(['-q', '--max-memory', '4M', a, a])
+    expect_exit('metadata: header and records over the limit', p, 2, a + ': its metadata would need',
+                'a safetensors header of %d bytes and the records of 20000 tensors' % header,
+                'more than the memory limit of 4194304 bytes (--max-memory)')
+    p = run(['-q', '--max-memory', '1M', a, a])
+    expect_exit('metadata: the header alone over the limit', p, 2,
+                a + ': its metadata would need %d bytes for its safetensors header alone' % header)
+    h5 = os.path.join(root, 'many.h5')
+    write_h5(h5, {'/t%04d' % i: X for i in range(2000)})
+    expect_exit('metadata: HDF5 records over the limit', run(['-q', '--max-memory', '64K', h5, h5]),
+                2, h5 + ': its metadata would need more than', 'datasets so far')
+
+
 # --- 9. no line of output is a GitHub Actions runner command --------------------------------
 
 FORGED_NAME = '/##[stop-commands]pwn'
@@ -530,7 +603,9 @@ def main():
                       test_file_entries_ignore_globs, test_names_that_collide,
                       test_safetensors_overlaps, test_integer_vs_float_and_complex_inf,
                       test_gate_tolerance_record, test_names_not_utf8, test_approvals_on_folders,
-                      test_two_signals_while_writing,
+                      test_two_signals_while_writing, test_slow_reader_is_not_a_stall,
+                      test_large_header_is_not_a_stall, test_nested_approvals_are_bounded,
+                      test_metadata_counts_against_max_memory,
                       test_no_runner_commands])
 
 

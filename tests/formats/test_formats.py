@@ -227,11 +227,16 @@ def test_fortran_order_is_transposed():
     rc, rep = figures(ca, untransposed)
     check('C vs the Fortran bytes in C order: drift', rc == 1 and
           rep['tensors'][0]['max_abs'] == float(np.max(np.abs(a.reshape(-1) - stored))), rep)
-    # The Fortran array needs all of its 96 bytes at once: a smaller limit is an error naming it.
-    rc, out, err = run('--max-memory', '64', ca, fb)
+    # A Fortran array needs all of its bytes (96,000) at once: a smaller limit, which the files'
+    # metadata (a few hundred bytes, counted too) fits, is an error naming it.
+    big = np.arange(24000, dtype=np.float32).reshape(20, 30, 40)
+    cb, fbig = path('order_c_big.npy'), path('order_f_big.npy')
+    np.save(cb, big)
+    np.save(fbig, np.asfortranarray(big))
+    rc, out, err = run('--max-memory', '64K', cb, fbig)
     check('Fortran order over the memory limit: exit 2 naming the limit',
-          rc == 2 and 'order_f.npy' in out + err and '--max-memory' in out + err, out + err)
-    rc, out, err = run('--max-memory', '64', '--block-elems', '8', ca, ca)
+          rc == 2 and 'order_f_big.npy' in out + err and '--max-memory' in out + err, out + err)
+    rc, out, err = run('--max-memory', '64K', '--block-elems', '8', cb, cb)
     check('C order under the same limit is read in blocks', rc == 0, out + err)
 
 
@@ -376,7 +381,10 @@ def test_hostile_safetensors():
             ('st_absurd_header', struct.pack('<Q', 200000000) + b'{' + bytes(100), 'absurd'),
             ('st_invalid_json', struct.pack('<Q', 11) + b'{"a": [1, 2', 'not valid JSON'),
             ('st_not_object', struct.pack('<Q', 3) + b'{}]' , 'not valid JSON'),
-            ('st_duplicate', struct.pack('<Q', 20) + b'{"a": {}, "a": {}}  ', 'not valid JSON'),
+            ('st_duplicate', struct.pack('<Q', 20) + b'{"a": {}, "a": {}}  ',
+             'two tensors have the path /a'),
+            ('st_duplicate_metadata', struct.pack('<Q', 40) +
+             b'{"__metadata__": {}, "__metadata__": {}}', 'duplicate object key'),
             ('st_metadata', st_with(good, buf, {'k': 1}), '__metadata__'),
             ('st_same_path', st_with(dict(good, **{'/good': good['good']}), buf),
              'two tensors have the path /good')):

@@ -1361,7 +1361,9 @@ static char *render_rows(size_t n, unsigned threads, const numbered *nb, int *rc
   size_t len = 0;
   FILE *m = open_memstream(&text, &len);
   assert_non_null(m);
-  *rc = pc_report_put_ordered(m, n, threads, put_numbered, (void *)nb);
+  pc_report_options opts = PC_REPORT_OPTIONS_INIT;
+  opts.threads = threads ? threads : 1; /* 0 would mean one per core */
+  *rc = pc_report_put_ordered(m, n, &opts, put_numbered, (void *)nb);
   assert_int_equal(fclose(m), 0);
   return text;
 }

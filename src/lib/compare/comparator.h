@@ -27,6 +27,10 @@ typedef struct pc_pair {
   bool cross;          /* set by pc_pair_setup: A's and B's dtypes are compared in a third */
 } pc_pair;
 
+/** What opening a file under o may spend on metadata (pc_options.max_memory, its default
+ * applied) and whom it tells that it goes on (pc_options.progress). */
+pc_open_limits pc_options_limits(const pc_options *o);
+
 /** Everything decided without reading data: the dtypes, shapes and compare dtype, and the
  * verdicts missing, skipped, error, dtype and shape mismatch. *data is true when the pair still
  * has to be read (pc_pair_data). PC_ENOMEM naming the tensor. */

@@ -574,12 +574,18 @@ static void pc_close_pair(pc_file *a, pc_file *b) {
   pc_heap_release();
 }
 
+pc_open_limits pc_options_limits(const pc_options *o) {
+  return (pc_open_limits){o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY, o->progress,
+                          o->progress_user};
+}
+
 static int pc_run_pair_of_files(pc_cmp *c, const pc_entry *e, pc_error *err) {
   pc_file *f[2] = {NULL, NULL};
   pc_error why = {PC_OK, ""};
-  int rc = pc_file_open(&f[0], e->path[0], &why);
+  pc_open_limits lim = pc_options_limits(c->o);
+  int rc = pc_file_open_limited(&f[0], e->path[0], &lim, &why);
   if (rc == PC_OK)
-    rc = pc_file_open(&f[1], e->path[1], &why);
+    rc = pc_file_open_limited(&f[1], e->path[1], &lim, &why);
   if (rc == PC_ENOMEM)
     rc = pc_error_set(err, rc, "%s", why.message);
   else if (rc < 0)
@@ -704,9 +710,10 @@ static int pc_run_folders(pc_cmp *c, const char *root_a, const char *root_b, pc_
 
 static int pc_run_single(pc_cmp *c, const char *path_a, const char *path_b, pc_error *err) {
   pc_file *fa = NULL, *fb = NULL;
-  int rc = pc_file_open(&fa, path_a, err);
+  pc_open_limits lim = pc_options_limits(c->o);
+  int rc = pc_file_open_limited(&fa, path_a, &lim, err);
   if (rc == PC_OK)
-    rc = pc_file_open(&fb, path_b, err);
+    rc = pc_file_open_limited(&fb, path_b, &lim, err);
   if (rc == PC_OK)
     rc = pc_run_files(c, fa, fb, NULL, err);
   pc_close_pair(fa, fb);

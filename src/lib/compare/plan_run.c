@@ -132,7 +132,8 @@ static int pc_open_side(pc_runner *r, int side, const char *file, pc_error *e) {
   char *path = file ? pc_tree_join(r->root[side], file) : NULL;
   if (file && !path)
     return pc_error_set(e, PC_ENOMEM, "out of memory");
-  int rc = pc_file_open(&r->f[side], path ? path : r->root[side], e);
+  pc_open_limits lim = pc_options_limits(r->o);
+  int rc = pc_file_open_limited(&r->f[side], path ? path : r->root[side], &lim, e);
   free(path);
   return rc;
 }

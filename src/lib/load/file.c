@@ -3,19 +3,45 @@
 #include "format.h"
 #include "pc_internal.h"
 
-#include <errno.h>  /* errno */
-#include <fcntl.h>  /* open, O_RDONLY, O_CLOEXEC, O_NONBLOCK */
-#include <stdio.h>  /* snprintf */
-#include <stdlib.h> /* malloc, qsort, bsearch */
-#include <string.h> /* strcmp, strerror, memcmp */
-#include <unistd.h> /* close */
+#include <errno.h>    /* errno */
+#include <fcntl.h>    /* open, O_RDONLY, O_CLOEXEC, O_NONBLOCK */
+#include <inttypes.h> /* PRIu64 */
+#include <stdio.h>    /* snprintf */
+#include <stdlib.h>   /* malloc, qsort, bsearch */
+#include <string.h>   /* strcmp, strerror, memcmp */
+#include <unistd.h>   /* close */
 
 /* Tried in this order; the first whose sniff says yes opens the file. safetensors has no magic
  * number, so its sniff, the weakest, comes last. */
 static const pc_format *const pc_formats[] = {&pc_format_hdf5, &pc_format_npy, &pc_format_npz,
                                               &pc_format_safetensors};
 
+uint64_t pc_file_record_bytes(size_t path_len) {
+  return sizeof(pc_dataset) + sizeof(pc_file_entry) + path_len + 1;
+}
+
+bool pc_file_charge(pc_file *f, uint64_t bytes) {
+  if (bytes > f->lim.max_memory || f->meta_bytes > f->lim.max_memory - bytes)
+    return false;
+  f->meta_bytes += bytes;
+  return true;
+}
+
+int pc_file_over_limit(const pc_file *f, const char *need, pc_error *err) {
+  return pc_error_set(err, PC_EIO,
+                      "%s: its metadata would need %s, more than the memory limit of %" PRIu64
+                      " bytes (--max-memory)",
+                      f->path, need, f->lim.max_memory);
+}
+
 int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err) {
+  uint64_t bytes = pc_file_record_bytes(strlen(path));
+  if (!pc_file_charge(f, bytes)) { /* a format that cannot tell the total before: HDF5, npz */
+    char need[128];
+    snprintf(need, sizeof need, "more than %" PRIu64 " bytes (%zu datasets so far)",
+             f->meta_bytes + bytes, f->n + 1);
+    return pc_file_over_limit(f, need, err);
+  }
   if (f->n == f->cap) {
     size_t cap = f->cap ? 2 * f->cap : 64;
     void *ds = f->ds;
@@ -55,6 +81,7 @@ int pc_file_add_attr(pc_file *f, const char *name, const char *value, pc_attr_ki
 }
 
 int pc_dataset_set_shape(pc_file *f, pc_dataset *d, int rank, const uint64_t *dims) {
+  f->meta_bytes += (uint64_t)rank * sizeof *dims; /* counted, never refused: at most 256 B */
   return pc_arena_shape(&f->names, &d->rank, &d->dims, rank, dims);
 }
 
@@ -196,6 +223,11 @@ static int pc_refuse_incomplete(const pc_file *f, pc_error *err) {
 }
 
 int pc_file_open(pc_file **out, const char *path, pc_error *err) {
+  return pc_file_open_limited(out, path, NULL, err);
+}
+
+int pc_file_open_limited(pc_file **out, const char *path, const pc_open_limits *lim,
+                         pc_error *err) {
   struct stat st;
   *out = NULL;
   int rc = pc_check_regular(path, &st, err);
@@ -208,6 +240,7 @@ int pc_file_open(pc_file **out, const char *path, pc_error *err) {
   }
   f->size = (uint64_t)st.st_size;
   f->fd = -1;
+  f->lim = lim ? *lim : (pc_open_limits){UINT64_MAX, NULL, NULL};
   if ((rc = pc_open_fd(f, &st, err)) < 0)
     goto fail;
   if ((rc = pc_sniff(f, err)) < 0 || (rc = f->format->open(f, err)) < 0 ||

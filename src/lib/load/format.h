@@ -33,6 +33,8 @@ struct pc_file {
   pc_attr *attrs;        /* the file's attributes (pc_file_add_attr) */
   pc_arena names;        /* the datasets' paths and shapes */
   size_t nattrs;
+  pc_open_limits lim;  /* as opened */
+  uint64_t meta_bytes; /* metadata counted against lim.max_memory so far (pc_file_charge) */
 };
 
 /* One block: the row-major run of elements [first, first + n). Unless `whole` (the dataset in
@@ -88,8 +90,19 @@ extern const pc_format pc_format_npy;
 extern const pc_format pc_format_npz;
 extern const pc_format pc_format_safetensors;
 
-/** Appends a dataset at `path` (PC_KIND_FLOAT, exec_index -1, the rest zero) to f. */
+/** Appends a dataset at `path` (PC_KIND_FLOAT, exec_index -1, the rest zero) to f, counting
+ * its record against the memory limit (pc_file_charge). */
 int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err);
+
+/** Counts `bytes` more of f's metadata against f->lim.max_memory; false (nothing counted) when
+ * the total would pass the limit. */
+bool pc_file_charge(pc_file *f, uint64_t bytes);
+
+/** PC_EIO: f's metadata would need `need` ("N bytes (why)"), more than the memory limit. */
+int pc_file_over_limit(const pc_file *f, const char *need, pc_error *err);
+
+/** The memory one dataset record at `path` holds besides its shape (pc_file_add counts it). */
+uint64_t pc_file_record_bytes(size_t path_len);
 
 /* Attributes one file may list: provenance is a handful of them, a hostile file may hold
  * millions. */

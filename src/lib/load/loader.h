@@ -71,6 +71,20 @@ typedef struct pc_file pc_file;
  * truncated or corrupt, or replaced while being opened. */
 int pc_file_open(pc_file **out, const char *path, pc_error *err);
 
+/* What opening a file may spend on its metadata, and whom it tells that it goes on. */
+typedef struct pc_open_limits {
+  /* Bytes the file's metadata may need: a header read whole (safetensors) and the records made
+   * of it (each dataset's, with its path and shape). More is PC_EIO naming the file and what it
+   * would need (docs/robustness.md, "Resource limits"). */
+  uint64_t max_memory;
+  /* Called now and then, with total 0, while a large header is read; may be NULL. */
+  void (*progress)(void *user, uint64_t done, uint64_t total);
+  void *progress_user;
+} pc_open_limits;
+
+/** pc_file_open within `lim` (NULL: pc_file_open's, no limit and no progress). */
+int pc_file_open_limited(pc_file **out, const char *path, const pc_open_limits *lim, pc_error *err);
+
 /** Close the file; NULL is accepted. */
 void pc_file_close(pc_file *f);
 

@@ -191,32 +191,155 @@ static int pc_st_overlaps(pc_file *f, pc_error *err) {
   return rc < 0 ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path) : PC_OK;
 }
 
-/* The header's length and JSON; PC_EIO naming the file when it is not a safetensors header. */
-static int pc_st_header(pc_file *f, json_t **root, uint64_t *len, pc_error *err) {
+/* The header as read: its text, and what the counting walk found in it. */
+typedef struct pc_st_header {
+  char *text;
+  size_t len;
+  size_t entries;     /* top-level keys */
+  uint64_t need;      /* metadata bytes they will make (pc_st_count) */
+  bool have_metadata; /* __metadata__ seen */
+} pc_st_header;
+
+/* Entries between two progress calls: a few milliseconds of parsing. */
+enum { PC_ST_BEAT = 1 << 14 };
+
+static int pc_st_bad_json(const pc_file *f, const char *why, size_t at, pc_error *err) {
+  return pc_error_set(err, PC_EIO, "%s: safetensors header is not valid JSON: %s (byte %zu)",
+                      f->path, why, at);
+}
+
+/* The header's text, read whole once its length is known to fit the memory limit (it is the
+ * first of the file's metadata); PC_EIO naming the file when it is not a safetensors header. */
+static int pc_st_read_header(pc_file *f, pc_st_header *h, pc_error *err) {
   unsigned char head[8];
-  json_error_t jerr;
   if (pread(f->fd, head, sizeof head, 0) != (ssize_t)sizeof head)
     return pc_error_set(err, PC_EIO, "%s: cannot read the safetensors header", f->path);
-  *len = pc_le64(head);
-  if (*len > PC_ST_HEADER_MAX || *len > f->size - sizeof head)
+  uint64_t len = pc_le64(head);
+  if (len > PC_ST_HEADER_MAX || len > f->size - sizeof head)
     return pc_error_set(err, PC_EIO,
                         "%s: safetensors header of %" PRIu64 " bytes is %s (the file has %" PRIu64
                         " bytes)",
-                        f->path, *len, *len > PC_ST_HEADER_MAX ? "absurd" : "truncated", f->size);
-  char *text = malloc(*len ? *len : 1);
-  if (!text)
+                        f->path, len, len > PC_ST_HEADER_MAX ? "absurd" : "truncated", f->size);
+  if (!pc_file_charge(f, len)) {
+    char need[96];
+    snprintf(need, sizeof need, "%" PRIu64 " bytes for its safetensors header alone", len);
+    return pc_file_over_limit(f, need, err);
+  }
+  h->len = (size_t)len;
+  if (!(h->text = malloc(h->len ? h->len : 1)))
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
-  ssize_t got = pread(f->fd, text, *len, sizeof head);
-  *root = got == (ssize_t)*len ? json_loadb(text, *len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
-  free(text);
-  if (got != (ssize_t)*len)
+  if (pread(f->fd, h->text, h->len, sizeof head) != (ssize_t)h->len)
     return pc_error_set(err, PC_EIO, "%s: cannot read the safetensors header", f->path);
-  if (!*root)
-    return pc_error_set(err, PC_EIO, "%s: safetensors header is not valid JSON: %s (byte %d)",
-                        f->path, jerr.text, jerr.position);
-  if (!json_is_object(*root))
-    return pc_error_set(err, PC_EIO, "%s: safetensors header is not a JSON object", f->path);
   return PC_OK;
+}
+
+static size_t pc_st_space(const char *t, size_t len, size_t at) {
+  while (at < len && (t[at] == ' ' || t[at] == '\t' || t[at] == '\n' || t[at] == '\r'))
+    at++;
+  return at;
+}
+
+/* Where the JSON value that starts at `at` ends: after its closing quote or bracket, or (a
+ * number or literal) at the next delimiter; len when it does not end. Only strings and
+ * brackets are followed, to find the end: jansson checks the value itself (pc_st_decode). One
+ * pass, no recursion, whatever the nesting. */
+static size_t pc_st_value_end(const char *t, size_t len, size_t at) {
+  size_t depth = 0;
+  bool quoted = false;
+  for (size_t i = at; i < len; i++) {
+    char c = t[i];
+    if (quoted) {
+      if (c == '\\')
+        i++;
+      else if (c == '"' && (quoted = false, depth == 0))
+        return i + 1;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0)
+        return i; /* a number or literal ends at its container's close */
+      if (--depth == 0)
+        return i + 1;
+    } else if (depth == 0 && strchr(",: \t\n\r", c)) {
+      return i;
+    }
+  }
+  return len;
+}
+
+/* One top-level entry: the key's text [key, key_end) and the value's [val, val_end). */
+typedef struct pc_st_entry {
+  size_t key, key_end, val, val_end;
+} pc_st_entry;
+
+typedef int (*pc_st_entry_fn)(pc_file *f, pc_st_header *h, const pc_st_entry *e, pc_error *err);
+
+/* The header's object, entry by entry, in order: its keys and values are found by
+ * pc_st_value_end, so that the header never becomes one tree of JSON (1.6 M tensors made
+ * 1.8 GB of jansson's nodes; issue 30). */
+static int pc_st_walk(pc_file *f, pc_st_header *h, pc_st_entry_fn fn, pc_error *err) {
+  const char *t = h->text;
+  size_t n = h->len, at = pc_st_space(t, n, 0);
+  if (at == n || t[at] != '{')
+    return pc_error_set(err, PC_EIO, "%s: safetensors header is not a JSON object", f->path);
+  at = pc_st_space(t, n, at + 1);
+  bool empty = at < n && t[at] == '}';
+  for (size_t k = 0; !empty; k++) {
+    pc_st_entry e = {at, pc_st_value_end(t, n, at), 0, 0};
+    if (at == n || t[at] != '"')
+      return pc_st_bad_json(f, "string or '}' expected", at, err);
+    at = pc_st_space(t, n, e.key_end);
+    if (at == n || t[at] != ':')
+      return pc_st_bad_json(f, "':' expected", at, err);
+    e.val = pc_st_space(t, n, at + 1);
+    e.val_end = pc_st_value_end(t, n, e.val);
+    int rc = fn(f, h, &e, err);
+    if (rc < 0)
+      return rc;
+    if (k % PC_ST_BEAT == 0 && f->lim.progress)
+      f->lim.progress(f->lim.progress_user, 0, 0);
+    at = pc_st_space(t, n, e.val_end);
+    if (at < n && t[at] == '}')
+      break;
+    if (at == n || t[at] != ',')
+      return pc_st_bad_json(f, "',' or '}' expected", at, err);
+    at = pc_st_space(t, n, at + 1);
+  }
+  at = pc_st_space(t, n, at + 1);
+  return at == n ? PC_OK : pc_st_bad_json(f, "end of header expected", at, err);
+}
+
+/* The counting walk: the metadata each entry will make, before any is made. */
+static int pc_st_count(pc_file *f, pc_st_header *h, const pc_st_entry *e, pc_error *err) {
+  (void)f;
+  (void)err;
+  h->entries++;
+  h->need += pc_file_record_bytes(e->key_end - e->key) + sizeof(pc_flat_array);
+  return PC_OK;
+}
+
+/* The header and the records its entries will make, against the memory limit: the need is
+ * known before the first record is made. */
+static int pc_st_afford(pc_file *f, const pc_st_header *h, pc_error *err) {
+  char need[160];
+  if (pc_file_charge(f, h->need)) {
+    f->meta_bytes -= h->need; /* pc_file_add counts each record as it is made */
+    return PC_OK;
+  }
+  snprintf(need, sizeof need,
+           "%" PRIu64 " bytes (a safetensors header of %zu bytes and the records of %zu tensors)",
+           f->meta_bytes + h->need, h->len, h->entries);
+  return pc_file_over_limit(f, need, err);
+}
+
+/* [from, to) of the header as one JSON value; PC_EIO with jansson's reason and the byte. */
+static int pc_st_decode(const pc_file *f, const pc_st_header *h, size_t from, size_t to,
+                        json_t **out, pc_error *err) {
+  json_error_t jerr;
+  *out = json_loadb(h->text + from, to - from, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+  return *out ? PC_OK : pc_st_bad_json(f, jerr.text, from + (size_t)jerr.position, err);
 }
 
 /* __metadata__ maps names to strings (the specification; the reference implementation refuses
@@ -233,23 +356,40 @@ static bool pc_st_metadata_ok(const json_t *meta) {
   return true;
 }
 
+/* The building walk: a tensor, or the __metadata__ map (at most once). */
+static int pc_st_build(pc_file *f, pc_st_header *h, const pc_st_entry *e, pc_error *err) {
+  json_t *key = NULL, *value = NULL;
+  int rc = pc_st_decode(f, h, e->key, e->key_end, &key, err);
+  if (rc == PC_OK && !json_is_string(key))
+    rc = pc_st_bad_json(f, "string or '}' expected", e->key, err);
+  if (rc == PC_OK)
+    rc = pc_st_decode(f, h, e->val, e->val_end, &value, err);
+  const char *name = rc == PC_OK ? json_string_value(key) : NULL;
+  bool meta = name && strcmp(name, "__metadata__") == 0;
+  if (name && !meta)
+    rc = pc_st_tensor(f, name, value, 8 + h->len, err);
+  else if (meta && h->have_metadata)
+    rc = pc_st_bad_json(f, "duplicate object key", e->key, err);
+  else if (meta && !pc_st_metadata_ok(value))
+    rc = pc_error_set(err, PC_EIO, "%s: safetensors __metadata__ is not a map of strings", f->path);
+  h->have_metadata = h->have_metadata || meta;
+  json_decref(key);
+  json_decref(value);
+  return rc;
+}
+
 static int pc_st_open(pc_file *f, pc_error *err) {
-  json_t *root = NULL, *t;
-  uint64_t len = 0;
-  const char *name;
+  pc_st_header h = {NULL, 0, 0, 0, false};
   int rc = pc_flat_init(f, err);
-  if (rc == PC_OK && (rc = pc_st_header(f, &root, &len, err)) == PC_OK) {
-    json_object_foreach(root, name, t) {
-      if (strcmp(name, "__metadata__") != 0)
-        rc = pc_st_tensor(f, name, t, 8 + len, err);
-      else if (!pc_st_metadata_ok(t))
-        rc = pc_error_set(err, PC_EIO, "%s: safetensors __metadata__ is not a map of strings",
-                          f->path);
-      if (rc < 0)
-        break;
-    }
-  }
-  json_decref(root);
+  if (rc == PC_OK)
+    rc = pc_st_read_header(f, &h, err);
+  if (rc == PC_OK)
+    rc = pc_st_walk(f, &h, pc_st_count, err);
+  if (rc == PC_OK)
+    rc = pc_st_afford(f, &h, err);
+  if (rc == PC_OK)
+    rc = pc_st_walk(f, &h, pc_st_build, err);
+  free(h.text);
   return rc == PC_OK ? pc_st_overlaps(f, err) : rc;
 }
 

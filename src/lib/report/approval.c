@@ -526,21 +526,81 @@ static int read_root(const reader *r, pc_approvals *ap) {
   return rc;
 }
 
-static int parse_file(FILE *f, reader *r, pc_approvals *ap) {
+/* Nesting an approval file may have: it needs four levels (the file, its list, an approval,
+ * its figures), and libyaml's scanner takes time quadratic in the depth (each token revisits
+ * every open level): 40,000 nested '[' took 9 s, so a hostile file would stall the run
+ * (issue 30). */
+enum { MAX_DEPTH = 32 };
+
+static int yaml_problem(const reader *r, const yaml_parser_t *parser) {
+  return pc_error_set(r->err, PC_EPARSE, "%s:%zu:%zu: invalid YAML: %s", r->path,
+                      parser->problem_mark.line + 1, parser->problem_mark.column + 1,
+                      parser->problem ? parser->problem : "unknown error");
+}
+
+/* The file's events, up to its end or to the first that opens level MAX_DEPTH + 1: PC_EPARSE
+ * naming the file and the line there, before libyaml ever builds or scans that deep. */
+static int check_depth(const unsigned char *text, size_t len, const reader *r) {
   yaml_parser_t parser;
+  yaml_event_t ev;
   if (!yaml_parser_initialize(&parser))
     return pc_error_set(r->err, PC_ENOMEM, "out of memory reading %s", r->path);
-  yaml_parser_set_input_file(&parser, f);
-  int rc = PC_OK;
+  yaml_parser_set_input_string(&parser, text, len);
+  int rc = PC_OK, depth = 0;
+  for (bool end = false; rc == PC_OK && !end;) {
+    if (!yaml_parser_parse(&parser, &ev))
+      break; /* the load below says why, as it always did */
+    end = ev.type == YAML_STREAM_END_EVENT;
+    if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT)
+      depth++;
+    else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT)
+      depth--;
+    if (depth > MAX_DEPTH)
+      rc = pc_error_set(r->err, PC_EPARSE, "%s:%zu:%zu: nested deeper than %d levels", r->path,
+                        ev.start_mark.line + 1, ev.start_mark.column + 1, MAX_DEPTH);
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&parser);
+  return rc;
+}
+
+/* All of f, read once for the two parses (it may be a pipe: --approved <(...)). */
+static int read_all(FILE *f, const reader *r, unsigned char **text, size_t *len) {
+  size_t cap = 1 << 16;
+  *len = 0;
+  for (unsigned char *grown; (grown = realloc(*text, cap)) != NULL; cap *= 2) {
+    *text = grown;
+    *len += fread(*text + *len, 1, cap - *len, f);
+    if (*len < cap)
+      return ferror(f)
+                 ? pc_error_set(r->err, PC_EIO, "%s: cannot read: %s", r->path, strerror(errno))
+                 : PC_OK;
+  }
+  return pc_error_set(r->err, PC_ENOMEM, "out of memory reading %s", r->path);
+}
+
+static int parse_file(FILE *f, reader *r, pc_approvals *ap) {
+  yaml_parser_t parser;
+  unsigned char *text = NULL;
+  size_t len = 0;
+  int rc = read_all(f, r, &text, &len);
+  if (rc == PC_OK)
+    rc = check_depth(text, len, r);
+  if (rc == PC_OK && !yaml_parser_initialize(&parser))
+    rc = pc_error_set(r->err, PC_ENOMEM, "out of memory reading %s", r->path);
+  if (rc < 0) {
+    free(text);
+    return rc;
+  }
+  yaml_parser_set_input_string(&parser, text, len);
   if (!yaml_parser_load(&parser, &r->doc)) {
-    rc = pc_error_set(r->err, PC_EPARSE, "%s:%zu:%zu: invalid YAML: %s", r->path,
-                      parser.problem_mark.line + 1, parser.problem_mark.column + 1,
-                      parser.problem ? parser.problem : "unknown error");
+    rc = yaml_problem(r, &parser);
   } else {
     rc = read_root(r, ap);
     yaml_document_delete(&r->doc);
   }
   yaml_parser_delete(&parser);
+  free(text);
   return rc;
 }
 

@@ -21,6 +21,7 @@ typedef struct ordered {
   size_t n, chunk;
   pc_report_row_fn put;
   void *ctx;
+  const pc_report_options *opts; /* its progress, called as chunks are written */
   pthread_mutex_t lock;
   pthread_cond_t turn; /* broadcast when `written` moves */
   size_t next;         /* the first row no thread has claimed */
@@ -65,6 +66,7 @@ static void *work(void *arg) {
       fwrite(text, 1, len, o->out); /* a write error stays in `out`, for its owner */
     else if (o->rc == PC_OK)
       o->rc = rc;
+    pc_report_beat(o->opts); /* under the lock: one thread at a time calls it */
     o->written = hi;
     pthread_cond_broadcast(&o->turn);
     free(text);
@@ -80,14 +82,23 @@ static size_t chunk_rows(size_t n, unsigned threads) {
   return rows < 1 ? 1 : rows > CHUNK_MAX ? CHUNK_MAX : rows;
 }
 
-int pc_report_put_ordered(FILE *out, size_t n, unsigned threads, pc_report_row_fn put, void *ctx) {
+/* Rows between two calls of the progress function when one thread writes them all. */
+enum { BEAT_ROWS = 1024 };
+
+int pc_report_put_ordered(FILE *out, size_t n, const pc_report_options *opts, pc_report_row_fn put,
+                          void *ctx) {
+  unsigned threads = pc_report_threads(opts);
   if (threads <= 1 || n <= 1) {
     int rc = PC_OK;
-    for (size_t k = 0; rc == PC_OK && k < n; k++)
+    for (size_t k = 0; rc == PC_OK && k < n; k++) {
       rc = put(out, k, ctx);
+      if (k % BEAT_ROWS == 0)
+        pc_report_beat(opts);
+    }
     return rc;
   }
-  ordered o = {.out = out, .n = n, .chunk = chunk_rows(n, threads), .put = put, .ctx = ctx};
+  ordered o = {
+      .out = out, .n = n, .chunk = chunk_rows(n, threads), .put = put, .ctx = ctx, .opts = opts};
   size_t chunks = (n + o.chunk - 1) / o.chunk;
   if (threads > chunks) /* a thread without a chunk would only be started and joined */
     threads = (unsigned)chunks;

@@ -614,6 +614,11 @@ unsigned pc_report_threads(const pc_report_options *opts) {
   return pc_threads_or_cores(opts ? opts->threads : 0); /* NULL: PC_REPORT_OPTIONS_INIT's 0 */
 }
 
+void pc_report_beat(const pc_report_options *opts) {
+  if (opts && opts->version >= 3 && opts->progress)
+    opts->progress(opts->progress_user);
+}
+
 const char *pc_report_profile(const pc_report_options *opts) {
   return opts && opts->profile ? opts->profile : "default";
 }

@@ -270,11 +270,16 @@ unsigned pc_report_threads(const pc_report_options *opts);
  * error code, which ends the report. */
 typedef int (*pc_report_row_fn)(FILE *out, size_t k, void *ctx);
 
+/** opts->progress, when the options have one (version 3). */
+void pc_report_beat(const pc_report_options *opts);
+
 /** Writes rows 0 to n - 1 to out in order, exactly the bytes that put(out, k, ctx) for k = 0,
- * 1, ... would write, formatted by up to `threads` threads (this one among them; 0 or 1: put
- * writes straight to out). put must only read shared state. Memory: a chunk of rows' text per
- * thread. Returns PC_OK, the error of the first failing row in row order, or PC_ENOMEM; after
- * an error out holds a prefix of the rows. Write errors stay in out. */
-int pc_report_put_ordered(FILE *out, size_t n, unsigned threads, pc_report_row_fn put, void *ctx);
+ * 1, ... would write, formatted by up to pc_report_threads(opts) threads (this one among them;
+ * 1: put writes straight to out), calling pc_report_beat(opts) as rows are written. put must only
+ * read shared state. Memory: a chunk of rows' text per thread. Returns PC_OK, the error of the
+ * first failing row in row order, or PC_ENOMEM; after an error out holds a prefix of the rows.
+ * Write errors stay in out. */
+int pc_report_put_ordered(FILE *out, size_t n, const pc_report_options *opts, pc_report_row_fn put,
+                          void *ctx);
 
 #endif

@@ -54,6 +54,7 @@ static int put_annotations(FILE *out, const pc_run *run, const pc_report_options
   int rc = PC_OK;
   for (size_t i = 0; rc == PC_OK && i < run->ntensors; i++) {
     const pc_tensor *t = pc_run_at(run, i);
+    pc_report_beat(opts);
     if (!pc_verdict_is_failure(t->verdict))
       continue;
     rc = put_tensor(out, t,

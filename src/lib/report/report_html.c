@@ -406,7 +406,7 @@ static int put_page(FILE *out, const page *pg, const pc_report_options *opts, co
   put_summary(out, pg, opts);
   put_table_head(out, pg);
   html_rows rows = {pg, order};
-  int rc = pc_report_put_ordered(out, pg->run->ntensors, pc_report_threads(opts), put_rows, &rows);
+  int rc = pc_report_put_ordered(out, pg->run->ntensors, opts, put_rows, &rows);
   fputs("</tbody>\n</table>\n<p class=\"legend\">Click a column header to sort; "
         "<b>verdict</b> sorts worst first, <b>#</b> in run order. ULP histogram: buckets 0, 1, "
         "2-3, 4-7, &hellip; from left to right, bar heights log-scaled; hover a bar for its "

@@ -376,13 +376,13 @@ static int put_tensor(FILE *out, size_t i, void *ctx) {
 }
 
 /* The tensors array, written one tensor at a time, each built, written and freed before the
- * next, on `threads` threads in order (pc_report_put_ordered): the report of a run of 200,000
+ * next, on the options' threads in order (pc_report_put_ordered): the report of a run of 200,000
  * tensors never exists as one tree. The bytes are those jansson writes for the whole array at
  * that depth (two spaces a level). */
-static int put_tensors(FILE *f, const pc_run *run, const pc_gate *gate, unsigned threads) {
-  tensor_rows rows = {run, gate};
+static int put_tensors(FILE *f, const pc_run *run, const pc_report_options *opts) {
+  tensor_rows rows = {run, opts ? opts->gate : NULL};
   fputs(run->ntensors ? "[" : "[]", f);
-  int rc = pc_report_put_ordered(f, run->ntensors, threads, put_tensor, &rows);
+  int rc = pc_report_put_ordered(f, run->ntensors, opts, put_tensor, &rows);
   if (run->ntensors)
     fputs("\n  ]", f);
   return rc;
@@ -497,7 +497,7 @@ int pc_report_json(const char *path, const pc_run *run, const pc_report_options 
   else if ((rc = pc_report_open(&f, path, err)) == PC_OK) {
     size_t head = (size_t)(at - text) + sizeof marker - 3; /* up to the array */
     fwrite(text, 1, head, f.f);
-    bool oom = put_tensors(f.f, run, opts ? opts->gate : NULL, pc_report_threads(opts)) < 0;
+    bool oom = put_tensors(f.f, run, opts) < 0;
     f.failed = f.failed || oom; /* no partial report stays behind */
     fprintf(f.f, "%s\n", at + sizeof marker - 1);
     rc = pc_report_close(&f, "the JSON report", err);

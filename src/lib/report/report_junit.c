@@ -323,8 +323,10 @@ static int put_junit(FILE *out, const pc_run *run, const pc_report_options *opts
   put_counts(out, run, gate);
   fputs(">\n", out);
   put_properties(out, run, opts);
-  for (size_t i = 0; i < run->ntensors; i++)
+  for (size_t i = 0; i < run->ntensors; i++) {
     put_testcase(out, run, gate, i);
+    pc_report_beat(opts);
+  }
   fputs("  </testsuite>\n</testsuites>\n", out);
   return PC_OK;
 }

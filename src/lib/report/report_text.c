@@ -582,7 +582,7 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   /* run order; quiet: the root causes (and errors) first, then the tensors they explain */
   text_rows rows = {&v, &w};
   size_t n = run->ntensors * (opts->quiet ? 2 : 1);
-  int rc = pc_report_put_ordered(out, n, pc_report_threads(opts), put_row, &rows);
+  int rc = pc_report_put_ordered(out, n, opts, put_row, &rows);
   pc_report_cascades_free(&cascades);
   if (rc < 0)
     return rc;
