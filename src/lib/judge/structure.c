@@ -27,8 +27,11 @@ static const double PC_CLEAN_FACTOR = 0.8;
 static const double PC_FACTOR_SHARE = 0.5;
 
 /* A lone zeroed or flipped element is a bug when its value is this many times the largest error
- * of every other element: its own honest error would have to stand a decade above all others. */
+ * of every other element, at least PC_LONE_MIN_OTHERS of them: its own honest error would have
+ * to stand a decade above all others (with fewer others, their largest error says too little of
+ * the error's spread: a BatchNorm bias gradient of 16 elements). */
 static const double PC_LONE_CROSSING = 10;
+enum { PC_LONE_MIN_OTHERS = 32 };
 
 /* Sign flips on this share of the elements or more are a permutation's (random signs), not a
  * negated part: they are left to the permutation test. */
@@ -212,8 +215,9 @@ static bool pc_crossing(const pc_stats *s, uint64_t n, double sq, double u, doub
     return false;
   double mean = sq / (double)n,
          top = fmax(s->ev.rest_max * s->ev.rest_max, (u * rms_a) * (u * rms_a));
+  bool lone_ok = s->ev.rest >= PC_LONE_MIN_OTHERS;
   double q = n >= 2 ? gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1) : PC_LONE_CROSSING * PC_LONE_CROSSING;
-  if (mean > q * top)
+  if ((n >= 2 || lone_ok) && mean > q * top)
     return true;
   return mean >= 0.25 * rms_a * rms_a && sq > pc_crossing_limit(&s->ev, n, u, rms_a);
 }
