@@ -291,7 +291,9 @@ typedef struct pc_tensor {
   uint64_t *dims_b;
   uint64_t reduction_length; /* K from the dataset's attributes (A's, else B's); 0 = unknown */
   pc_dtype accumulation;     /* accumulation dtype from the attributes; NONE = unknown */
-  pc_tol tol;                /* the tolerance applied */
+  char *module_type; /* the dataset attribute `module_type` (A's, else B's), the class of the
+                        module that produced the tensor (e.g. "BatchNorm2d"); NULL = unknown */
+  pc_tol tol;        /* the tolerance applied */
   pc_stats stats;
   /* The judge's record: the criteria that broke (none for pass, skipped and error; the
    * structural verdicts missing, shape and dtype mismatch need none), and for a failing tensor

@@ -750,12 +750,14 @@ def _flat_tensors(obj, prefix=""):
             yield from _flat_tensors(v, "%s/%d" % (prefix, i) if prefix else str(i))
 
 
-def write_tensors(tensors, out):
+def write_tensors(tensors, out, attrs=None):
     """Write (name, tensor or array) pairs to the HDF5 file `out` in the layout paritycheck
     reads: one dataset per name ('/' makes groups), bfloat16 and other narrow floats as
     float32 with the logical dtype in attribute "dtype", in the given order
-    (execution_index 0, 1, ...). Returns the number written."""
+    (execution_index 0, 1, ...), with attrs.get(name) (a dict) as more attributes. Returns the
+    number written."""
     n = 0
+    attrs = attrs or {}
     with h5py.File(out, "w", track_order=True) as f:
         for name, t in tensors:
             arr, logical = _to_numpy(t) if torch.is_tensor(t) else (np.asarray(t), None)
@@ -763,16 +765,31 @@ def write_tensors(tensors, out):
             if logical:
                 d.attrs["dtype"] = logical
             d.attrs["execution_index"] = n
+            _set_attrs(d, attrs.get(name, {}))
             n += 1
     return n
 
 
+def _state_owners(module):
+    """{state dict key: {module, module_type}} for the parameters and buffers of ``module``:
+    the module that holds each, as the Dumper names the owner of a gradient."""
+    owners = {}
+    for mname, m in module.named_modules():
+        for pn, _ in list(m.named_parameters(recurse=False)) + list(m.named_buffers(recurse=False)):
+            owners.setdefault(mname + "." + pn if mname else pn,
+                              {"module": mname or "root", "module_type": type(m).__name__})
+    return owners
+
+
 def convert(src, out):
-    """A torch.save file (a state dict, or any dict/list/tuple of tensors) as an HDF5 dump."""
+    """A torch.save file (a state dict, or any dict/list/tuple of tensors) as an HDF5 dump; a
+    whole pickled module also gives each tensor its owner's module and module_type."""
     obj = torch.load(src, map_location="cpu")
+    owners = None
     if hasattr(obj, "state_dict") and not isinstance(obj, dict):
+        owners = _state_owners(obj) if isinstance(obj, nn.Module) else None
         obj = obj.state_dict()  # a whole pickled module
-    n = write_tensors(_flat_tensors(obj), out)
+    n = write_tensors(_flat_tensors(obj), out, owners)
     if n == 0:
         raise ValueError("%s holds no tensors" % src)
     return n

@@ -274,6 +274,20 @@ def test_execution_order():
                 ex[name] = obj.attrs.get("execution_index")
         f.visititems(visit)
         check("every dataset has execution_index", all(v is not None for v in ex.values()), str(ex))
+        # module_type (issue 32: tolerance rules match on it) on every dataset a module made:
+        # activations, activation gradients and parameter gradients; the owner's class.
+        mt = {}
+        f.visititems(lambda n, o: mt.__setitem__(n, o.attrs.get("module_type"))
+                     if isinstance(o, h5py.Dataset) else None)
+        want_mt = {"activations/000_emb": "Embedding", "activations/001_fc1": "Linear",
+                   "activations/002_act": "Tanh", "activations/003_fc2": "Linear",
+                   "gradients/fc1.weight": "Linear", "gradients/emb.weight": "Embedding",
+                   "activation_grads/001_act": "Tanh"}
+        check("module_type on every module's dataset",
+              all(mt[n] is not None for n in mt if not n.startswith(("inputs/", "outputs/"))),
+              str(mt))
+        check("module_type is the module's class", all(mt.get(n) == v for n, v in
+                                                       want_mt.items()), str(mt))
         check("execution_index values distinct", len(set(ex.values())) == len(ex), str(ex))
         fwd = ["inputs/tok", "activations/000_emb", "activations/001_fc1", "activations/002_act",
                "activations/003_fc2", "outputs/loss"]
@@ -606,6 +620,31 @@ def test_training_runs_doc():
           len(loss) == 20 and loss["step_019"] > 100 * loss["step_000"] > 0, loss)
 
 
+def test_convert_module_types():
+    """convert of a whole pickled module knows whose each parameter and buffer is: module and
+    module_type attributes, as the Dumper writes on gradients; a plain state dict has none."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.Flatten(), nn.Linear(8, 2))
+    src = os.path.join(WORK, "whole.pt")
+    torch.save(model, src)
+    out = os.path.join(WORK, "whole.h5")
+    pcdump.convert(src, out)
+    with h5py.File(out, "r") as f:
+        got = {n: (f[n].attrs.get("module"), f[n].attrs.get("module_type")) for n in f}
+    want = {"0.weight": ("0", "Conv2d"), "0.bias": ("0", "Conv2d"),
+            "1.weight": ("1", "BatchNorm2d"), "1.bias": ("1", "BatchNorm2d"),
+            "1.running_mean": ("1", "BatchNorm2d"),
+            "1.running_var": ("1", "BatchNorm2d"), "1.num_batches_tracked": ("1", "BatchNorm2d"),
+            "3.weight": ("3", "Linear"), "3.bias": ("3", "Linear")}
+    check("convert: module and module_type of each parameter and buffer", got == want, str(got))
+    sd = os.path.join(WORK, "sd.pt")
+    torch.save(model.state_dict(), sd)
+    pcdump.convert(sd, out)
+    with h5py.File(out, "r") as f:
+        check("convert: a state dict has no module_type",
+              all("module_type" not in f[n].attrs for n in f))
+
+
 def main():
     global BIN, WORK
     if len(sys.argv) != 3:
@@ -628,6 +667,7 @@ def main():
     test_mps_fp64_runs_on_cpu()
     test_mps_mocked()
     test_training_runs_doc()
+    test_convert_module_types()
     return summary()
 
 

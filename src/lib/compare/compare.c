@@ -160,11 +160,26 @@ static int pc_measure_magnitude(const pc_pair *p, pc_tol_context *ctx) {
   return PC_OK;
 }
 
+/* pc_tol_attr_fn over a pair: the attributes of side A's or B's dataset, else of its file. */
+static const char *pc_pair_attr(void *user, int side, const char *name, char *buf, size_t size) {
+  const pc_pair *p = user;
+  return side == 0 ? pc_dataset_attr(p->fa, p->a, name, buf, size)
+                   : pc_dataset_attr(p->fb, p->b, name, buf, size);
+}
+
+/* What the tolerance model may know of a set-up pair before its data is read. */
+static pc_tol_context pc_pair_context(const pc_pair *p) {
+  return (pc_tol_context){.reduction_length = p->t->reduction_length,
+                          .accumulation = p->t->accumulation,
+                          .attr = pc_pair_attr,
+                          .attr_user = (void *)p};
+}
+
 /* The tolerance, measuring A's magnitude first when the tolerance model needs it. */
 static int pc_resolve_tol(pc_pair *p, const pc_tolset *tols) {
   pc_tensor *t = p->t;
-  pc_tol_context ctx = {t->reduction_length, t->accumulation, false, 0, 0};
-  if (pc_tolset_needs_magnitude(tols, pc_tensor_dataset(t), t->compare)) {
+  pc_tol_context ctx = pc_pair_context(p);
+  if (pc_tolset_needs_magnitude(tols, pc_tensor_dataset(t), t->compare, &ctx)) {
     int rc = pc_measure_magnitude(p, &ctx);
     if (rc < 0 || t->verdict == PC_VERDICT_ERROR)
       return rc;
@@ -274,6 +289,15 @@ static int pc_nomem(int rc, const pc_tensor *t, pc_error *err) {
   return rc == PC_ENOMEM ? pc_error_set(err, rc, "%s: out of memory", t->path) : rc;
 }
 
+/* t->module_type from A's dataset, else B's, in the run's arena (malloc'd without one). */
+static int pc_keep_module_type(pc_pair *p) {
+  const char *type = p->a->module_type ? p->a->module_type : p->b->module_type;
+  if (!type)
+    return PC_OK;
+  p->t->module_type = p->names ? pc_arena_strdup(p->names, type) : pc_strdup(type);
+  return p->t->module_type ? PC_OK : PC_ENOMEM;
+}
+
 int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
   pc_tensor *t = p->t;
   *data = false;
@@ -287,6 +311,8 @@ int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
   if (rc < 0)
     return pc_nomem(rc, t, err);
   if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))
+    return pc_nomem(rc, t, err);
+  if ((rc = pc_keep_module_type(p)) < 0)
     return pc_nomem(rc, t, err);
   t->reduction_length = p->a->reduction_length ? p->a->reduction_length : p->b->reduction_length;
   t->accumulation = p->a->accumulation ? p->a->accumulation : p->b->accumulation;
@@ -314,7 +340,7 @@ int pc_pair_data(pc_pair *p, const pc_tolset *tols, uint64_t from, uint64_t to, 
 }
 
 bool pc_pair_splittable(const pc_pair *p, const pc_tolset *tols) {
-  pc_tol_context ctx = {p->t->reduction_length, p->t->accumulation, false, 0, 0};
+  pc_tol_context ctx = pc_pair_context(p);
   pc_tol tol = pc_tolset_resolve_ctx(tols, pc_tensor_dataset(p->t), p->t->compare, &ctx);
   return !p->a->sparse && !p->b->sparse && !tol.metrics.set;
 }
@@ -856,6 +882,7 @@ void pc_tensor_clear(pc_tensor *t, const pc_arena *names) {
   pc_free_unless_in(names, t->dims_b);
   pc_free_unless_in(names, t->path);
   pc_free_unless_in(names, t->file);
+  pc_free_unless_in(names, t->module_type);
   free(t->message);
   free(t->note);
   free(t->did_you_mean);

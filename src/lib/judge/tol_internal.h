@@ -74,12 +74,27 @@ typedef struct tol_metrics {
   bool elementwise;
 } tol_metrics;
 
-/* The defaults of one file (glob NULL, no metrics) or one rule. */
+/* A rule's condition on what a tensor is (`match_module_type`, `match_attr`): it holds when
+ * attribute `name` of either side's dataset (else of its file) has a text that one of the globs
+ * matches. */
+typedef struct tol_cond {
+  char *name;
+  char **globs;
+  size_t nglobs;
+} tol_cond;
+
+/* The defaults of one file (no glob, conditions or metrics) or one rule. A rule applies to a
+ * tensor when its glob (if any) matches the path and every condition holds. */
 typedef struct tol_layer {
   char *glob;
+  tol_cond *conds;
+  size_t nconds;
   tol_entry entry[KEY_COUNT];
   tol_metrics metrics;
 } tol_layer;
+
+/** Frees what a layer owns (its glob and conditions); the layer itself is the caller's. */
+void pc_tol_layer_clear(tol_layer *layer);
 
 struct pc_tolset {
   tol_layer *defaults; /* one per loaded file, the builtin's first */

@@ -36,10 +36,19 @@ static const char TOL_BUILTIN_NAME[] = "<builtin>";
 static const char TOL_STRING_NAME[] = "<string>";
 
 /* Keys of a `defaults` mapping (the first KEY_COUNT) and of a rule (all of them). */
-static const char *const layer_keys[] = {"float64",       "float32",     "float16",    "bfloat16",
-                                         "float8_e4m3fn", "float8_e5m2", "integer",    "all",
-                                         "match",         "metrics",     "elementwise"};
-enum { KEY_MATCH = KEY_COUNT, KEY_METRICS, KEY_ELEMENTWISE, RULE_KEY_COUNT };
+static const char *const layer_keys[] = {
+    "float64", "float32", "float16", "bfloat16",    "float8_e4m3fn",     "float8_e5m2", "integer",
+    "all",     "match",   "metrics", "elementwise", "match_module_type", "match_attr"};
+enum {
+  KEY_MATCH = KEY_COUNT,
+  KEY_METRICS,
+  KEY_ELEMENTWISE,
+  KEY_MATCH_MODULE_TYPE,
+  KEY_MATCH_ATTR,
+  RULE_KEY_COUNT
+};
+/* The dataset attribute the dumper names a module's class in (python/paritycheck/dump.py). */
+static const char MODULE_TYPE_ATTR[] = "module_type";
 _Static_assert(COUNT_OF(layer_keys) == RULE_KEY_COUNT, "one name per layer key");
 
 /* Keys of one metric's mapping: its limit (`min` for a floor metric, `max` for the others) and
@@ -427,20 +436,117 @@ const char *pc_glob_problem(const char *g) {
   return NULL;
 }
 
-static int parse_glob(tol_parser *p, tol_layer *layer) {
+/* The current scalar as a well-formed glob; `what` names the key in messages. */
+static int check_glob(tol_parser *p, const char *what) {
   const yaml_event_t *ev = &p->ev;
   if (ev->type != YAML_SCALAR_EVENT || is_null(ev))
-    return fail_at(p, ev->start_mark, "'match' must be a string, got %s", node_kind(ev));
+    return fail_at(p, ev->start_mark, "'%s' must be a string, got %s", what, node_kind(ev));
   const char *glob = scalar_text(ev);
   if (strlen(glob) != ev->data.scalar.length)
-    return fail_at(p, ev->start_mark, "'match' must not contain NUL characters");
+    return fail_at(p, ev->start_mark, "'%s' must not contain NUL characters", what);
   if (*glob == '\0')
-    return fail_at(p, ev->start_mark, "'match' must not be empty");
+    return fail_at(p, ev->start_mark, "'%s' must not be empty", what);
   const char *why = pc_glob_problem(glob);
   if (why)
     return fail_at(p, ev->start_mark, "bad glob '%.*s': %s", TOL_QUOTE_MAX, glob, why);
-  layer->glob = pc_strdup(glob);
+  return PC_OK;
+}
+
+static int parse_glob(tol_parser *p, tol_layer *layer) {
+  int rc = check_glob(p, "match");
+  if (rc)
+    return rc;
+  layer->glob = pc_strdup(scalar_text(&p->ev));
   return layer->glob ? PC_OK : fail_nomem(p);
+}
+
+void pc_tol_layer_clear(tol_layer *layer) {
+  free(layer->glob);
+  for (size_t i = 0; i < layer->nconds; i++) {
+    for (size_t k = 0; k < layer->conds[i].nglobs; k++)
+      free(layer->conds[i].globs[k]);
+    free(layer->conds[i].globs);
+    free(layer->conds[i].name);
+  }
+  free(layer->conds);
+  layer->glob = NULL;
+  layer->conds = NULL;
+  layer->nconds = 0;
+}
+
+/* Appends a condition on attribute `name` (no globs yet) to the rule; NULL when out of memory. */
+static tol_cond *add_cond(tol_layer *rule, const char *name) {
+  tol_cond *conds = realloc(rule->conds, (rule->nconds + 1) * sizeof *conds);
+  if (!conds)
+    return NULL;
+  rule->conds = conds;
+  tol_cond *c = &conds[rule->nconds];
+  *c = (tol_cond){pc_strdup(name), NULL, 0};
+  if (!c->name)
+    return NULL;
+  rule->nconds++;
+  return c;
+}
+
+static int add_cond_glob(tol_parser *p, tol_cond *c, const char *what) {
+  int rc = check_glob(p, what);
+  if (rc)
+    return rc;
+  char **globs = realloc(c->globs, (c->nglobs + 1) * sizeof *globs);
+  if (!globs)
+    return fail_nomem(p);
+  c->globs = globs;
+  if (!(globs[c->nglobs] = pc_strdup(scalar_text(&p->ev))))
+    return fail_nomem(p);
+  c->nglobs++;
+  return PC_OK;
+}
+
+/* A glob, or a non-empty sequence of globs (any of them may match), for attribute `name`. */
+static int parse_cond(tol_parser *p, tol_layer *rule, const char *name, const char *what) {
+  tol_cond *c = add_cond(rule, name);
+  if (!c)
+    return fail_nomem(p);
+  if (p->ev.type != YAML_SEQUENCE_START_EVENT)
+    return add_cond_glob(p, c, what);
+  yaml_mark_t at = p->ev.start_mark;
+  int rc;
+  while ((rc = next_event(p)) == PC_OK && p->ev.type != YAML_SEQUENCE_END_EVENT)
+    if ((rc = add_cond_glob(p, c, what)))
+      return rc;
+  if (rc == PC_OK && c->nglobs == 0)
+    return fail_at(p, at, "'%s' must not be an empty list", what);
+  return rc;
+}
+
+/* `match_attr`: a non-empty mapping from attribute names to globs or lists of globs. */
+static int parse_match_attr(tol_parser *p, tol_layer *rule) {
+  yaml_mark_t at = p->ev.start_mark;
+  int rc = expect_mapping(p, "'match_attr'");
+  size_t first = rule->nconds;
+  while (rc == PC_OK && (rc = next_event(p)) == PC_OK && p->ev.type != YAML_MAPPING_END_EVENT) {
+    char name[TOL_QUOTE_MAX];
+    const yaml_event_t *ev = &p->ev;
+    if (ev->type != YAML_SCALAR_EVENT || is_null(ev))
+      return fail_at(p, ev->start_mark, "a key in 'match_attr' must be a string, got %s",
+                     node_kind(ev));
+    if (ev->data.scalar.length == 0 || strlen(scalar_text(ev)) != ev->data.scalar.length ||
+        ev->data.scalar.length >= sizeof name)
+      return fail_at(p, ev->start_mark,
+                     "an attribute name must have 1 to %d bytes and no NUL character",
+                     TOL_QUOTE_MAX - 1);
+    snprintf(name, sizeof name, "%s", scalar_text(ev));
+    for (size_t i = first; i < rule->nconds; i++)
+      if (strcmp(rule->conds[i].name, name) == 0)
+        return fail_at(p, p->ev.start_mark, "duplicate key '%s' in 'match_attr'", name);
+    char what[2 * TOL_QUOTE_MAX];
+    snprintf(what, sizeof what, "match_attr.%s", name);
+    if ((rc = next_event(p)) || (rc = parse_cond(p, rule, name, what)))
+      return rc;
+  }
+  if (rc == PC_OK && rule->nconds == first)
+    return fail_at(p, at, "'match_attr' must not be empty");
+  return rc;
 }
 
 /* ---- Schema ------------------------------------------------------------------------------ */
@@ -615,6 +721,10 @@ static int on_layer_key(tol_parser *p, size_t key, void *arg) {
     return parse_metrics(p, &layer->metrics);
   case KEY_ELEMENTWISE:
     return parse_elementwise(p, &layer->metrics);
+  case KEY_MATCH_MODULE_TYPE:
+    return parse_cond(p, layer, MODULE_TYPE_ATTR, "match_module_type");
+  case KEY_MATCH_ATTR:
+    return parse_match_attr(p, layer);
   default:
     return parse_entry(p, &layer->entry[key], layer_keys[key]);
   }
@@ -657,8 +767,9 @@ static int parse_rule(tol_parser *p) {
     return fail_nomem(p);
   unsigned seen;
   rc = walk_mapping(p, layer_keys, RULE_KEY_COUNT, "a rule", on_layer_key, rule, &seen);
-  if (rc == PC_OK && !(seen & (1u << KEY_MATCH)))
-    return fail_at(p, at, "a rule must have 'match'");
+  unsigned selectors = 1u << KEY_MATCH | 1u << KEY_MATCH_MODULE_TYPE | 1u << KEY_MATCH_ATTR;
+  if (rc == PC_OK && !(seen & selectors))
+    return fail_at(p, at, "a rule must have 'match', 'match_module_type' or 'match_attr'");
   return rc;
 }
 
@@ -728,9 +839,9 @@ static int parse_stream(tol_parser *p) {
 /* ---- Sets -------------------------------------------------------------------------------- */
 
 static void file_free(tol_file *file) {
-  free(file->defaults.glob);
+  pc_tol_layer_clear(&file->defaults);
   for (size_t i = 0; i < file->n_rules; i++)
-    free(file->rules[i].glob);
+    pc_tol_layer_clear(&file->rules[i]);
   free(file->rules);
 }
 
@@ -807,7 +918,7 @@ void pc_tolset_free(pc_tolset *set) {
   if (!set)
     return;
   for (size_t i = 0; i < set->n_rules; i++)
-    free(set->rules[i].glob);
+    pc_tol_layer_clear(&set->rules[i]);
   free(set->rules);
   free(set->defaults);
   free(set);

@@ -50,16 +50,41 @@ static void apply_layer(tol_entry *acc, const tol_layer *layer, tol_key key) {
     apply_entry(acc, &layer->entry[key]);
 }
 
-/* Every layer that applies to path and compare, in order (docs/tolerances.md, "Resolution"). */
-static tol_entry resolve_entry(const pc_tolset *set, const char *path, pc_dtype compare) {
+/* A condition holds when either side's text of its attribute matches one of its globs. */
+static bool cond_holds(const tol_cond *c, const pc_tol_context *ctx) {
+  char buf[PC_TOL_ATTR_TEXT_MAX];
+  if (!ctx || !ctx->attr)
+    return false;
+  for (int side = 0; side < 2; side++) {
+    const char *text = ctx->attr(ctx->attr_user, side, c->name, buf, sizeof buf);
+    for (size_t i = 0; text && i < c->nglobs; i++)
+      if (fnmatch(c->globs[i], text, 0) == 0)
+        return true;
+  }
+  return false;
+}
+
+/* The path glob first: it is the cheaper test, and most rules fail it. */
+static bool rule_applies(const tol_layer *rule, const char *path, const pc_tol_context *ctx) {
+  if (!path || (rule->glob && fnmatch(rule->glob, path, 0) != 0))
+    return false;
+  for (size_t i = 0; i < rule->nconds; i++)
+    if (!cond_holds(&rule->conds[i], ctx))
+      return false;
+  return true;
+}
+
+/* Every layer that applies to the tensor, in order (docs/tolerances.md, "Resolution"). */
+static tol_entry resolve_entry(const pc_tolset *set, const char *path, pc_dtype compare,
+                               const pc_tol_context *ctx) {
   tol_entry acc = {0};
   if (!set)
     return acc;
   tol_key key = key_of_dtype(compare);
   for (size_t i = 0; i < set->n_defaults; i++)
     apply_layer(&acc, &set->defaults[i], key);
-  for (size_t i = 0; path && i < set->n_rules; i++)
-    if (fnmatch(set->rules[i].glob, path, 0) == 0)
+  for (size_t i = 0; i < set->n_rules; i++)
+    if (rule_applies(&set->rules[i], path, ctx))
       apply_layer(&acc, &set->rules[i], key);
   return acc;
 }
@@ -148,11 +173,12 @@ bool pc_metric_is_floor(pc_metric m) {
 
 /* The metrics of every rule that matches path, in order; each rule overrides only what it says.
  * They do not depend on the compare dtype. */
-static pc_metric_tol resolve_metrics(const pc_tolset *set, const char *path) {
+static pc_metric_tol resolve_metrics(const pc_tolset *set, const char *path,
+                                     const pc_tol_context *ctx) {
   pc_metric_tol mt = {0};
-  for (size_t i = 0; set && path && i < set->n_rules; i++) {
+  for (size_t i = 0; set && i < set->n_rules; i++) {
     const tol_metrics *r = &set->rules[i].metrics;
-    if (!(r->set | r->unset | r->has_elementwise) || fnmatch(set->rules[i].glob, path, 0) != 0)
+    if (!(r->set | r->unset | r->has_elementwise) || !rule_applies(&set->rules[i], path, ctx))
       continue;
     mt.set = (mt.set & ~r->unset) | r->set;
     for (int m = 0; m < PC_METRIC_COUNT_; m++)
@@ -168,7 +194,7 @@ static pc_metric_tol resolve_metrics(const pc_tolset *set, const char *path) {
 
 pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,
                              const pc_tol_context *ctx) {
-  tol_entry e = resolve_entry(set, path, compare);
+  tol_entry e = resolve_entry(set, path, compare, ctx);
   pc_tol tol = {0};
   tol.set = e.set & TOL_PLAIN_BITS;
   tol.atol = e.value[CRIT_ATOL];
@@ -177,7 +203,7 @@ pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype co
   tol.max_mismatch_fraction = e.value[CRIT_MAX_MISMATCH_FRACTION];
   if (pc_dtype_is_float(compare))
     apply_model(&tol, &e, compare, ctx);
-  tol.metrics = resolve_metrics(set, path);
+  tol.metrics = resolve_metrics(set, path, ctx);
   return tol;
 }
 
@@ -186,8 +212,9 @@ pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compar
 }
 
 /* Only atol_rms reads the magnitude of A. */
-bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare) {
-  tol_entry e = resolve_entry(set, path, compare);
+bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare,
+                               const pc_tol_context *ctx) {
+  tol_entry e = resolve_entry(set, path, compare, ctx);
   return pc_dtype_is_float(compare) && has(&e, CRIT_ATOL_RMS) && e.value[CRIT_ATOL_RMS] > 0;
 }
 
@@ -195,6 +222,8 @@ int pc_tolset_unused_rules(const pc_tolset *set, const char *const *paths, size_
                            int (*fn)(void *user, const char *glob), void *user) {
   int rc = PC_OK;
   for (size_t i = 0; set && i < set->n_rules && rc == PC_OK; i++) {
+    if (!set->rules[i].glob)
+      continue;
     size_t k = 0;
     while (k < n && fnmatch(set->rules[i].glob, paths[k], 0) != 0)
       k++;

@@ -10,24 +10,40 @@
 #include <stddef.h>  /* size_t */
 #include <stdint.h>  /* uint64_t */
 
+/* The text of attribute `name` of side 0 (A) or 1 (B) of the tensor: its dataset's attribute,
+ * else its file's; into buf (size bytes) or a string that outlives the call. NULL when that side
+ * has neither. Rules that match on attributes (docs/tolerances.md, `match_module_type`,
+ * `match_attr`) call it while resolving. */
+typedef const char *(*pc_tol_attr_fn)(void *user, int side, const char *name, char *buf,
+                                      size_t size);
+
+/* Room a pc_tol_attr_fn is given for an attribute's text. */
+enum { PC_TOL_ATTR_TEXT_MAX = 1024 };
+
 /* What the tolerance model may know of a tensor besides its path and dtype
- * (docs/tolerance-model.md): the dumper's reduction hints and the magnitude of A. */
+ * (docs/tolerance-model.md): the dumper's reduction hints, the magnitude of A, and its
+ * attributes for rules that match on them (attr NULL: none known, and such rules never apply). */
 typedef struct pc_tol_context {
   uint64_t reduction_length; /* K, from the dataset attribute `reduction_length`; 0 = unknown */
   pc_dtype accumulation;     /* attribute `accumulation_dtype`; PC_DTYPE_NONE = unknown */
   bool has_magnitude;        /* max_abs_a and rms_a below were measured */
   double max_abs_a;          /* max |a| over A's finite elements; 0 when there are none */
   double rms_a;              /* sqrt(mean(a^2)) over the same elements */
+  pc_tol_attr_fn attr;
+  void *attr_user;
 } pc_tol_context;
 
-/** True when the tolerance for this path and dtype depends on the magnitude of A, so that the
- * caller must measure it (one more pass over A) before pc_tolset_resolve_ctx. */
-bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare);
+/** True when the tolerance for this path and dtype (given what ctx, which may be NULL, knows)
+ * depends on the magnitude of A, so that the caller must measure it (one more pass over A)
+ * before pc_tolset_resolve_ctx. */
+bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype compare,
+                               const pc_tol_context *ctx);
 
 /** The tolerance for dataset `path` compared in `compare`, given what is known of the tensor
  * (ctx may be NULL: nothing is known). Model coefficients that need what ctx does not give (K,
  * a measured magnitude) contribute nothing; for a compare dtype that is not a float the model
- * takes no part at all. */
+ * takes no part at all. A rule applies when its glob (if it has one) matches the path and each
+ * of its attribute conditions holds; with `path` NULL no rule applies. */
 pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,
                              const pc_tol_context *ctx);
 
@@ -37,7 +53,8 @@ pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compar
 
 /** Calls fn(user, glob) for each rule, in load order, whose glob matches none of the n paths
  * (it then changes no tolerance of a run over those paths); stops at and returns the first
- * nonzero return of fn, else PC_OK. */
+ * nonzero return of fn, else PC_OK. Rules without a glob, which select tensors by attributes
+ * alone (a profile may name module types a model does not have), are never reported. */
 int pc_tolset_unused_rules(const pc_tolset *set, const char *const *paths, size_t n,
                            int (*fn)(void *user, const char *glob), void *user);
 

@@ -298,6 +298,23 @@ const pc_attr *pc_file_attr(const pc_file *f, size_t i) {
   return i < f->nattrs ? &f->attrs[i] : NULL;
 }
 
+const char *pc_dataset_attr(pc_file *f, const pc_dataset *d, const char *name, char *buf,
+                            size_t size) {
+  static const char module_type[] = "module_type";
+  if (!f || !d || !name || !buf || size == 0)
+    return NULL;
+  pc_spill_touch(d);
+  if (strcmp(name, module_type) == 0 && d->module_type)
+    return d->module_type;
+  if (strcmp(name, module_type) != 0 && f->format->dataset_attribute &&
+      f->format->dataset_attribute(f, d, name, buf, size))
+    return buf;
+  for (size_t i = 0; i < f->nattrs; i++)
+    if (strcmp(f->attrs[i].name, name) == 0)
+      return f->attrs[i].value;
+  return NULL;
+}
+
 const char *pc_file_path(const pc_file *f) {
   return f->path;
 }

@@ -80,6 +80,11 @@ typedef struct pc_format {
    * attributes with pc_file_add_attr, after open. An attribute it cannot read is left out;
    * PC_ENOMEM only. */
   int (*attributes)(pc_file *f, pc_error *err);
+  /* Optional (NULL: datasets have no attributes): the text of dataset d's scalar string, number
+   * or boolean attribute `name` into buf (size bytes); false when it has none or it cannot be
+   * read (a rule that needs it then does not apply). */
+  bool (*dataset_attribute)(pc_file *f, const pc_dataset *d, const char *name, char *buf,
+                            size_t size);
   /* Reads block b's stored bytes into raw (b->n elements of ds->elem_size bytes). PC_EDATA
    * naming the file and dataset on failure. */
   int (*read)(pc_reader *r, const pc_block *b, void *raw, pc_error *err);

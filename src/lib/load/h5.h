@@ -60,6 +60,11 @@ int pc_h5_walk(pc_file *f, pc_error *err);
  * attributes, in creation order where the file tracks it, else by name. */
 int pc_h5_attributes(pc_file *f, pc_error *err);
 
+/** format.h's `dataset_attribute`: dataset d's scalar string, integer, float or boolean
+ * attribute `name` as text. */
+bool pc_h5_dataset_attribute(pc_file *f, const pc_dataset *d, const char *name, char *buf,
+                             size_t size);
+
 /** Checks whether numeric dataset d (open as dset, of file type `type`) can be read: when not,
  * d becomes an error entry saying why; when it can, notes how it is stored (pc_h5_store) and
  * sets d's fill value, sparse ranges and chunk_bytes. PC_ENOMEM. */

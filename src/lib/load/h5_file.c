@@ -269,4 +269,5 @@ const pc_format pc_format_hdf5 = {
     .direct = pc_h5_direct,
     .read = pc_h5_read,
     .attributes = pc_h5_attributes,
+    .dataset_attribute = pc_h5_dataset_attribute,
 };

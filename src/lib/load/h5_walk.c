@@ -253,6 +253,22 @@ static bool pc_reduction_attrs(pc_dataset *d, hid_t dset, char why[PC_ATTR_WHY])
   return got >= 0;
 }
 
+/* The module's class the dumper names (python/paritycheck/dump.py), for tolerance rules that
+ * match on it (docs/tolerances.md). Absent or not a string: unknown. false, with why, when it
+ * cannot be read, or out of memory. */
+static bool pc_module_type_attr(pc_file *f, pc_dataset *d, hid_t dset, char why[PC_ATTR_WHY]) {
+  char name[256];
+  int got = 0;
+  if (H5Aexists(dset, "module_type") > 0 &&
+      (got = pc_read_string_attr(dset, "module_type", name, sizeof name, why)) > 0 &&
+      !(d->module_type = pc_arena_strdup(&f->names, name))) {
+    snprintf(why, PC_ATTR_WHY, "out of memory");
+    got = -1;
+  }
+  H5Eclear2(H5E_DEFAULT);
+  return got >= 0;
+}
+
 /* --- shape and storage ------------------------------------------------------------------ */
 
 /* The shape; *overflow when the declared dimensions hold more than 2^64 - 1 elements. PC_EDATA
@@ -283,7 +299,8 @@ static int pc_read_shape(pc_file *f, pc_dataset *d, hid_t dset, bool *overflow) 
 /* Numeric datasets only: the checks that decide whether it can be read, and how. */
 static int pc_describe_numeric(pc_file *f, pc_dataset *d, hid_t dset, hid_t type) {
   char why[PC_ATTR_WHY], text[PC_ATTR_WHY + 32];
-  if (!pc_logical_dtype(d, dset, why) || !pc_reduction_attrs(d, dset, why)) {
+  if (!pc_logical_dtype(d, dset, why) || !pc_reduction_attrs(d, dset, why) ||
+      !pc_module_type_attr(f, d, dset, why)) {
     snprintf(text, sizeof text, "cannot read its attributes: %s", why);
     return pc_dataset_set_error(f, d, text);
   }
@@ -543,6 +560,17 @@ static bool pc_attr_text(hid_t obj, const char *name, char *buf, size_t size, pc
   if (type >= 0 && space >= 0 && H5Sget_simple_extent_npoints(space) == 1)
     ok = pc_number_attr(attr, type, buf, size, kind);
   pc_attr_close(attr, type, space);
+  return ok;
+}
+
+bool pc_h5_dataset_attribute(pc_file *f, const pc_dataset *d, const char *name, char *buf,
+                             size_t size) {
+  pc_attr_kind kind;
+  hid_t obj = H5Oopen(pc_h5_of(f)->fid, d->path, H5P_DEFAULT);
+  bool ok = obj >= 0 && H5Aexists(obj, name) > 0 && pc_attr_text(obj, name, buf, size, &kind);
+  if (obj >= 0)
+    H5Oclose(obj);
+  H5Eclear2(H5E_DEFAULT);
   return ok;
 }
 

@@ -48,6 +48,8 @@ typedef struct pc_dataset {
   uint64_t reduction_length; /* attribute `reduction_length` (K); 0 when absent */
   pc_dtype accumulation;     /* attribute `accumulation_dtype`; PC_DTYPE_NONE when absent */
   int64_t exec_index;        /* attribute `execution_index`; -1 when absent */
+  const char *module_type;   /* attribute `module_type` (the module's class, e.g. "Conv2d"), in
+                                the file's arena; NULL when absent */
   /* Storage (docs/robustness.md). A dataset never written reads as its fill value everywhere:
    * all_fill, with the value as stored (elem_size bytes, decoded like a read block). */
   bool all_fill;
@@ -107,6 +109,13 @@ const pc_dataset *pc_file_find(const pc_file *f, const char *path);
  * them. Values are text (pc_attr of result.h). */
 size_t pc_file_attr_count(const pc_file *f);
 const pc_attr *pc_file_attr(const pc_file *f, size_t i);
+
+/** The text of attribute `name` of dataset d of f, else of f itself (pc_file_attr), into buf
+ * (size bytes, truncated to fit) or as a string owned by f; NULL when neither has one that is a
+ * scalar string, number or boolean. `module_type` comes from the walk; any other attribute of
+ * the dataset is read now, so this is the loader's thread's to call. */
+const char *pc_dataset_attr(pc_file *f, const pc_dataset *d, const char *name, char *buf,
+                            size_t size);
 
 /** The path the file was opened with. */
 const char *pc_file_path(const pc_file *f);
