@@ -803,9 +803,11 @@ def calibrate(a, log):
                                     TRUST_MODELS))
     short = []
     if len(runs) < TRUST_RUNS:
-        short.append("%d more honest runs" % (TRUST_RUNS - len(runs)))
+        n = TRUST_RUNS - len(runs)
+        short.append("%d more honest run%s" % (n, "s" if n > 1 else ""))
     if len(fams) < TRUST_MODELS:
-        short.append("%d more models" % (TRUST_MODELS - len(fams)))
+        n = TRUST_MODELS - len(fams)
+        short.append("%d more model%s" % (n, "s" if n > 1 else ""))
     clusters = make_clusters(runs, a.cluster)
     if len(clusters) < 2:
         raise Refused("one cluster holds every model: nothing to hold out")
