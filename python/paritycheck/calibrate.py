@@ -580,13 +580,15 @@ def score_run(binary, text, run, targets, bugs, work, rng):
                               "pass": code == 0,
                               "failing": [t["path"] for t in rep["tensors"]
                                           if t["verdict"] != "pass"][:20]})
-    if not targets or not os.path.isfile(run.b) or not h5py.is_hdf5(run.b):
-        return out
+    if not targets or not all(os.path.isfile(x) and h5py.is_hdf5(x) for x in (run.a, run.b)):
+        return out  # bugs are injected into HDF5 files only
     _, rep = binary.run(text, run.a, run.b)
     dst = os.path.join(work, "bug.h5")
     for target in pick_targets(rep, targets):
         name = target
-        with h5py.File(run.a, "r") as fa:
+        with h5py.File(run.a, "r") as fa, h5py.File(run.b, "r") as fb:
+            if name not in fa or name not in fb or fb[name].dtype.kind != "f":
+                continue
             av = np.asarray(fa[name][()], dtype=np.float64).ravel()
         for bug in bugs:
             if bug == "grad_x2" and not is_gradient(target):
