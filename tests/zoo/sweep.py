@@ -17,86 +17,17 @@ Exit 0 when no mutated tensor passed; 1 otherwise, listing them.
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
-import h5py
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from paritycheck import sweep as pcsweep  # noqa: E402  the mutations, shared with calibrate
+
 DIRS = [os.path.join(ROOT, "fixtures", "zoo"), os.path.join(ROOT, "fixtures", "real")]
 PROFILES = {"cpu-vs-cuda-fp32": "cuda_fp32", "tf32": "cuda_tf32",
             "bf16-autocast": "cuda_bf16", "fp16-autocast": "cuda_fp16"}
-MIN_ELEMENTS = 64
-STRIDE = 4
-
-
-def mutate(kind, x, rng):
-    """x changed by one mutation; none of them is what rounding produces."""
-    if kind == "zero":
-        return np.zeros_like(x)
-    if kind == "x2":
-        return x * 2
-    if kind == "neg":
-        return -x
-    if kind == "roll":
-        return np.roll(x, 1)  # the flattened tensor, as torch.roll(x, 1) without dims
-    if kind == "zero10":
-        y = x.copy().reshape(-1)
-        y[rng.choice(y.size, max(1, y.size // 10), replace=False)] = 0
-        return y.reshape(x.shape)
-    if kind == "shuffle":
-        y = x.copy().reshape(-1)
-        rng.shuffle(y)
-        return y.reshape(x.shape)
-    raise ValueError(kind)
-
-
-MUTATIONS = ["zero", "x2", "neg", "roll", "zero10", "shuffle"]
-
-
-def eligible(path):
-    """Float datasets of at least MIN_ELEMENTS elements, in file order."""
-    out = []
-    with h5py.File(path, "r") as f:
-        def visit(name, obj):
-            if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f" and obj.size >= MIN_ELEMENTS:
-                out.append("/" + name)
-        f.visititems(visit)
-    return out
-
-
-def changed_copy(src, dst, names, kind, seed):
-    """src with each dataset of `names` mutated, at dst. A mutation that leaves a dataset as it
-    was (the roll of a constant) is undone and not counted."""
-    shutil.copyfile(src, dst)
-    rng = np.random.default_rng(seed)
-    done = []
-    with h5py.File(dst, "r+") as f:
-        for n in names:
-            x = f[n][()]
-            y = mutate(kind, x, rng).astype(x.dtype)
-            if np.array_equal(x, y, equal_nan=True):
-                continue
-            f[n][...] = y
-            done.append(n)
-    return done
-
-
-def run(binary, a, b, profile, ref, work):
-    out = os.path.join(work, "r.json")
-    cmd = [binary, "-q", "--profile", profile, "--json", out, a, b]
-    if ref:
-        cmd[1:1] = ["--reference", ref]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode not in (0, 1):
-        raise RuntimeError("%s: exit %d: %s" % (" ".join(cmd), p.returncode, p.stderr))
-    with open(out) as fh:
-        rep = json.load(fh)
-    return p.returncode, {t["path"]: t for t in rep["tensors"]}
 
 
 def family_paths(fam_dir, fam):
@@ -118,30 +49,14 @@ def sweep(binary, work, fams, profiles, modes):
     for d, fam in fams:
         paths = family_paths(d, fam)
         for profile, backend in profiles.items():
-            b = paths[backend]
-            if not os.path.exists(b):
+            if not os.path.exists(paths[backend]):
                 continue
-            names = eligible(b)
             for mode in modes:
                 ref = paths["cpu_fp64"] if mode == "three-way" else None
-                code, _ = run(binary, paths["cpu_fp32"], b, profile, ref, work)
-                res["honest"].append((fam, profile, mode, code))
-                for kind in MUTATIONS:
-                    for off in range(STRIDE):
-                        target = names[off::STRIDE]
-                        mb = os.path.join(work, "b.h5")
-                        done = changed_copy(b, mb, target, kind, seed=off)
-                        if not done:
-                            continue
-                        _, tens = run(binary, paths["cpu_fp32"], mb, profile, ref, work)
-                        for n in done:
-                            t = tens[n]
-                            res["mutated"] += 1
-                            diag = t.get("diagnosis", {}).get("kind", "none")
-                            key = "%s:%s" % (kind, diag)
-                            res["diagnoses"][key] = res["diagnoses"].get(key, 0) + 1
-                            if t["verdict"] == "pass":
-                                res["passed"].append((fam, profile, mode, kind, n))
+                pcsweep.sweep_pair(binary, ["--profile", profile], paths["cpu_fp32"],
+                                   paths[backend], ref, work, res, (fam, profile, mode))
+    res["honest"] = [label + (code,) for label, code in res["honest"]]
+    res["passed"] = [label + (kind, n) for label, kind, n in res["passed"]]
     return res
 
 

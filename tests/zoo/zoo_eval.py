@@ -23,10 +23,8 @@ divergence at the injected tensor.
 """
 
 import argparse
-import re
 import glob
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -38,11 +36,15 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
-import pc_reference as ref  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "python"))
+# The calibration rule, the model's constants and the bug injector live in the package
+# (python/paritycheck/calibrate.py), which `python3 -m paritycheck.calibrate` runs for users.
+from paritycheck import calibrate as pccal  # noqa: E402
+from paritycheck.calibrate import (BUGS, REQUIRED_RATIO, TARGETS_PER_RUN,  # noqa: E402
+                                   is_gradient, logical_store, pick_targets, rel_rms)
 
 BUG_REFERENCE = "cpu_fp32"
-REQUIRED_RATIO = 20.0
+TARGETS_PER_FAMILY = TARGETS_PER_RUN
 
 PROFILES = {
     "cpu-vs-cuda-fp32": {
@@ -64,37 +66,6 @@ PROFILES = {
         "honest": [("cpu_fp32", "cuda_fp16"), ("cpu_fp64", "cuda_fp16")],
         "for": "CPU fp32 (A) against CUDA under torch.autocast(float16) (B)"},
 }
-
-# The model's fixed terms (docs/tolerance-model.md, "The run's trend"): not fitted.
-TREND_GROWTH = 4.0    # G: honest error may grow 4x over the largest of the last W tensors
-TREND_WINDOW = 8      # W
-TREND_CREST = 45.0    # P: twice the largest crest factor max|b - a| / RMS(b - a), 22.4, of an
-#                       honest error the trend must forgive in the zoo (mobilenet's dw.weight
-#                       gradients under TF32); a zeroed channel or a stray write stands out more
-RTOL_U, RTOL_SQRT_K = 2.0, 1.0
-# The rule's constants (docs/tolerance-model.md, "Calibration").
-MARGIN = 3.0
-SCALE_SE_Z = 3.0
-SCALE_U_FLOOR = 1.0  # a systematic scale of one rounding of u is what normalisations do
-NOISE_REL_RMS = 0.25  # an honest tensor this far off is rounding noise on both sides
-# The noise floor is at least what the model gives: a bias gradient's noise is a sum of up to
-# 4096 terms rounded in fp32 (sqrt(4096) u_fp32) or its inputs rounded to the profile's u (4 u).
-NOISE_FLOOR_MIN = (64 * 2.0 ** -24, 8.0)
-# Measured elsewhere: a MobileNetV2-like net with batch 2 (BatchNorm over 8 elements) drifts 2e-5
-# in rel_rms between honest fp32 runs at its late layers (issue 13); the fp32 floor is twice that.
-REL_RMS_U_MIN = {"float32": 2 * 2e-5 / 2.0 ** -24}
-CREST_OF_FLOOR = 5.0  # atol_rms is at least 5 x max_rel_rms_u: an element 5 RMS errors out
-NOISE_U_MAX = 64.0    # a tensor further from zero is not rounding noise: the trend must cover it
-
-UNIT = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "tf32": 2.0 ** -11, "float16": 2.0 ** -11,
-        "bfloat16": 2.0 ** -8, "float8_e4m3fn": 2.0 ** -4, "float8_e5m2": 2.0 ** -3}
-
-
-def round_up(x, digits=2):
-    if x <= 0:
-        return 0.0
-    e = math.floor(math.log10(x)) - digits + 1
-    return math.ceil(round(x / 10 ** e, 9)) * 10 ** e
 
 
 # ---- the zoo ---------------------------------------------------------------------------------
@@ -149,24 +120,11 @@ def _run_binary(binary, a, b, yaml_path):
 
 def profile_yaml(precision, c, comment=""):
     """The text of a profile with coefficients c (keys of docs/tolerance-model.md)."""
-    keys = ["atol_rms", "rtol_u", "rtol_sqrt_k", "max_rel_rms_u", "max_scale_u",
-            "max_scale_u_sqrt_n", "scale_z", "trend_growth", "trend_growth_backward",
-            "trend_window", "trend_crest", "noise_floor_u"]
-    lines = [comment.rstrip("\n")] if comment else []
-    lines += ["version: 1", "", "defaults:", "  all:",
-              "    atol: null", "    rtol: null", "    max_mismatch_fraction: 0",
-              "    precision: %s" % precision, "    accumulation: float32"]
-    lines += ["    %s: %s" % (k, "%.6g" % c[k]) for k in keys if k in c]
-    return "\n".join(lines) + "\n"
-
-
-def measuring_coefficients(noise_floor_u):
-    """Every limit open, so every honest tensor passes and the trend sees them all."""
-    big = 1e30
-    return {"atol_rms": big, "rtol_u": RTOL_U, "rtol_sqrt_k": RTOL_SQRT_K, "max_rel_rms_u": big,
-            "max_scale_u": big, "max_scale_u_sqrt_n": 0.0, "trend_growth": TREND_GROWTH,
-            "trend_window": TREND_WINDOW, "trend_crest": TREND_CREST,
-            "noise_floor_u": noise_floor_u}
+    base = "\n".join(["version: 1", "", "defaults:", "  all:", "    atol: null", "    rtol: null",
+                      "    max_mismatch_fraction: 0", "    precision: %s" % precision,
+                      "    accumulation: float32"])
+    text = pccal.profile_text(base, c)
+    return (comment.rstrip("\n") + "\n" if comment else "") + text
 
 
 def write_tmp_yaml(work, name, text):
@@ -178,204 +136,21 @@ def write_tmp_yaml(work, name, text):
 
 # ---- calibration -------------------------------------------------------------------------------
 
-def float_values(ds):
-    t = ref.read_tensor(ds)
-    return np.asarray(t.values, dtype=np.float64).ravel(), t.logical
-
-
-def element_need(a_path, b_path, name, u, K, acc_u):
-    key = (a_path, b_path, name, u, K, acc_u)
-    if key not in _MEMO:
-        _MEMO[key] = _element_need(a_path, b_path, name, u, K, acc_u)
-    return _MEMO[key]
-
-
-def _element_need(a_path, b_path, name, u, K, acc_u):
-    """max |b - a| / (u RMS(A)) over the finite elements that the relative terms do not cover
-    (rtol_u u |a| and sqrt(K) u_acc |a|); 0 when they cover all."""
-    with h5py.File(a_path, "r") as fa, h5py.File(b_path, "r") as fb:
-        a, _ = float_values(fa[name])
-        b, _ = float_values(fb[name])
-    fin = np.isfinite(a) & np.isfinite(b)
-    a, b = a[fin], b[fin]
-    if a.size == 0:
-        return 0.0
-    rtol = RTOL_U * u
-    if K:
-        rtol = max(rtol, RTOL_SQRT_K * math.sqrt(K) * acc_u)
-    e = np.abs(b - a)
-    out = e > rtol * np.abs(a)
-    rms = float(np.sqrt(np.mean(a * a)))
-    if not out.any() or rms == 0:
-        return 0.0
-    return float(e[out].max()) / (u * rms)
-
-
-def measure(binary, work, profile, pairs, noise_floor_u):
-    """[(where, tensor JSON, a path, b path)] of every judged tensor of every pair."""
-    y = write_tmp_yaml(work, "measure.yaml",
-                       profile_yaml(PROFILES[profile]["precision"],
-                                    measuring_coefficients(noise_floor_u)))
-    out = []
-    for f, ra, rb, a, b in pairs:
-        _, rep = run_binary(binary, a, b, y)
-        for t in rep["tensors"]:
-            if "context" in t:
-                out.append(("%s %s/%s %s" % (f, ra, rb, t["path"]), t, a, b))
-    return out
-
-
-def is_gradient(path):
-    """The judge's test (src/lib/judge/judge.c, pc_is_gradient): the path holds the word grad,
-    grads, gradient or gradients between separators."""
-    words = re.split(r"[/._-]", path.lower())
-    return any(w in ("grad", "grads", "gradient", "gradients") for w in words)
-
-
-NOISE_VALUE = 2.0 ** -10  # PC_NOISE_VALUE of src/lib/judge/judge.c
-
-
-def noise_need(t, u):
-    """nu that makes t noise-level (src/lib/judge/judge.c, pc_noise_level); inf when its value is too
-    large beside its neighbours for any nu up to NOISE_U_MAX."""
-    ctx = t["context"]
-    s = ctx["noise_scale"]
-    nu = t["rms"] / (u * s)
-    if ctx["rms_a"] > NOISE_VALUE * s:
-        nu = max(nu, ctx["rms_a"] / (u * s))
-    return nu
-
-
 def calibrate(binary, work, profile, pairs):
     """{coefficient: value} and {coefficient: (needed, where)} by the rule of
-    docs/tolerance-model.md ("Calibration")."""
-    u_prof = UNIT[PROFILES[profile]["precision"]]
-    need = {"noise_floor_u": (0.0, ""), "max_rel_rms_u": (0.0, ""), "max_scale_u": (0.0, ""),
-            "atol_rms": (0.0, ""), "trend_growth_backward": (0.0, "")}
-    # 1. the noise floor: what the honest noise-only tensors need.
-    for where, t, _, _ in measure(binary, work, profile, pairs, 0.0):
-        if t["rel_rms"] >= NOISE_REL_RMS and t["context"]["noise_scale"] > 0:
-            nu = noise_need(t, u_prof)
-            if nu <= NOISE_U_MAX:
-                need["noise_floor_u"] = max(need["noise_floor_u"], (nu, where))
-    noise_u = max(NOISE_FLOOR_MIN[0] / u_prof, NOISE_FLOOR_MIN[1],
-                  round_up(MARGIN * need["noise_floor_u"][0]))
-    # 2. with that floor, what the trend leaves to the fixed criteria: forward tensors (and
-    # gradients without a trend) set the floors, gradients the backward growth.
-    tensors = [x for x in measure(binary, work, profile, pairs, noise_u)
-               if not x[1]["context"]["noise_level"]]
-    grads = []
-    for where, t, a, b in tensors:
-        u = max(u_prof, UNIT.get(t["compare_dtype"], 0))
-        trend = t["context"]["trend"]
-        if is_gradient(t["path"]) and trend > 0:
-            grads.append((t["rel_rms"] / trend, t["rel_rms"] / u, where))
-        elif t["rel_rms"] > TREND_GROWTH * trend:
-            need["max_rel_rms_u"] = max(need["max_rel_rms_u"], (t["rel_rms"] / u, where))
-    c_rr = max(round_up(MARGIN * need["max_rel_rms_u"][0]),
-               round_up(REL_RMS_U_MIN.get(PROFILES[profile]["precision"], 0)))
-    for ratio, rr, where in grads:
-        if rr > c_rr:
-            need["trend_growth_backward"] = max(need["trend_growth_backward"], (ratio, where))
-    g_bwd = max(TREND_GROWTH, round_up(MARGIN * need["trend_growth_backward"][0]))
-
-    def allowed(t):
-        return (g_bwd if is_gradient(t["path"]) else TREND_GROWTH) * t["context"]["trend"]
-
-    for where, t, a, b in tensors:
-        u = max(u_prof, UNIT.get(t["compare_dtype"], 0))
-        if abs(t["scale_error"]) <= TREND_GROWTH * t["context"]["trend"]:
-            continue  # the trend covers it (with the forward G, also for gradients)
-        left = (abs(t["scale_error"]) -
-                SCALE_SE_Z * t["rel_rms"] / math.sqrt(max(t["count"], 1))) / u
-        need["max_scale_u"] = max(need["max_scale_u"], (left, where))
-    for where, t, a, b in tensors:
-        ctx = t["context"]
-        u = max(u_prof, UNIT.get(t["compare_dtype"], 0))
-        al = allowed(t)
-        if al > c_rr * u and t["max_abs"] <= TREND_CREST * t["rms"]:
-            continue  # the trend covers its elements
-        if t["max_abs"] <= need["atol_rms"][0] * u * ctx["rms_a"]:
-            continue  # cannot raise the need
-        with h5py.File(a, "r") as fa:
-            K = int(fa[t["path"]].attrs.get("reduction_length", 0)) or None
-        e = element_need(a, b, t["path"], u, K, UNIT["float32"])
-        need["atol_rms"] = max(need["atol_rms"], (e, where))
-    c = {"atol_rms": max(round_up(MARGIN * need["atol_rms"][0]), CREST_OF_FLOOR * c_rr),
-         "rtol_u": RTOL_U,
-         "rtol_sqrt_k": RTOL_SQRT_K, "max_rel_rms_u": c_rr,
-         "max_scale_u": max(SCALE_U_FLOOR, round_up(MARGIN * need["max_scale_u"][0])),
-         "max_scale_u_sqrt_n": 0.0, "scale_z": SCALE_SE_Z, "trend_growth": TREND_GROWTH,
-         "trend_growth_backward": g_bwd, "trend_window": TREND_WINDOW,
-         "trend_crest": TREND_CREST, "noise_floor_u": noise_u}
-    return c, need
+    docs/tolerance-model.md ("Calibration"), python/paritycheck/calibrate.py's fit."""
+    precision = PROFILES[profile]["precision"]
+    return pccal.fit(pccal.Binary(binary, work), profile_yaml(precision, {}), precision,
+                     [(f, "%s/%s" % (ra, rb), a, b) for f, ra, rb, a, b in pairs])
 
 
 # ---- bugs --------------------------------------------------------------------------------------
 
-def _round_bf16(x):
-    f = np.asarray(x, dtype=np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
-    out = rounded.astype(np.uint32).view(np.float32).astype(np.float64)
-    return np.where(np.isnan(f), np.nan, out)
-
-
-def _dropout(b, rng):
-    keep = rng.random(b.shape) >= 0.1
-    return np.where(keep, b / 0.9, 0.0)
-
-
-def _nan(b, rng):
-    out = b.copy()
-    out.flat[out.size // 2] = np.nan
-    return out
-
-
-def _chan_zero(b, rng):
-    out = b.copy()
-    out[..., -1] = 0.0
-    return out
-
-
-BUGS = {
-    "roll": lambda b, rng: np.roll(b, 1, axis=-1),
-    "dropout": _dropout,
-    "nan": _nan,
-    "grad_x2": lambda b, rng: 2.0 * b,
-    "scale_1pct": lambda b, rng: 1.01 * b,
-    "chan_zero": _chan_zero,
-    "bf16_round": lambda b, rng: _round_bf16(b),
-}
-TARGETS_PER_FAMILY = 8
 LAST_REPORTS = {}  # "family bug at target" -> the JSON report of every bug run, for tests
 
 
-def pick_targets(rep, n=TARGETS_PER_FAMILY):
-    """Up to n float tensors of at least 16 elements, spread evenly over the
-    execution order, gradients included."""
-    ts = [t for t in rep["tensors"] if "context" in t and t["count"] >= 16 and
-          t.get("shape") and t["shape"][-1] > 1]
-    ts.sort(key=lambda t: t.get("execution_index", 0))
-    if len(ts) <= n:
-        return [t["path"] for t in ts]
-    step = len(ts) / n
-    return [ts[int(i * step)]["path"] for i in range(n)]
-
-
-def logical_store(values, ds):
-    if ds.attrs.get("dtype", None) in ("bfloat16", b"bfloat16"):
-        values = _round_bf16(values)
-    return values.astype(ds.dtype)
-
-
-def rel_rms(x, y):
-    fin = np.isfinite(x) & np.isfinite(y)
-    if not fin.all():
-        return math.inf
-    d = float(np.sum((y - x) ** 2))
-    s = float(np.sum(x * x))
-    return math.sqrt(d / s) if s > 0 else (0.0 if d == 0 else math.inf)
+def float_values(ds):
+    return np.asarray(ds[()], dtype=np.float64).ravel(), None
 
 
 def bug_runs(binary, work, yaml_path, dirs, profile, family, targets=TARGETS_PER_FAMILY):
