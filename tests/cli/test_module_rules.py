@@ -240,7 +240,7 @@ def test_mps_profile_cites_each_figure():
     check('mps.yaml: says it is a starting point, not calibrated on Apple hardware',
           'starting point' in text and 'not calibrated on Apple hardware' in text)
     check('mps.yaml: shows the calibrate command',
-          'python3 -m paritycheck.calibrate --base tolerances/mps.yaml' in text and
+          'python3 -m paritycheck.calibrate --base mps --trios' in text and
           'docs/calibrate.md' in text)
 
 
