@@ -1571,8 +1571,8 @@ static void test_text_indeterminate_accepted(void **state) {
     static const char *const wanted[] = {
         "\nindeterminate  /l1/grad ",
         DETAIL INDET_WHY "; accepted: the run accepts indeterminate tensors\n",
-        "\nFAIL: 3 of 5 tensors fail (3 drift); 1 indeterminate accepted (first: /l1/grad); "
-        "first divergence: /l2/scaled\n"};
+        ("\nFAIL: 3 of 5 tensors fail (3 drift); 1 indeterminate accepted (first: /l1/grad); "
+         "first divergence: /l2/scaled\n")};
     assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
     assert_null(strstr(text, "INDETERMINATE"));
     free(text);
@@ -1637,8 +1637,8 @@ static void test_markdown_diagnosis(void **state) {
       "| `/l1/grad` | **indeterminate** |",
       "`" INDET_WHY "`",
       "`structure 0 < limit 1e-06; diagnosis: scaled by 2.000`",
-      "`structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis (row-major "
-      "order)`",
+      ("`structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis (row-major "
+       "order)`"),
       "`structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed`"};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   free(text);
