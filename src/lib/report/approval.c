@@ -518,6 +518,8 @@ static int read_root(const reader *r, pc_approvals *ap) {
         yaml_document_get_node((yaml_document_t *)&r->doc, list->data.sequence.items.start[i]);
     rc = read_approval(r, item, &ap->v[i]);
   }
+  if (rc < 0) /* the approval that failed may lack its tensor: nothing to sort */
+    return rc;
   qsort(ap->v, ap->n, sizeof *ap->v, by_tensor);
   for (size_t i = 1; i < ap->n && rc == PC_OK; i++)
     if (strcmp(ap->v[i - 1].tensor, ap->v[i].tensor) == 0)
