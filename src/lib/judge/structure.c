@@ -210,16 +210,19 @@ static bool pc_permutation_test(const pc_stats *s, double rel_rms, pc_diagnosis 
  * errors vary from element to element), or when it is a quarter of A's mean square
  * (half its RMS: typical elements, not the near-zero ones rounding moves) and `sq` is beyond the
  * limit. */
-static bool pc_crossing(const pc_stats *s, uint64_t n, double sq, double u, double rms_a) {
+static bool pc_crossing(const pc_stats *s, pc_diagnosis_kind kind, uint64_t n, double sq, double u,
+                        double rms_a, pc_diagnosis *d) {
   if (!n)
     return false;
+  double share = (double)n / (double)s->ev.pairs;
   double mean = sq / (double)n,
          top = fmax(s->ev.rest_max * s->ev.rest_max, (u * rms_a) * (u * rms_a));
   bool lone_ok = s->ev.rest >= PC_LONE_MIN_OTHERS;
   double q = n >= 2 ? gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1) : PC_LONE_CROSSING * PC_LONE_CROSSING;
-  if ((n >= 2 || lone_ok) && mean > q * top)
-    return true;
-  return mean >= 0.25 * rms_a * rms_a && sq > pc_crossing_limit(&s->ev, n, u, rms_a);
+  if ((n >= 2 || lone_ok) && mean > q * top) /* reported as the mean square against its bound */
+    return pc_found(d, kind, share, mean, q * top);
+  double limit = pc_crossing_limit(&s->ev, n, u, rms_a);
+  return mean >= 0.25 * rms_a * rms_a && sq > limit && pc_found(d, kind, share, sq, limit);
 }
 
 static bool pc_crossing_tests(const pc_stats *s, bool small_zeros, double u, double rms_a,
@@ -227,14 +230,9 @@ static bool pc_crossing_tests(const pc_stats *s, bool small_zeros, double u, dou
   const pc_evidence *e = &s->ev;
   uint64_t nz = e->zeroed + (small_zeros ? e->zeroed_small : 0);
   double sq = e->zeroed_sq + (small_zeros ? e->zeroed_small_sq : 0);
-  if (pc_crossing(s, nz, sq, u, rms_a))
-    return pc_found(d, PC_DIAG_PARTLY_ZEROED, (double)nz / (double)e->pairs, sq,
-                    pc_crossing_limit(e, nz, u, rms_a));
-  if ((double)e->flipped < PC_FLIPS_PART * (double)e->pairs &&
-      pc_crossing(s, e->flipped, e->flipped_sq, u, rms_a))
-    return pc_found(d, PC_DIAG_SIGN_FLIPS, (double)e->flipped / (double)e->pairs, e->flipped_sq,
-                    pc_crossing_limit(e, e->flipped, u, rms_a));
-  return false;
+  return pc_crossing(s, PC_DIAG_PARTLY_ZEROED, nz, sq, u, rms_a, d) ||
+         ((double)e->flipped < PC_FLIPS_PART * (double)e->pairs &&
+          pc_crossing(s, PC_DIAG_SIGN_FLIPS, e->flipped, e->flipped_sq, u, rms_a, d));
 }
 
 /* B constant (every element equal) where A's values are further apart than rounding at u can
