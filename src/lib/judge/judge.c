@@ -346,12 +346,14 @@ static pc_order_key pc_key(const pc_run *run, size_t i, const pc_module_pos *mod
 
 /* The end of the run of tensors from lo that share lo's file (folder mode; all of them
  * otherwise): the comparator adds a file's tensors together, files in path order. */
+/* Two tensors of one file: both of the same file in folder mode, or both outside folder mode. */
+static bool pc_same_file(const pc_tensor *x, const pc_tensor *y) {
+  return x->file && y->file ? strcmp(x->file, y->file) == 0 : x->file == y->file;
+}
+
 static size_t pc_file_end(const pc_run *run, size_t lo) {
-  const char *f = pc_run_at(run, lo)->file;
   size_t hi = lo + 1;
-  while (hi < run->ntensors &&
-         (f ? pc_run_at(run, hi)->file && strcmp(pc_run_at(run, hi)->file, f) == 0
-            : !pc_run_at(run, hi)->file))
+  while (hi < run->ntensors && pc_same_file(pc_run_at(run, hi), pc_run_at(run, lo)))
     hi++;
   return hi;
 }
@@ -565,8 +567,7 @@ static bool pc_trend_restarts(const pc_run *run, size_t k) {
   if (k == 0)
     return true;
   const pc_tensor *t = pc_run_at(run, run->order[k]), *p = pc_run_at(run, run->order[k - 1]);
-  bool same_file = t->file && p->file ? strcmp(t->file, p->file) == 0 : t->file == p->file;
-  return !same_file || (pc_is_gradient(t->path) && !pc_is_gradient(p->path));
+  return !pc_same_file(t, p) || (pc_is_gradient(t->path) && !pc_is_gradient(p->path));
 }
 
 /* A failing float tensor without a structure: indeterminate when B keeps no significant digit
@@ -641,8 +642,9 @@ typedef struct pc_failure {
   size_t pos, index;
 } pc_failure;
 
-/* Earlier failures of the same file a later one is compared with for a shared module. */
-enum { PC_LINK_LOOKBACK = 64 };
+/* Earlier failures of the same file a later one is compared with for a shared module; the
+ * room for a module's name, as pc_key gives a gradient's parameter. */
+enum { PC_LINK_LOOKBACK = 64, PC_MODULE_MAX = 256 };
 
 /* Whether failure f (earlier) explains t: linked by dataflow (at most W tensors before it in
  * execution order, in the same file, or of the same module), of its kind (a NaN or inf by a NaN
@@ -650,11 +652,10 @@ enum { PC_LINK_LOOKBACK = 64 };
  * produce only by another such, which carries it: a shifted input shifts what follows), and
  * never from another file. */
 static bool pc_explains(const pc_run *run, const pc_failure *f, size_t pos, const pc_tensor *t,
-                        double sev) {
+                        double sev, const char *module) {
   const pc_tensor *w = pc_run_at(run, f->index);
   double wsev = pc_severity(w);
-  if (wsev < 0 || sev < 0 ||
-      (t->file && w->file ? strcmp(t->file, w->file) != 0 : t->file != w->file))
+  if (wsev < 0 || sev < 0 || !pc_same_file(t, w))
     return false;
   if (isinf(sev) != isinf(wsev) || (!isinf(sev) && wsev * pc_growth(t) < sev))
     return false;
@@ -663,10 +664,9 @@ static bool pc_explains(const pc_run *run, const pc_failure *f, size_t pos, cons
   unsigned window = t->tol.trend_window ? t->tol.trend_window : 8;
   if (pos - f->pos <= window)
     return true;
-  char mt[256], mw[256];
-  pc_module_of(t, mt, sizeof mt);
+  char mw[PC_MODULE_MAX];
   pc_module_of(w, mw, sizeof mw);
-  return mt[0] && strcmp(mt, mw) == 0;
+  return module[0] && strcmp(module, mw) == 0;
 }
 
 /* In execution order: a failing tensor is caused by the root of the nearest earlier failure
@@ -686,8 +686,10 @@ static int pc_link_cascades(pc_run *run) {
     if (run->first_divergence < 0)
       run->first_divergence = (long)i;
     double sev = pc_severity(t);
+    char module[PC_MODULE_MAX];
+    pc_module_of(t, module, sizeof module);
     for (size_t j = nfails; j-- > 0 && nfails - j <= PC_LINK_LOOKBACK;)
-      if (pc_explains(run, &fails[j], k, t, sev)) {
+      if (pc_explains(run, &fails[j], k, t, sev, module)) {
         const pc_tensor *w = pc_run_at(run, fails[j].index);
         t->caused_by = w->caused_by >= 0 ? w->caused_by : (long)fails[j].index;
         break;
