@@ -149,16 +149,15 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   pc_kernel_args k = {&sl->part, pc_slot_hists(w->s, sl), &sl->t->tol, sl->t->compare, sl->base,
                       sl->n};
   bool same = pc_bytes_identical(sl, ra, rb); /* one comparison of the bytes serves both paths */
+  const pc_slicing slicing = pc_evidence_slicing(sl->t, sl->base);
   if (pc_f32_direct(sl) && !same) {
     pc_kernel_f32(&k, ra, rb, sl->a->logical == PC_DTYPE_BFLOAT16,
                   sl->b->logical == PC_DTYPE_BFLOAT16);
-    pc_slicing slicing = pc_evidence_slicing(sl->t, sl->base);
     pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, &slicing, false);
     return;
   }
   if (pc_f16_direct(sl) && !same) {
     pc_kernel_f16(&k, ra, rb);
-    pc_slicing slicing = pc_evidence_slicing(sl->t, sl->base);
     pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, &slicing, true);
     return;
   }
@@ -169,11 +168,9 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   pc_dataset_decode(sl->a, ra, sl->n, w->vals[0], w->ints[0]);
   pc_dataset_decode(sl->b, rb, sl->n, w->vals[1], w->ints[1]);
   pc_worker_kernels(w, sl, &k, same);
-  if (sl->a->kind == PC_KIND_FLOAT && sl->b->kind == PC_KIND_FLOAT) {
-    pc_slicing slicing = pc_evidence_slicing(sl->t, sl->base);
+  if (sl->a->kind == PC_KIND_FLOAT && sl->b->kind == PC_KIND_FLOAT)
     pc_evidence_add_f64(&sl->part, w->vals[0], w->vals[1], sl->n, &slicing,
                         sl->t->compare != PC_DTYPE_FLOAT64);
-  }
   /* Only real float datasets carry a logical dtype other than their stored one. */
   if (sl->a->logical != sl->a->stored)
     sl->part.not_representable_a += pc_kernel_unrepresentable(w->vals[0], sl->n, sl->a->logical);
