@@ -11,7 +11,6 @@ Every input is made here (h5py, numpy, raw bytes). Prints one line per failure a
 
 import json
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -24,39 +23,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..'))
 from checks import check, run_tests  # noqa: E402
+import cli_common  # noqa: E402
+from cli_common import fresh, run, run_json, write_h5  # noqa: E402
 
 BIN = None
 WORK = None
 
-
-def run(args):
-    return subprocess.run([BIN] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=120, errors='replace', text=True)
-
-
-def run_json(args):
-    """(process, parsed JSON report or None)."""
-    p = run(list(args) + ['--json', '-'])
-    try:
-        return p, json.loads(p.stdout)
-    except ValueError:
-        return p, None
-
-
-def fresh(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
-
-def write_h5(path, datasets, attrs=None):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with h5py.File(path, 'w', track_order=True) as f:
-        for k, v in (attrs or {}).items():
-            f.attrs[k] = v
-        for name, value in datasets.items():
-            f.create_dataset(name, data=value)
 
 
 def expect_exit(label, p, code, *needles):
@@ -597,6 +569,7 @@ def test_no_runner_commands():
 def main():
     global BIN, WORK
     BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    cli_common.setup(BIN, WORK)
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_nothing_compared, test_help_names_allow_empty,
                       test_unreadable_and_empty_files, test_symlinks_fifos,

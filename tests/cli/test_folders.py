@@ -10,49 +10,19 @@ suggestions from the names written. Prints one line per failure and a last line
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 
-import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..'))
 from checks import check, run_tests  # noqa: E402
+import cli_common  # noqa: E402
+from cli_common import fresh, run, run_json, write_h5  # noqa: E402
 
 BIN = None
 WORK = None
 
-
-def run(args):
-    return subprocess.run([BIN] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=120, errors='replace', text=True)
-
-
-def run_json(args):
-    """(process, parsed JSON report or None)."""
-    p = run(list(args) + ['--json', '-'])
-    try:
-        return p, json.loads(p.stdout)
-    except ValueError:
-        return p, None
-
-
-def fresh(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
-
-def write_h5(path, datasets, attrs=None):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with h5py.File(path, 'w', track_order=True) as f:
-        for k, v in (attrs or {}).items():
-            f.attrs[k] = v
-        for name, value in datasets.items():
-            f.create_dataset(name, data=value)
 
 
 def by_path(report):
@@ -410,6 +380,7 @@ def test_baseline_profile_warning():
 def main():
     global BIN, WORK
     BIN, WORK = sys.argv[1], sys.argv[2]
+    cli_common.setup(BIN, WORK)
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_folders_pair_shards, test_folder_against_file, test_folder_file_unreadable,
                       test_include_exclude, test_nothing_in_common, test_strip_prefix, test_map,

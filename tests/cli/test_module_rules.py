@@ -12,10 +12,8 @@ built-in float32 rtol (1.3e-6, torch's default) and the built-in atol (1e-5) for
 less than the rules' rtol of 3e-5. Which tensors pass therefore tells which rules applied.
 """
 
-import json
 import os
 import re
-import subprocess
 import sys
 
 import h5py
@@ -26,6 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, '..'))
 from checks import check, run_tests  # noqa: E402
+import cli_common  # noqa: E402
+from cli_common import run, run_json  # noqa: E402
 
 BIN = None
 WORK = None
@@ -37,18 +37,6 @@ RULE_RTOL = 3.0e-5
 TENSORS = {'/model/stem': 'Conv2d', '/model/bn': 'BatchNorm2d', '/model/fc': 'Linear',
            '/inputs/x': None}
 
-
-def run(args):
-    return subprocess.run([BIN] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, errors='replace', timeout=120)
-
-
-def run_json(args):
-    p = run(list(args) + ['--json', '-'])
-    try:
-        return p, json.loads(p.stdout)
-    except ValueError:
-        return p, None
 
 
 def verdicts(r):
@@ -247,6 +235,7 @@ def test_mps_profile_cites_each_figure():
 def main():
     global BIN, WORK
     BIN, WORK = sys.argv[1], sys.argv[2]
+    cli_common.setup(BIN, WORK)
     os.makedirs(WORK, exist_ok=True)
     return run_tests([test_inputs_are_what_the_docstring_says, test_no_rules_everything_drifts,
                       test_type_rule_changes_only_its_type, test_lists_globs_attrs_and_the_path,
