@@ -75,9 +75,10 @@ typedef struct pc_evidence {
   double zeroed_sq;      /* sum of a^2 over them */
   uint64_t zeroed_small; /* b == 0 where 2^-126 <= |a| < 2^-14: float16 may underflow there */
   double zeroed_small_sq;
-  uint64_t flipped;  /* pairs of opposite signs */
-  double flipped_sq; /* sum of a^2 over them */
-  uint64_t rest;     /* the other pairs: their count, sum of (b - a)^2, largest |b - a| */
+  uint64_t flipped;      /* pairs of opposite signs */
+  double flipped_sq;     /* sum of a^2 over them */
+  double flipped_neg_sq; /* sum of (a + b)^2 over them: how far b is from -a */
+  uint64_t rest;         /* the other pairs: their count, sum of (b - a)^2, largest |b - a| */
   double rest_sq;
   double rest_max;
   /* Shifted pairs (b[i], a[i - s]) of finite values, per PC_SHIFT_*: their count, the sum of
@@ -92,6 +93,11 @@ typedef struct pc_evidence {
    * fill value's run): the sum of (b - a)^2 and of a^2. */
   double slice_sq[PC_SLICE_GROUPS];
   double slice_a2[PC_SLICE_GROUPS];
+  /* The same groups' "rest" pairs (neither zeroed nor flipped): their count and sum of
+   * (b - a)^2. Honest error follows the conditioning of its slice (a channel whose BatchNorm
+   * cancels), so elements crossing zero are weighed against the noisiest group's error. */
+  uint64_t slice_rest[PC_SLICE_GROUPS];
+  double slice_rest_sq[PC_SLICE_GROUPS];
   /* Precision signature, for float32 compare dtypes: pairs where a is not representable in
    * bfloat16 / float16 / tf32, and how many of those have b == a rounded to it (nearest even). */
   uint64_t round_cand[3];

@@ -727,7 +727,7 @@ static void pc_tally(pc_run *run) {
 static void pc_relax_by_reference(pc_tensor *t) {
   const pc_vs_reference *v = &t->vs_reference;
   if ((t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE) || !v->present ||
-      !pc_dtype_is_float(t->compare) || t->diagnosis.structural)
+      !pc_dtype_is_float(t->compare) || pc_diagnosis_exact(t->diagnosis.kind))
     return;
   double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
   double u = pc_judged_u(t);
@@ -742,6 +742,15 @@ static void pc_relax_by_reference(pc_tensor *t) {
    * the value's size: the reference then says the tensor cannot be judged, never that it
    * passes (a B doubled is within a large allowance, not within half the value). */
   bool no_digits = kappa_u >= PC_INDETERMINATE_REL || !(v->b.rel_rms < PC_INDETERMINATE_REL);
+  /* A structure short of exact stands unless the reference allows B an error of half the
+   * value's size (m kappa u): then an honest B may have lost its digits that way too. */
+  if (t->diagnosis.structural) {
+    if (t->context.reference_limit >= PC_INDETERMINATE_REL) {
+      t->verdict = PC_VERDICT_INDETERMINATE;
+      t->diagnosis.structural = false;
+    }
+    return;
+  }
   if (!no_digits && v->b.rel_rms <= t->context.reference_limit) {
     pc_drop_element_reasons(t);
     t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;

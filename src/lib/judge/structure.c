@@ -26,11 +26,12 @@ static const double PC_NO_DIGITS = 0.5;
 static const double PC_CLEAN_FACTOR = 0.8;
 static const double PC_FACTOR_SHARE = 0.5;
 
-/* A lone zeroed or flipped element is a bug when its value is this many times the largest error
- * of every other element, at least PC_LONE_MIN_OTHERS of them: its own honest error would have
- * to stand a decade above all others (with fewer others, their largest error says too little of
- * the error's spread: a BatchNorm bias gradient of 16 elements). */
-static const double PC_LONE_CROSSING = 10;
+/* A lone zeroed element is a bug when its value is this many times the largest error of every
+ * other element, at least PC_LONE_MIN_OTHERS of them: its own honest error would have to stand a
+ * decade above all others and land on 0 exactly (with fewer others, their largest error says
+ * too little of the error's spread: a BatchNorm bias gradient of 16 elements). A lone flip is
+ * never evidence (pc_crossing). */
+static const double PC_LONE_ZERO = 10;
 enum { PC_LONE_MIN_OTHERS = 32 };
 
 /* Sign flips on this share of the elements or more are a permutation's (random signs), not a
@@ -120,18 +121,29 @@ const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap) {
   return buf;
 }
 
+bool pc_diagnosis_exact(pc_diagnosis_kind k) {
+  return k == PC_DIAG_NAN_INJECTED || k == PC_DIAG_INF_INJECTED || k == PC_DIAG_ZEROED ||
+         k == PC_DIAG_CONSTANT || k == PC_DIAG_SHIFTED;
+}
+
 static bool pc_found(pc_diagnosis *d, pc_diagnosis_kind kind, double value, double statistic,
                      double limit) {
   *d = (pc_diagnosis){kind, true, 0, value, statistic, limit};
   return true;
 }
 
-/* The honest per-element error of the pairs that neither zeroed nor flipped: their mean square,
- * and at least the rounding of A's RMS at u (a tensor whose other elements agree bit for bit
- * still rounds). */
+/* The honest per-element error of the pairs that neither zeroed nor flipped: their mean square
+ * in the noisiest group of slices of the leading axis (honest error follows the conditioning of
+ * its slice, and the crossing elements may all lie in the worst one: one output channel of a
+ * weight gradient whose BatchNorm cancels), over the whole tensor when it has no slices, and at
+ * least the rounding of A's RMS at u (a tensor whose other elements agree bit for bit still
+ * rounds). */
 static double pc_rest_var(const pc_evidence *e, double u, double rms_a) {
   double floor = (u * rms_a) * (u * rms_a);
   double var = e->rest ? e->rest_sq / (double)e->rest : 0;
+  for (int g = 0; g < PC_SLICE_GROUPS; g++)
+    if (e->slice_rest[g] >= 2)
+      var = fmax(var, e->slice_rest_sq[g] / (double)e->slice_rest[g]);
   return var > floor ? var : floor;
 }
 
@@ -185,11 +197,18 @@ static bool pc_shift_test(const pc_evidence *e, pc_diagnosis *d) {
   return false;
 }
 
-/* The same values in other places: no significant digit left, yet B's energy and mean
- * magnitude are A's, where independent noise of that size would add its energy to B's. */
+/* A permutation's distance: B with A's energy and rel_rms^2 = 2 (1 - cos(A, B)) is no closer
+ * to A than to an unrelated tensor of that energy (cos <= 1/2) from rel_rms 1 on. Between
+ * PC_NO_DIGITS and this, an honest B without digits keeps A's energy too (a BatchNorm's
+ * gradient, renormalised): there the tensor is indeterminate, not a permutation. */
+static const double PC_UNRELATED = 1;
+
+/* The same values in other places: B no closer to A than to an unrelated tensor, yet B's energy
+ * and mean magnitude are A's, where independent noise of that size would add its energy to
+ * B's. */
 static bool pc_permutation_test(const pc_stats *s, double rel_rms, pc_diagnosis *d) {
   const pc_evidence *e = &s->ev;
-  if (e->pairs < PC_SHIFT_MIN_PAIRS || !(rel_rms >= PC_NO_DIGITS) || !(e->sum_abs_a > 0))
+  if (e->pairs < PC_SHIFT_MIN_PAIRS || !(rel_rms >= PC_UNRELATED) || !(e->sum_abs_a > 0))
     return false;
   double energy = (s->sum_sq_b - s->sum_sq_a) / s->sum_sq_diff;
   double mag = e->sum_abs_b / e->sum_abs_a - 1;
@@ -203,26 +222,37 @@ static bool pc_permutation_test(const pc_stats *s, double rel_rms, pc_diagnosis 
  * its error reaches its value, |a| <= |b - a|, so those elements are small beside the honest
  * errors: each within the largest error met elsewhere, whatever the errors' distribution, and
  * together within pc_crossing_limit. A bug that zeroes or negates elements whatever their value
- * takes them at A's typical size. So n such elements of energy `sq` are a bug when their mean
- * square is beyond the largest honest error's square by the chi-square tail of one element (for
- * two or more), or, for a lone element, when its value is PC_LONE_CROSSING times every other
- * element's error (the one element rounding crosses may be the one with the largest error, and
- * errors vary from element to element), or when it is a quarter of A's mean square
- * (half its RMS: typical elements, not the near-zero ones rounding moves) and `sq` is beyond the
- * limit. */
+ * takes them at A's typical size. So n >= 2 such elements of energy `sq` are a bug when their
+ * mean square is beyond the largest honest error's square by the chi-square tail of one element,
+ * or when it is a quarter of A's mean square (half its RMS: typical elements, not the near-zero
+ * ones rounding moves) and `sq` is beyond the limit. One element alone is evidence only when
+ * zeroed (PC_LONE_ZERO): a flip's own error may be the one outlier of the tensor (a channel
+ * whose BatchNorm gradient cancels, a ReLU mask that flips), which no other error bounds. */
 static bool pc_crossing(const pc_stats *s, pc_diagnosis_kind kind, uint64_t n, double sq, double u,
                         double rms_a, pc_diagnosis *d) {
-  if (!n)
+  bool lone = n == 1 && kind == PC_DIAG_PARTLY_ZEROED && s->ev.rest >= PC_LONE_MIN_OTHERS;
+  if (n < 2 && !lone)
     return false;
   double share = (double)n / (double)s->ev.pairs;
   double mean = sq / (double)n,
          top = fmax(s->ev.rest_max * s->ev.rest_max, (u * rms_a) * (u * rms_a));
-  bool lone_ok = s->ev.rest >= PC_LONE_MIN_OTHERS;
-  double q = n >= 2 ? gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1) : PC_LONE_CROSSING * PC_LONE_CROSSING;
-  if ((n >= 2 || lone_ok) && mean > q * top) /* reported as the mean square against its bound */
+  double q = lone ? PC_LONE_ZERO * PC_LONE_ZERO : gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1);
+  if (mean > q * top) /* reported as the mean square against its bound */
     return pc_found(d, kind, share, mean, q * top);
+  if (lone)
+    return false;
   double limit = pc_crossing_limit(&s->ev, n, u, rms_a);
   return mean >= 0.25 * rms_a * rms_a && sq > limit && pc_found(d, kind, share, sq, limit);
+}
+
+/* Flipped elements are negated ones, b = -a up to the noise, when the sum of (a + b)^2 over them
+ * stays within the chi-square bound of as many noise terms of the tensor's rest. A bug that
+ * negates keeps every such residual at the element's own rounding; an honest flip is an outlier
+ * error of any size, which lands on -a only by chance. */
+static bool pc_negations(const pc_evidence *e, double u, double rms_a) {
+  double floor = (u * rms_a) * (u * rms_a);
+  double var = e->rest ? fmax(e->rest_sq / (double)e->rest, floor) : floor;
+  return e->flipped_neg_sq <= var * gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, (double)e->flipped);
 }
 
 static bool pc_crossing_tests(const pc_stats *s, bool small_zeros, double u, double rms_a,
@@ -231,7 +261,8 @@ static bool pc_crossing_tests(const pc_stats *s, bool small_zeros, double u, dou
   uint64_t nz = e->zeroed + (small_zeros ? e->zeroed_small : 0);
   double sq = e->zeroed_sq + (small_zeros ? e->zeroed_small_sq : 0);
   return pc_crossing(s, PC_DIAG_PARTLY_ZEROED, nz, sq, u, rms_a, d) ||
-         ((double)e->flipped < PC_FLIPS_PART * (double)e->pairs &&
+         ((double)e->flipped < PC_FLIPS_PART * (double)e->pairs && e->flipped >= 2 &&
+          pc_negations(e, u, rms_a) &&
           pc_crossing(s, PC_DIAG_SIGN_FLIPS, e->flipped, e->flipped_sq, u, rms_a, d));
 }
 

@@ -13,6 +13,12 @@
  * (t->stats.ev.pairs > 0); u: the unit roundoff t is judged at. */
 bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d);
 
+/** Whether a structure of this kind stays beyond honest reach even where B keeps no significant
+ * digit: NaN or inf injected, B zeroed, constant or shifted. The others (a factor, crossings, a
+ * permutation) measure an error against the size honest error can take, which a reference that
+ * finds B without digits (kappa u >= 1/2) removes. */
+bool pc_diagnosis_exact(pc_diagnosis_kind k);
+
 /** What a failing tensor without a structural signature looks like: "looks like A rounded to
  * bf16" when B is that on most elements, else noise-like (PC_DIAG_NOISE, value rel_rms). */
 pc_diagnosis pc_structure_noise(const pc_tensor *t);

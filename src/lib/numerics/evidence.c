@@ -44,8 +44,8 @@ static inline void pc_signature(pc_evidence *e, float a, float b) {
   }
 }
 
-/* One finite pair's sums. */
-static inline void pc_evidence_pair(pc_evidence *e, double a, double b) {
+/* One finite pair's sums; true when it is a "rest" pair (neither zeroed nor flipped). */
+static inline bool pc_evidence_pair(pc_evidence *e, double a, double b) {
   double d = b - a;
   e->pairs++;
   e->sum_a += a;
@@ -59,17 +59,23 @@ static inline void pc_evidence_pair(pc_evidence *e, double a, double b) {
   if (b == 0 && fabs(a) >= PC_ZERO_EVIDENCE_MIN) {
     e->zeroed++;
     e->zeroed_sq += a * a;
-  } else if (b == 0 && fabs(a) >= FLT_MIN) {
+    return false;
+  }
+  if (b == 0 && fabs(a) >= FLT_MIN) {
     e->zeroed_small++;
     e->zeroed_small_sq += a * a;
-  } else if ((a < 0 && b > 0) || (a > 0 && b < 0)) {
+    return false;
+  }
+  if ((a < 0 && b > 0) || (a > 0 && b < 0)) {
     e->flipped++;
     e->flipped_sq += a * a;
-  } else {
-    e->rest++;
-    e->rest_sq += d * d;
-    e->rest_max = fabs(d) > e->rest_max ? fabs(d) : e->rest_max;
+    e->flipped_neg_sq += (a + b) * (a + b);
+    return false;
   }
+  e->rest++;
+  e->rest_sq += d * d;
+  e->rest_max = fabs(d) > e->rest_max ? fabs(d) : e->rest_max;
+  return true;
 }
 
 /* Pair (b[i], a[i - s]) of a shift when both lie in the block and all three values are finite. */
@@ -126,11 +132,13 @@ static inline int pc_slice_group(pc_slice_cursor *c, size_t i) {
     }                                                                                              \
     if (!ok)                                                                                       \
       continue;                                                                                    \
-    pc_evidence_pair(e, a, b);                                                                     \
+    bool rest = pc_evidence_pair(e, a, b);                                                         \
     if (cur.on) {                                                                                  \
       int g = pc_slice_group(&cur, i);                                                             \
       e->slice_sq[g] += (b - a) * (b - a);                                                         \
       e->slice_a2[g] += a * a;                                                                     \
+      e->slice_rest[g] += rest;                                                                    \
+      e->slice_rest_sq[g] += rest ? (b - a) * (b - a) : 0;                                         \
     }                                                                                              \
     if (SIG)                                                                                       \
       pc_signature(e, (float)a, (float)b);                                                         \
@@ -208,6 +216,7 @@ void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
   dst->zeroed_small_sq += src->zeroed_small_sq;
   dst->flipped += src->flipped;
   dst->flipped_sq += src->flipped_sq;
+  dst->flipped_neg_sq += src->flipped_neg_sq;
   dst->rest += src->rest;
   dst->rest_sq += src->rest_sq;
   dst->rest_max = src->rest_max > dst->rest_max ? src->rest_max : dst->rest_max;
@@ -223,6 +232,8 @@ void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
   for (int g = 0; g < PC_SLICE_GROUPS; g++) {
     dst->slice_sq[g] += src->slice_sq[g];
     dst->slice_a2[g] += src->slice_a2[g];
+    dst->slice_rest[g] += src->slice_rest[g];
+    dst->slice_rest_sq[g] += src->slice_rest_sq[g];
   }
 }
 
@@ -239,6 +250,7 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
   e->zeroed_small_sq *= dn;
   e->flipped *= n;
   e->flipped_sq *= dn;
+  e->flipped_neg_sq *= dn;
   e->rest *= n;
   e->rest_sq *= dn;
   for (int k = 0; k < 3; k++) {
