@@ -71,6 +71,7 @@ typedef struct pc_evidence {
   double sum_abs_a, sum_abs_b; /* sums of |a| and of |b| */
   double min_a, max_a;         /* extremes of a and of b (meaningful when finite_terms > 0) */
   double min_b, max_b;
+  uint64_t zeros_a;      /* pairs where a == 0 (of either sign) */
   uint64_t zeroed;       /* pairs zeroed in B */
   double zeroed_sq;      /* sum of a^2 over them */
   uint64_t zeroed_small; /* b == 0 where 2^-126 <= |a| < 2^-14: float16 may underflow there */
@@ -93,11 +94,15 @@ typedef struct pc_evidence {
    * fill value's run): the sum of (b - a)^2 and of a^2. */
   double slice_sq[PC_SLICE_GROUPS];
   double slice_a2[PC_SLICE_GROUPS];
-  /* The same groups' "rest" pairs (neither zeroed nor flipped): their count and sum of
-   * (b - a)^2. Honest error follows the conditioning of its slice (a channel whose BatchNorm
-   * cancels), so elements crossing zero are weighed against the noisiest group's error. */
+  /* The same groups' "rest" pairs (neither zeroed nor flipped: count, sum of (b - a)^2,
+   * largest |b - a|) and zeroed pairs (count, sum of a^2). Honest error follows the
+   * conditioning of its slice (a channel whose BatchNorm cancels), so elements crossing zero
+   * are weighed against their own group's error as well as the tensor's. */
   uint64_t slice_rest[PC_SLICE_GROUPS];
   double slice_rest_sq[PC_SLICE_GROUPS];
+  double slice_rest_max[PC_SLICE_GROUPS];
+  uint64_t slice_zeroed[PC_SLICE_GROUPS];
+  double slice_zeroed_sq[PC_SLICE_GROUPS];
   /* Precision signature, for float32 compare dtypes: pairs where a is not representable in
    * bfloat16 / float16 / tf32, and how many of those have b == a rounded to it (nearest even). */
   uint64_t round_cand[3];

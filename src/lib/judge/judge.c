@@ -737,7 +737,9 @@ static void pc_relax_by_reference(pc_tensor *t) {
   double m = sqrt(k / log2(k)), g = pc_growth(t);
   m = u > u_a ? g : pc_is_gradient(t->path) ? m * g : fmax(m, g);
   double kappa_u = (v->a.rel_rms / u_a) * u;
-  t->context.reference_limit = m * kappa_u;
+  /* kappa is measured on A's N elements, B's distance on B's: two RMS of N terms each, which
+   * honest noise puts up to pc_rms_ratio_bound(N) apart (5x at N = 12, 1.2x at 1024). */
+  t->context.reference_limit = m * kappa_u * pc_rms_ratio_bound(t->stats.ev.pairs);
   /* B keeps no digit when its conditioning at its precision, or its distance to R, reaches half
    * the value's size: the reference then says the tensor cannot be judged, never that it
    * passes (a B doubled is within a large allowance, not within half the value). */

@@ -121,6 +121,12 @@ const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap) {
   return buf;
 }
 
+double pc_rms_ratio_bound(uint64_t n) {
+  double m = n < 2 ? 2 : n > 4096 ? 4096 : (double)n;
+  gsl_set_error_handler_off();
+  return sqrt(gsl_cdf_fdist_Qinv(PC_FALSE_ALARM, m, m));
+}
+
 bool pc_diagnosis_exact(pc_diagnosis_kind k) {
   return k == PC_DIAG_NAN_INJECTED || k == PC_DIAG_INF_INJECTED || k == PC_DIAG_ZEROED ||
          k == PC_DIAG_CONSTANT || k == PC_DIAG_SHIFTED;
@@ -130,29 +136,6 @@ static bool pc_found(pc_diagnosis *d, pc_diagnosis_kind kind, double value, doub
                      double limit) {
   *d = (pc_diagnosis){kind, true, 0, value, statistic, limit};
   return true;
-}
-
-/* The honest per-element error of the pairs that neither zeroed nor flipped: their mean square
- * in the noisiest group of slices of the leading axis (honest error follows the conditioning of
- * its slice, and the crossing elements may all lie in the worst one: one output channel of a
- * weight gradient whose BatchNorm cancels), over the whole tensor when it has no slices, and at
- * least the rounding of A's RMS at u (a tensor whose other elements agree bit for bit still
- * rounds). */
-static double pc_rest_var(const pc_evidence *e, double u, double rms_a) {
-  double floor = (u * rms_a) * (u * rms_a);
-  double var = e->rest ? e->rest_sq / (double)e->rest : 0;
-  for (int g = 0; g < PC_SLICE_GROUPS; g++)
-    if (e->slice_rest[g] >= 2)
-      var = fmax(var, e->slice_rest_sq[g] / (double)e->slice_rest[g]);
-  return var > floor ? var : floor;
-}
-
-/* Elements that rounding moved to 0 or across 0 had |a| below their own error: their sum of
- * a^2 is at most the largest error met elsewhere (one such element may carry it) plus the
- * chi-square bound on n squares of the noise. n elements of energy `sq` beyond that are a bug. */
-static double pc_crossing_limit(const pc_evidence *e, uint64_t n, double u, double rms_a) {
-  double q = gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, (double)n);
-  return e->rest_max * e->rest_max + pc_rest_var(e, u, rms_a) * q;
 }
 
 /* B = c A + residual, with c = 1 + scale_error: a factor when the residual holds too little of
@@ -218,52 +201,99 @@ static bool pc_permutation_test(const pc_stats *s, double rel_rms, pc_diagnosis 
   return pc_found(d, PC_DIAG_PERMUTED, rel_rms, 1 / fabs(energy), 4);
 }
 
+/* The honest error around crossing elements (zeroed or flipped, below): the largest |b - a|
+ * met, squared, the mean squared error, both at least the rounding of A's RMS at u (a tensor
+ * whose other elements agree bit for bit still rounds), and how many elements they come from. */
+typedef struct pc_hood {
+  double top2, var;
+  uint64_t others;
+} pc_hood;
+
+static pc_hood pc_hood_of(uint64_t n, double sq, double max, double floor) {
+  return (pc_hood){fmax(max * max, floor), n ? fmax(sq / (double)n, floor) : floor, n};
+}
+
+/* The tensor's rest pairs, with the mean squared error of the noisiest group of slices of the
+ * leading axis when it is larger: honest error follows the conditioning of its slice, and the
+ * crossing elements may all lie in the worst one (one output channel of a weight gradient whose
+ * BatchNorm cancels). */
+static pc_hood pc_tensor_hood(const pc_evidence *e, double floor) {
+  pc_hood h = pc_hood_of(e->rest, e->rest_sq, e->rest_max, floor);
+  for (int g = 0; g < PC_SLICE_GROUPS; g++)
+    if (e->slice_rest[g] >= 2)
+      h.var = fmax(h.var, e->slice_rest_sq[g] / (double)e->slice_rest[g]);
+  return h;
+}
+
 /* Zeroed or sign-flipped elements of real size. Rounding zeroes or flips an element only where
  * its error reaches its value, |a| <= |b - a|, so those elements are small beside the honest
- * errors: each within the largest error met elsewhere, whatever the errors' distribution, and
- * together within pc_crossing_limit. A bug that zeroes or negates elements whatever their value
- * takes them at A's typical size. So n >= 2 such elements of energy `sq` are a bug when their
- * mean square is beyond the largest honest error's square by the chi-square tail of one element,
- * or when it is a quarter of A's mean square (half its RMS: typical elements, not the near-zero
- * ones rounding moves) and `sq` is beyond the limit. One element alone is evidence only when
- * zeroed (PC_LONE_ZERO): a flip's own error may be the one outlier of the tensor (a channel
- * whose BatchNorm gradient cancels, a ReLU mask that flips), which no other error bounds. */
-static bool pc_crossing(const pc_stats *s, pc_diagnosis_kind kind, uint64_t n, double sq, double u,
-                        double rms_a, pc_diagnosis *d) {
-  bool lone = n == 1 && kind == PC_DIAG_PARTLY_ZEROED && s->ev.rest >= PC_LONE_MIN_OTHERS;
+ * errors around them: each within the largest error met there, whatever the errors'
+ * distribution, and together within that error plus the chi-square bound on n squares of the
+ * noise. A bug that zeroes or negates elements whatever their value takes them at A's typical
+ * size. So n >= 2 such elements of energy `sq` are a bug when their mean square is beyond the
+ * largest honest error's square by the chi-square tail of one element, or when it is a quarter
+ * of A's mean square (half its RMS: typical elements, not the near-zero ones rounding moves) and
+ * `sq` is beyond that bound; alpha: the false-alarm probability of the test. One element alone
+ * is evidence only when zeroed (PC_LONE_ZERO): a flip's own error may be the one outlier of the
+ * tensor (a channel whose BatchNorm gradient cancels, a ReLU mask that flips). `share`: the
+ * diagnosis' value. */
+static bool pc_crossing(pc_diagnosis_kind kind, uint64_t n, double sq, double share, pc_hood h,
+                        double alpha, double rms_a, pc_diagnosis *d) {
+  bool lone = n == 1 && kind == PC_DIAG_PARTLY_ZEROED && h.others >= PC_LONE_MIN_OTHERS;
   if (n < 2 && !lone)
     return false;
-  double share = (double)n / (double)s->ev.pairs;
-  double mean = sq / (double)n,
-         top = fmax(s->ev.rest_max * s->ev.rest_max, (u * rms_a) * (u * rms_a));
-  double q = lone ? PC_LONE_ZERO * PC_LONE_ZERO : gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, 1);
-  if (mean > q * top) /* reported as the mean square against its bound */
-    return pc_found(d, kind, share, mean, q * top);
+  double mean = sq / (double)n;
+  double q = lone ? PC_LONE_ZERO * PC_LONE_ZERO : gsl_cdf_chisq_Qinv(alpha, 1);
+  if (mean > q * h.top2) /* reported as the mean square against its bound */
+    return pc_found(d, kind, share, mean, q * h.top2);
   if (lone)
     return false;
-  double limit = pc_crossing_limit(&s->ev, n, u, rms_a);
+  double limit = h.top2 + h.var * gsl_cdf_chisq_Qinv(alpha, (double)n);
   return mean >= 0.25 * rms_a * rms_a && sq > limit && pc_found(d, kind, share, sq, limit);
 }
 
-/* Flipped elements are negated ones, b = -a up to the noise, when the sum of (a + b)^2 over them
- * stays within the chi-square bound of as many noise terms of the tensor's rest. A bug that
- * negates keeps every such residual at the element's own rounding; an honest flip is an outlier
- * error of any size, which lands on -a only by chance. */
-static bool pc_negations(const pc_evidence *e, double u, double rms_a) {
-  double floor = (u * rms_a) * (u * rms_a);
-  double var = e->rest ? fmax(e->rest_sq / (double)e->rest, floor) : floor;
-  return e->flipped_neg_sq <= var * gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, (double)e->flipped);
-}
-
-static bool pc_crossing_tests(const pc_stats *s, bool small_zeros, double u, double rms_a,
-                              pc_diagnosis *d) {
-  const pc_evidence *e = &s->ev;
+/* Zeroed elements, over the tensor and group by group: a bug zeroes elements in every slice
+ * alike, while honest zeros gather where their slice's own error is large, so each group's zeros
+ * are also weighed against that group's error alone (each group at alpha / PC_SLICE_GROUPS). */
+static bool pc_zeroed_test(const pc_evidence *e, bool small_zeros, double floor, double rms_a,
+                           pc_diagnosis *d) {
   uint64_t nz = e->zeroed + (small_zeros ? e->zeroed_small : 0);
   double sq = e->zeroed_sq + (small_zeros ? e->zeroed_small_sq : 0);
-  return pc_crossing(s, PC_DIAG_PARTLY_ZEROED, nz, sq, u, rms_a, d) ||
-         ((double)e->flipped < PC_FLIPS_PART * (double)e->pairs && e->flipped >= 2 &&
-          pc_negations(e, u, rms_a) &&
-          pc_crossing(s, PC_DIAG_SIGN_FLIPS, e->flipped, e->flipped_sq, u, rms_a, d));
+  double share = (double)nz / (double)e->pairs;
+  if (pc_crossing(PC_DIAG_PARTLY_ZEROED, nz, sq, share, pc_tensor_hood(e, floor), PC_FALSE_ALARM,
+                  rms_a, d))
+    return true;
+  /* Zeros of A's typical size (mean a^2 a quarter of A's) where A has none. Rounding reaches 0
+   * exactly only through an operation that outputs it (a ReLU, a mask), whose zeros A shares,
+   * or at values far below the tensor's size (two nearly equal values rounded alike); this holds
+   * however large the honest error elsewhere, where the chi-square bounds above lose their
+   * power (a gradient of 96 elements 27 % off under bf16). */
+  if (nz >= 2 && e->zeros_a == 0 && sq / (double)nz >= 0.25 * rms_a * rms_a)
+    return pc_found(d, PC_DIAG_PARTLY_ZEROED, share, sq / (double)nz / (rms_a * rms_a), 0.25);
+  for (int g = 0; g < PC_SLICE_GROUPS; g++) {
+    pc_hood h = pc_hood_of(e->slice_rest[g], e->slice_rest_sq[g], e->slice_rest_max[g], floor);
+    if (e->slice_zeroed[g] >= 2 &&
+        pc_crossing(PC_DIAG_PARTLY_ZEROED, e->slice_zeroed[g], e->slice_zeroed_sq[g], share, h,
+                    PC_FALSE_ALARM / PC_SLICE_GROUPS, rms_a, d))
+      return true;
+  }
+  return false;
+}
+
+/* Sign flips of real size that are negations, b = -a up to the noise: the sum of (a + b)^2 over
+ * them within the chi-square bound of as many noise terms of the tensor's rest. A bug that
+ * negates keeps every such residual at the element's own rounding; an honest flip is an outlier
+ * error of any size, which lands on -a only by chance. Flips on PC_FLIPS_PART of the elements or
+ * more are left to the permutation test. */
+static bool pc_flips_test(const pc_evidence *e, double floor, double rms_a, pc_diagnosis *d) {
+  uint64_t n = e->flipped;
+  if (n < 2 || !((double)n < PC_FLIPS_PART * (double)e->pairs))
+    return false;
+  double var = pc_hood_of(e->rest, e->rest_sq, e->rest_max, floor).var;
+  if (!(e->flipped_neg_sq <= var * gsl_cdf_chisq_Qinv(PC_FALSE_ALARM, (double)n)))
+    return false;
+  return pc_crossing(PC_DIAG_SIGN_FLIPS, n, e->flipped_sq, (double)n / (double)e->pairs,
+                     pc_tensor_hood(e, floor), PC_FALSE_ALARM, rms_a, d);
 }
 
 /* B constant (every element equal) where A's values are further apart than rounding at u can
@@ -302,10 +332,11 @@ bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d) {
     return pc_found(d, PC_DIAG_ZEROED, 0, (double)zeroed, 0);
   double rms_a = sqrt(s->sum_sq_a / (double)e->pairs);
   double rel_rms = s->sum_sq_a > 0 ? sqrt(s->sum_sq_diff / s->sum_sq_a) : 0;
+  double floor = (u * rms_a) * (u * rms_a);
   if (pc_constant_test(e, u, d) || pc_shift_test(e, d) ||
       pc_scale_test(s, PC_CLEAN_FACTOR, PC_NO_DIGITS / 2, d) ||
-      pc_crossing_tests(s, small_zeros, u, rms_a, d) || pc_permutation_test(s, rel_rms, d) ||
-      pc_scale_test(s, PC_FACTOR_SHARE, PC_NO_DIGITS / 2, d))
+      pc_zeroed_test(e, small_zeros, floor, rms_a, d) || pc_flips_test(e, floor, rms_a, d) ||
+      pc_permutation_test(s, rel_rms, d) || pc_scale_test(s, PC_FACTOR_SHARE, PC_NO_DIGITS / 2, d))
     return true;
   memset(d, 0, sizeof *d);
   return false;

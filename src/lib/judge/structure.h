@@ -19,6 +19,12 @@ bool pc_structure_find(const pc_tensor *t, double u, pc_diagnosis *d);
  * finds B without digits (kappa u >= 1/2) removes. */
 bool pc_diagnosis_exact(pc_diagnosis_kind k);
 
+/** How far apart two RMS of n honest noise terms of one scale can lie: the square root of the
+ * F(n, n) quantile at the structure tests' false-alarm probability (n clamped to [2, 4096]:
+ * 1.08 at 4096 is kept beyond, where GSL's inverse stops converging and the exact bound is
+ * nearer 1). */
+double pc_rms_ratio_bound(uint64_t n);
+
 /** What a failing tensor without a structural signature looks like: "looks like A rounded to
  * bf16" when B is that on most elements, else noise-like (PC_DIAG_NOISE, value rel_rms). */
 pc_diagnosis pc_structure_noise(const pc_tensor *t);

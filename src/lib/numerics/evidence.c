@@ -6,7 +6,7 @@
 #include "numerics.h"   /* pc_dtype_round */
 
 #include <float.h>  /* FLT_MIN */
-#include <math.h>   /* fabs, isfinite, INFINITY, NAN */
+#include <math.h>   /* fabs, fmax, isfinite, INFINITY, NAN */
 #include <string.h> /* memcpy, memset */
 
 /* The smallest normal float16: below it a backend may flush or underflow a value to zero
@@ -44,8 +44,11 @@ static inline void pc_signature(pc_evidence *e, float a, float b) {
   }
 }
 
-/* One finite pair's sums; true when it is a "rest" pair (neither zeroed nor flipped). */
-static inline bool pc_evidence_pair(pc_evidence *e, double a, double b) {
+/* What one finite pair is among pc_evidence's classes. */
+typedef enum { PC_PAIR_REST, PC_PAIR_ZEROED, PC_PAIR_ZEROED_SMALL, PC_PAIR_FLIPPED } pc_pair_class;
+
+/* One finite pair's sums; returns its class. */
+static inline pc_pair_class pc_evidence_pair(pc_evidence *e, double a, double b) {
   double d = b - a;
   e->pairs++;
   e->sum_a += a;
@@ -56,26 +59,42 @@ static inline bool pc_evidence_pair(pc_evidence *e, double a, double b) {
   e->max_a = a > e->max_a ? a : e->max_a;
   e->min_b = b < e->min_b ? b : e->min_b;
   e->max_b = b > e->max_b ? b : e->max_b;
+  e->zeros_a += a == 0;
   if (b == 0 && fabs(a) >= PC_ZERO_EVIDENCE_MIN) {
     e->zeroed++;
     e->zeroed_sq += a * a;
-    return false;
+    return PC_PAIR_ZEROED;
   }
   if (b == 0 && fabs(a) >= FLT_MIN) {
     e->zeroed_small++;
     e->zeroed_small_sq += a * a;
-    return false;
+    return PC_PAIR_ZEROED_SMALL;
   }
   if ((a < 0 && b > 0) || (a > 0 && b < 0)) {
     e->flipped++;
     e->flipped_sq += a * a;
     e->flipped_neg_sq += (a + b) * (a + b);
-    return false;
+    return PC_PAIR_FLIPPED;
   }
   e->rest++;
   e->rest_sq += d * d;
   e->rest_max = fabs(d) > e->rest_max ? fabs(d) : e->rest_max;
-  return true;
+  return PC_PAIR_REST;
+}
+
+/* A pair's share of its slice group's sums. */
+static inline void pc_slice_pair(pc_evidence *e, int g, double a, double b, pc_pair_class c) {
+  double d2 = (b - a) * (b - a);
+  e->slice_sq[g] += d2;
+  e->slice_a2[g] += a * a;
+  if (c == PC_PAIR_REST) {
+    e->slice_rest[g]++;
+    e->slice_rest_sq[g] += d2;
+    e->slice_rest_max[g] = fabs(b - a) > e->slice_rest_max[g] ? fabs(b - a) : e->slice_rest_max[g];
+  } else if (c == PC_PAIR_ZEROED) {
+    e->slice_zeroed[g]++;
+    e->slice_zeroed_sq[g] += a * a;
+  }
 }
 
 /* Pair (b[i], a[i - s]) of a shift when both lie in the block and all three values are finite. */
@@ -132,14 +151,9 @@ static inline int pc_slice_group(pc_slice_cursor *c, size_t i) {
     }                                                                                              \
     if (!ok)                                                                                       \
       continue;                                                                                    \
-    bool rest = pc_evidence_pair(e, a, b);                                                         \
-    if (cur.on) {                                                                                  \
-      int g = pc_slice_group(&cur, i);                                                             \
-      e->slice_sq[g] += (b - a) * (b - a);                                                         \
-      e->slice_a2[g] += a * a;                                                                     \
-      e->slice_rest[g] += rest;                                                                    \
-      e->slice_rest_sq[g] += rest ? (b - a) * (b - a) : 0;                                         \
-    }                                                                                              \
+    pc_pair_class cls = pc_evidence_pair(e, a, b);                                                 \
+    if (cur.on)                                                                                    \
+      pc_slice_pair(e, pc_slice_group(&cur, i), a, b, cls);                                        \
     if (SIG)                                                                                       \
       pc_signature(e, (float)a, (float)b);                                                         \
     double as;                                                                                     \
@@ -210,6 +224,7 @@ void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
   dst->max_a = src->max_a > dst->max_a ? src->max_a : dst->max_a;
   dst->min_b = src->min_b < dst->min_b ? src->min_b : dst->min_b;
   dst->max_b = src->max_b > dst->max_b ? src->max_b : dst->max_b;
+  dst->zeros_a += src->zeros_a;
   dst->zeroed += src->zeroed;
   dst->zeroed_sq += src->zeroed_sq;
   dst->zeroed_small += src->zeroed_small;
@@ -234,6 +249,9 @@ void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
     dst->slice_a2[g] += src->slice_a2[g];
     dst->slice_rest[g] += src->slice_rest[g];
     dst->slice_rest_sq[g] += src->slice_rest_sq[g];
+    dst->slice_rest_max[g] = fmax(dst->slice_rest_max[g], src->slice_rest_max[g]);
+    dst->slice_zeroed[g] += src->slice_zeroed[g];
+    dst->slice_zeroed_sq[g] += src->slice_zeroed_sq[g];
   }
 }
 
@@ -244,6 +262,7 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
   e->sum_b *= dn;
   e->sum_abs_a *= dn;
   e->sum_abs_b *= dn;
+  e->zeros_a *= n;
   e->zeroed *= n;
   e->zeroed_sq *= dn;
   e->zeroed_small *= n;
