@@ -39,9 +39,11 @@ def fresh(name):
     return d
 
 
-def write_h5(path, datasets, attrs=None):
+def write_h5(path, datasets, attrs=None, track_order=True):
+    """datasets: name -> value, created in that order; track_order=False writes the file as a
+    plain h5py dump, which lists its datasets by name."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with h5py.File(path, 'w', track_order=True) as f:
+    with h5py.File(path, 'w', track_order=track_order) as f:
         for k, v in (attrs or {}).items():
             f.attrs[k] = v
         for name, value in datasets.items():

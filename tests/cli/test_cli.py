@@ -448,25 +448,27 @@ def test_help_defaults():
 
 def test_github_annotations():
     """--github: one ::error per failing tensor (here the two built to drift, by numpy's count),
-    none for the passing one; a name's '%' and newline cannot end or forge a command."""
+    none for the passing one; a name's '%' and newline cannot end or forge a command. The names
+    carry call indices (NNN_), so that their inferred order raises no ::warning."""
     a, b = os.path.join(TMP, 'gh_a.h5'), os.path.join(TMP, 'gh_b.h5')
     x = np.arange(1, 9, dtype=np.float32)
-    names = ['ok', 'drift', 'evil%0A::error::forged\nline']
+    names = ['000_ok', '001_drift', '002_evil%0A::error::forged\nline']
     with h5py.File(a, 'w') as fa, h5py.File(b, 'w') as fb:
         for n in names:
             fa[n] = x
-            fb[n] = x if n == 'ok' else x * np.float32(1.5)
-    want_fail = sum(1 for n in names if n != 'ok')  # 1.5x is far outside the strict defaults
+            fb[n] = x if n == '000_ok' else x * np.float32(1.5)
+    want_fail = sum(1 for n in names if n != '000_ok')  # 1.5x is far outside the strict defaults
     p = run(['--github', a, b])
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith('::')]
     check('--github: exit 1 (drift)', p.returncode == 1, short(p))
     check('--github: one ::error per failing tensor',
           len(lines) == want_fail and all(ln.startswith('::error title=paritycheck DRIFT::')
                                           for ln in lines), lines)
-    check('--github: the passing tensor has none', not any('::/ok' in ln for ln in lines), lines)
+    check('--github: the passing tensor has none', not any('::/000_ok' in ln for ln in lines),
+          lines)
     evil = [ln for ln in lines if 'evil' in ln]
     check('--github: % escaped as %25 and the newline shown as \\n, in one line',
-          len(evil) == 1 and '/evil%250A::error::forged\\nline: ' in evil[0], evil)
+          len(evil) == 1 and '/002_evil%250A::error::forged\\nline: ' in evil[0], evil)
     p = run(['--github', '--json', '-', a, b])
     check('--github with a report on stdout: usage error', p.returncode == 2, short(p))
 

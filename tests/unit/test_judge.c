@@ -60,7 +60,7 @@ static void free_run(pc_run *run) {
 static void judge_all(pc_run *run) {
   for (size_t i = 0; i < run->ntensors; i++)
     pc_judge_tensor(&run->tensors[i]);
-  assert_int_equal(pc_judge_run(run), 0);
+  assert_int_equal(pc_judge_run(run, NULL), 0);
 }
 
 /* Without attributes: inputs, forward tensors in file order, the loss, then gradients by their
@@ -251,7 +251,7 @@ static void test_cascades(void **state) {
   run->tensors[8].compare = PC_DTYPE_NONE;
   for (size_t i = 0; i < 8; i++)
     pc_judge_tensor(&run->tensors[i]);
-  assert_int_equal(pc_judge_run(run), 0);
+  assert_int_equal(pc_judge_run(run, NULL), 0);
   static const long caused[] = {-1, 0, -1, -1, 3, 2, -1, -1, -1};
   for (size_t i = 0; i < 9; i++)
     assert_int_equal(run->tensors[i].caused_by, caused[i]);
@@ -443,6 +443,64 @@ static void test_cascade_needs_link(void **state) {
   }
 }
 
+/* The doubt on an order inferred from the paths (n of them; "file:dataset" in folder mode,
+ * files given by `files`, NULL outside it), all without execution_index unless `indexed`. */
+static pc_order_doubt doubt_of(const char *const *paths, const char *const *files, size_t n,
+                               bool indexed) {
+  pc_run *run = new_run(n);
+  for (size_t i = 0; i < n; i++) {
+    set_tensor(&run->tensors[i], paths[i], 1, 0);
+    run->tensors[i].file = files ? (char *)files[i] : NULL;
+    run->tensors[i].context.exec_index = indexed ? (int64_t)i : -1;
+    pc_judge_tensor(&run->tensors[i]);
+  }
+  pc_order_doubt d;
+  assert_int_equal(pc_judge_run(run, &d), 0);
+  free_run(run);
+  return d;
+}
+
+static void assert_doubt(pc_order_doubt d, pc_order_doubt_kind kind, long example, long before) {
+  assert_int_equal(d.kind, kind);
+  assert_int_equal(d.example, example);
+  assert_int_equal(d.before, before);
+}
+
+/* Forward tensors ordered by their names (a file that does not track creation order) are in call
+ * order only when the names carry call indices that increase: "layer10" has none, "10_relu"
+ * sorts before "9_fc". Zero-padded indices, execution_index attributes, the elements of one
+ * call's tuple output, gradients alone, a single forward tensor or one per file, and names in
+ * an order other than their own (creation order) raise no doubt. */
+static void test_order_doubt(void **state) {
+  (void)state;
+  static const char *const unindexed[] = {"/act/layer10", "/act/layer2", "/gradients/x"};
+  static const char *const widths[] = {"/act/10_relu", "/act/9_fc"};
+  static const char *const padded[] = {"/act/009_fc", "/act/010_relu", "/act/100_out"};
+  static const char *const tuple[] = {"/act/003_x/0", "/act/003_x/1", "/act/004_y"};
+  static const char *const two_numberings[] = {"/a/001_x", "/b/001_y"};
+  static const char *const created[] = {"/act/conv1", "/act/bn1", "/act/relu"};
+  static const char *const grads[] = {"/gradients/fc.bias", "/gradients/fc.weight"};
+  static const char *const single[] = {"/inputs/x", "/act/conv1", "/outputs/loss", "/grads/w"};
+  static const char *const walked[] = {"/a/x", "/a.b/y"}; /* name order: '/' ends "a" first */
+  assert_doubt(doubt_of(unindexed, NULL, 3, false), PC_ORDER_NO_CALL_INDEX, 0, -1);
+  assert_doubt(doubt_of(unindexed, NULL, 3, true), PC_ORDER_SURE, -1, -1);
+  assert_doubt(doubt_of(widths, NULL, 2, false), PC_ORDER_CALL_INDEX, 1, 0);
+  assert_doubt(doubt_of(padded, NULL, 3, false), PC_ORDER_SURE, -1, -1);
+  assert_doubt(doubt_of(tuple, NULL, 3, false), PC_ORDER_SURE, -1, -1);
+  assert_doubt(doubt_of(two_numberings, NULL, 2, false), PC_ORDER_CALL_INDEX, 1, 0);
+  assert_doubt(doubt_of(created, NULL, 3, false), PC_ORDER_SURE, -1, -1);
+  assert_doubt(doubt_of(grads, NULL, 2, false), PC_ORDER_SURE, -1, -1);
+  assert_doubt(doubt_of(single, NULL, 4, false), PC_ORDER_SURE, -1, -1);
+  assert_doubt(doubt_of(walked, NULL, 2, false), PC_ORDER_NO_CALL_INDEX, 0, -1);
+
+  /* Folder mode: each file on its own; the first file in doubt names its tensor. */
+  static const char *const folder[] = {"f1.h5:/act/conv1", "f2.h5:/act/conv1", "f3.h5:/act/b",
+                                       "f3.h5:/act/c",     "f4.h5:/act/x",     "f4.h5:/act/y"};
+  static const char *const files[] = {"f1.h5", "f2.h5", "f3.h5", "f3.h5", "f4.h5", "f4.h5"};
+  assert_doubt(doubt_of(folder, files, 2, false), PC_ORDER_SURE, -1, -1);
+  assert_doubt(doubt_of(folder, files, 6, false), PC_ORDER_NO_CALL_INDEX, 2, -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_order_from_paths),
                                      cmocka_unit_test(test_order_nested_gradients),
@@ -458,6 +516,7 @@ int main(void) {
                                      cmocka_unit_test(test_trend_restarts_at_backward),
                                      cmocka_unit_test(test_structure_never_waived),
                                      cmocka_unit_test(test_indeterminate_accepted),
-                                     cmocka_unit_test(test_cascade_needs_link)};
+                                     cmocka_unit_test(test_cascade_needs_link),
+                                     cmocka_unit_test(test_order_doubt)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -808,12 +808,40 @@ static int pc_check_compared(const pc_run *run, pc_error *err) {
       run->path_a, run->path_b, run->ntensors, t->path, t->message ? t->message : "skipped");
 }
 
+/* Once a run, where the judge inferred execution order from names that may not sort into
+ * call order (judge.h, pc_order_doubt): the trend, the causes and the first divergence then
+ * rest on a guess worth knowing, and the fix is in the dump. */
+static int pc_warn_order(pc_run *run, const pc_order_doubt *d, pc_error *err) {
+  char text[PC_ERROR_MESSAGE_MAX];
+  const char *consequence = "the trend, caused_by and the first divergence follow file "
+                            "(alphabetical) order, which may not be call order; dump an "
+                            "execution_index attribute or";
+  if (d->kind == PC_ORDER_SURE)
+    return PC_OK;
+  if (d->kind == PC_ORDER_NO_CALL_INDEX)
+    snprintf(text, sizeof text,
+             "execution order inferred from tensor names, which carry no call index (e.g. %s): "
+             "%s NNN_ name prefixes (python/paritycheck/dump.py does)",
+             pc_run_at(run, (size_t)d->example)->path, consequence);
+  else
+    snprintf(text, sizeof text,
+             "execution order inferred from tensor names, whose call indices do not increase in "
+             "file order (%s comes before %s): %s zero-padded NNN_ name prefixes of one width "
+             "(python/paritycheck/dump.py does)",
+             pc_run_at(run, (size_t)d->before)->path, pc_run_at(run, (size_t)d->example)->path,
+             consequence);
+  return pc_run_warn(run, text) < 0 ? pc_error_set(err, PC_ENOMEM, "out of memory") : PC_OK;
+}
+
 int pc_run_conclude(pc_run *run, const pc_tolset *tols, bool allow_empty, pc_error *err) {
-  int rc = pc_judge_run(run);
+  pc_order_doubt doubt;
+  int rc = pc_judge_run(run, &doubt);
   pc_heap_release(); /* the judge's keys lie below the order it keeps: 9 MB at 200,000 tensors */
   if (rc < 0)
     return pc_error_set(err, rc, "out of memory");
   if (!allow_empty && (rc = pc_check_compared(run, err)) < 0)
+    return rc;
+  if ((rc = pc_warn_order(run, &doubt, err)) < 0)
     return rc;
   return pc_warn_unused_rules(run, tols, err);
 }

@@ -220,23 +220,37 @@ typedef struct pc_name {
   size_t len;
 } pc_name;
 
-/* The module a forward tensor belongs to: the component below its top group, without a
- * leading call index ("/activations/012_layer1.0.conv1/0" -> "layer1.0.conv1"), and a DDP
- * "module." prefix dropped. */
-static pc_name pc_forward_module(const char *path) {
+/* A forward tensor's component below its top group, call index included
+ * ("/activations/012_layer1.0.conv1/0" -> "012_layer1.0.conv1"); the path's only component
+ * when it has one. */
+static pc_name pc_forward_component(const char *path) {
   size_t n;
   const char *p = pc_first_component(path, &n);
   if (p[n] == '/')
     p += n + 1;
-  const char *q = p;
-  while (isdigit((unsigned char)*q))
-    q++;
-  if (q != p && *q == '_')
-    p = q + 1;
-  if (strncmp(p, "module.", 7) == 0)
-    p += 7;
   const char *end = strchr(p, '/');
   return (pc_name){p, end ? (size_t)(end - p) : strlen(p)};
+}
+
+/* The digits of a component's call index (the leading digits when '_' follows them: "012" of
+ * "012_layer1"); none (len 0) when it has none. */
+static pc_name pc_call_index(pc_name c) {
+  size_t k = 0;
+  while (k < c.len && isdigit((unsigned char)c.s[k]))
+    k++;
+  return (pc_name){c.s, k < c.len && c.s[k] == '_' ? k : 0};
+}
+
+/* The module a forward tensor belongs to: the component below its top group, without a
+ * leading call index ("/activations/012_layer1.0.conv1/0" -> "layer1.0.conv1"), and a DDP
+ * "module." prefix dropped. */
+static pc_name pc_forward_module(const char *path) {
+  pc_name m = pc_forward_component(path);
+  size_t skip = pc_call_index(m).len;
+  skip += skip ? 1 : 0; /* the '_' */
+  if (m.len - skip >= 7 && strncmp(m.s + skip, "module.", 7) == 0)
+    skip += 7;
+  return (pc_name){m.s + skip, m.len - skip};
 }
 
 /* A gradient's parameter as a dotted name below the gradient group ("/grads/l1/conv/weight"
@@ -358,12 +372,77 @@ static size_t pc_file_end(const pc_run *run, size_t lo) {
   return hi;
 }
 
-/* Execution order within each file, files in run order (docs/tolerance-model.md). */
-static int pc_order_files(pc_run *run, pc_order_key *keys) {
+/* The order of an HDF5 group's name index, which is a file's order when it does not track
+ * creation order: component by component, each by its bytes ("/a/x" before "/a.b/y"). */
+static int pc_cmp_names_as_walked(const char *x, const char *y) {
+  while (*x && *x == *y)
+    x++, y++;
+  int cx = *x == '/' ? 1 : *x ? (unsigned char)*x + 1 : 0;
+  int cy = *y == '/' ? 1 : *y ? (unsigned char)*y + 1 : 0;
+  return (cx > cy) - (cx < cy);
+}
+
+/* Call indices as numbers, whatever their width ("9" before "010"). */
+static int pc_cmp_call_index(pc_name a, pc_name b) {
+  while (a.len && a.s[0] == '0')
+    a.s++, a.len--;
+  while (b.len && b.s[0] == '0')
+    b.s++, b.len--;
+  return a.len != b.len ? (a.len > b.len) - (a.len < b.len) : pc_cmp_name(a, b);
+}
+
+/* A tensor whose place the names decide: a forward tensor of A (one of B only comes after A's)
+ * without execution_index, that takes part (a skipped one is never judged). */
+static bool pc_order_by_name(const pc_tensor *t) {
+  return t->context.exec_index < 0 && t->verdict != PC_VERDICT_MISSING_IN_A &&
+         t->verdict != PC_VERDICT_SKIPPED &&
+         pc_path_class(pc_tensor_dataset(t)) == PC_CLASS_FORWARD;
+}
+
+/* Whether the forward tensors of file [lo, hi) whose order names decide may not be in call
+ * order (judge.h, pc_order_doubt): at least two, in the order of their names, and one without a
+ * call index, or two in a row whose call indices do not increase (an equal index is in order
+ * only within one component: the elements of one call's tuple output). A file whose order is
+ * not its names' tracks creation order, which a dumper writes in call order. */
+static pc_order_doubt pc_file_doubt(const pc_run *run, size_t lo, size_t hi) {
+  const pc_order_doubt sure = {PC_ORDER_SURE, -1, -1};
+  pc_order_doubt found = sure;
+  const pc_tensor *prev = NULL;
+  long prev_index = -1;
+  size_t n = 0;
+  for (size_t i = lo; i < hi; i++) {
+    const pc_tensor *t = pc_run_at(run, i);
+    if (!pc_order_by_name(t))
+      continue;
+    n++;
+    const char *path = pc_tensor_dataset(t);
+    pc_name c = pc_forward_component(path), call = pc_call_index(c);
+    if (prev) {
+      const char *prev_path = pc_tensor_dataset(prev);
+      pc_name pc = pc_forward_component(prev_path), pcall = pc_call_index(pc);
+      if (pc_cmp_names_as_walked(prev_path, path) > 0)
+        return sure;
+      int cmp = call.len && pcall.len ? pc_cmp_call_index(pcall, call) : -1;
+      if (found.kind == PC_ORDER_SURE && (cmp > 0 || (cmp == 0 && pc_cmp_name(pc, c) != 0)))
+        found = (pc_order_doubt){PC_ORDER_CALL_INDEX, (long)i, prev_index};
+    }
+    if (found.kind == PC_ORDER_SURE && !call.len)
+      found = (pc_order_doubt){PC_ORDER_NO_CALL_INDEX, (long)i, -1};
+    prev = t;
+    prev_index = (long)i;
+  }
+  return n >= 2 ? found : sure;
+}
+
+/* Execution order within each file, files in run order (docs/tolerance-model.md); the first
+ * file whose inferred order may not be call order fills *doubt. */
+static int pc_order_files(pc_run *run, pc_order_key *keys, pc_order_doubt *doubt) {
   for (size_t lo = 0, hi; lo < run->ntensors; lo = hi) {
     pc_module_pos *mods = NULL;
     size_t nmods = 0;
     hi = pc_file_end(run, lo);
+    if (doubt->kind == PC_ORDER_SURE)
+      *doubt = pc_file_doubt(run, lo, hi);
     if (pc_forward_modules(run, lo, hi, &mods, &nmods) < 0)
       return PC_ENOMEM;
     for (size_t i = lo; i < hi; i++)
@@ -382,11 +461,11 @@ static void pc_uncaused(pc_tensor *t) {
     t->caused_by = -1;
 }
 
-static int pc_compute_order(pc_run *run) {
+static int pc_compute_order(pc_run *run, pc_order_doubt *doubt) {
   pc_order_key *keys = malloc((run->ntensors ? run->ntensors : 1) * sizeof *keys);
   free(run->order);
   run->order = malloc((run->ntensors ? run->ntensors : 1) * sizeof *run->order);
-  int rc = keys && run->order ? pc_order_files(run, keys) : PC_ENOMEM;
+  int rc = keys && run->order ? pc_order_files(run, keys, doubt) : PC_ENOMEM;
   if (rc == PC_OK)
     for (size_t k = 0; k < run->ntensors; k++) {
       run->order[k] = keys[k].index;
@@ -779,12 +858,16 @@ int pc_judge_reference(pc_run *run) {
   return rc;
 }
 
-int pc_judge_run(pc_run *run) {
+int pc_judge_run(pc_run *run, pc_order_doubt *doubt) {
+  pc_order_doubt ignored;
+  if (!doubt)
+    doubt = &ignored;
+  *doubt = (pc_order_doubt){PC_ORDER_SURE, -1, -1};
   for (size_t i = 0; i < run->ntensors; i++)
     pc_uncaused(pc_run_at(run, i));
   size_t cap = run->ntensors ? run->ntensors : 1;
   pc_trend tr = {malloc(cap * sizeof *tr.rel_rms), malloc(cap * sizeof *tr.scale), 0, 0};
-  int rc = tr.rel_rms && tr.scale ? pc_compute_order(run) : PC_ENOMEM;
+  int rc = tr.rel_rms && tr.scale ? pc_compute_order(run, doubt) : PC_ENOMEM;
   for (size_t k = 0; rc == PC_OK && k < run->ntensors; k++) {
     if (pc_trend_restarts(run, k))
       tr.start = tr.n;

@@ -14,11 +14,28 @@
  * error) and t->reasons. */
 void pc_judge_tensor(pc_tensor *t);
 
+/* Why an execution order inferred from names may not be call order (docs/tolerance-model.md,
+ * "Execution order"): a file's forward tensors without execution_index, at least two, are in
+ * the order of their names (a file that does not track creation order), and their names do not
+ * sort into call order. */
+typedef enum pc_order_doubt_kind {
+  PC_ORDER_SURE = 0,      /* no such doubt */
+  PC_ORDER_NO_CALL_INDEX, /* `example` has no call index (NNN_) */
+  PC_ORDER_CALL_INDEX     /* `before` comes first in file order, and its call index is not
+                             below `example`'s (unequal widths, or several numberings) */
+} pc_order_doubt_kind;
+
+typedef struct pc_order_doubt {
+  pc_order_doubt_kind kind;
+  long example, before; /* indices in the run's tensors; -1 when none */
+} pc_order_doubt;
+
 /** Judge the run as a whole (see above): fills run->order, every tensor's context, the
  * run-level allowances' effect on verdicts and reasons, caused_by, first_divergence,
- * by_verdict and the run verdict. Returns PC_ENOMEM when out of memory (the run is then
- * judged tensor by tensor only, in run order). */
-int pc_judge_run(pc_run *run);
+ * by_verdict and the run verdict, and *doubt (unless NULL) with the first file, in run order,
+ * whose inferred order may not be call order. Returns PC_ENOMEM when out of memory (the run is
+ * then judged tensor by tensor only, in run order). */
+int pc_judge_run(pc_run *run, pc_order_doubt *doubt);
 
 /** Three-way mode, after pc_judge_run and once every tensor's vs_reference is attached: a tensor
  * that fails only magnitude criteria passes when its conditioning, measured by A's distance to
