@@ -86,6 +86,7 @@ def sweep_pair(binary, tol_args, a, b, ref, work, res, label, kinds=None, stride
     """Mutate every tensor of B of at least MIN_ELEMENTS elements by each mutation, every
     stride-th tensor per run (so those around it stay honest), and record in res:
     "mutated" (count), "passed" [(label, kind, path)], "diagnoses" {"kind:diagnosis": count},
+    "verdicts" {verdict: count} (of the mutated tensors: pass, drift, indeterminate, ...),
     "honest" [(label, exit code)]."""
     code, _ = run(binary, tol_args, a, b, ref, work)
     res.setdefault("honest", []).append((label, code))
@@ -104,6 +105,8 @@ def sweep_pair(binary, tol_args, a, b, ref, work, res, label, kinds=None, stride
                 key = "%s:%s" % (kind, diag)
                 res.setdefault("diagnoses", {})
                 res["diagnoses"][key] = res["diagnoses"].get(key, 0) + 1
+                res.setdefault("verdicts", {})
+                res["verdicts"][t["verdict"]] = res["verdicts"].get(t["verdict"], 0) + 1
                 if t["verdict"] == "pass":
                     res.setdefault("passed", []).append((label, kind, n))
     return res
