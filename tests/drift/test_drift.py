@@ -112,6 +112,14 @@ def plain_copies():
 # (every diagnosis that is not structural: noise, no digits, rounded, slice, a small factor)
 PLAIN_HONEST_FAILURES = set()
 
+# Tracked expected failures (issue 29: in place of an allowlist of cases): how many honest pairs
+# fail in plain mode (each must be diagnosed and pass three-way, above) and how many required
+# bug runs go unclaimed (NOT_CLAIMED, or behind such a failure), as measured on the shipped
+# dumps. The test prints both counts and fails when one grows; when one shrinks it says so, and
+# the number here should be lowered with the change that did it.
+TRACKED = {"plain honest pair failures": 8, "required bug runs not claimed": 13}
+COUNTS = {k: 0 for k in TRACKED}
+
 
 def test_honest_pairs(plain):
     for profile in zoo_eval.PROFILES:
@@ -126,6 +134,7 @@ def test_honest_pairs(plain):
                     check(name + " passes", True)
                     continue
                 PLAIN_HONEST_FAILURES.add((family, profile))
+                COUNTS["plain honest pair failures"] += 1
                 diags = [t.get("diagnosis") or {} for t in fails or []]
                 check(name + ": plain failures are not structural, each diagnosed",
                       p.returncode == 1 and all(d.get("kind") and not d.get("structural")
@@ -160,6 +169,7 @@ def test_bug_matrix():
                 if (bug, profile) in NOT_CLAIMED or why:
                     print("info: %s: %s, not claimed%s" % (
                         name, "flagged" if caught else "not flagged", why and ": " + why or ""))
+                    COUNTS["required bug runs not claimed"] += required and not caught
                 elif required:
                     check(name + " is flagged at the injected tensor", caught,
                           "first divergence %s" % first)
@@ -188,6 +198,13 @@ def write_yaml(name, text):
     with open(path, "w") as f:
         f.write("version: 1\n" + text)
     return path
+
+
+def test_tracked_counts():
+    for k, limit in TRACKED.items():
+        print("tracked: %s: %d (tracked %d)%s" % (
+            k, COUNTS[k], limit, "; lower TRACKED" if COUNTS[k] < limit else ""))
+        check("%s: %d, at most the tracked %d" % (k, COUNTS[k], limit), COUNTS[k] <= limit)
 
 
 def test_tensor_level_criteria():
@@ -310,6 +327,7 @@ def main():
     test_model_inputs()
     test_honest_pairs(plain_copies())
     test_bug_matrix()
+    test_tracked_counts()
     return summary()
 
 
