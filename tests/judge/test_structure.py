@@ -165,6 +165,24 @@ def test_honest_outliers():
           not (t["/lone"].get("diagnosis") or {}).get("structural"), t["/lone"].get("diagnosis"))
 
 
+def test_other_axes():
+    """A transpose and a roll along axis 0 (not the last) of a [32, 32] normal matrix: the same
+    values in other places, B no closer to A than an unrelated matrix (rel_rms near sqrt 2), so
+    `permuted` under every profile."""
+    rng = np.random.default_rng(32)
+    a = rng.standard_normal((32, 32)).astype(np.float32)
+    fa, fb = os.path.join(WORK, "xa.h5"), os.path.join(WORK, "xb.h5")
+    write(fa, {"t": a, "r": a})
+    write(fb, {"t": a.T.copy(), "r": np.roll(a, 1, axis=0)})
+    for profile in ("cpu-vs-cuda-fp32", "bf16-autocast"):
+        p, rep = run_json(["--profile", profile, fa, fb])
+        t = tensors(rep)
+        for k, what in (("/t", "transposed"), ("/r", "rolled along axis 0")):
+            d = t[k].get("diagnosis") or {}
+            check("%s (%s): permuted, structural" % (what, profile), t[k]["verdict"] == "drift"
+                  and d.get("kind") == "permuted" and d.get("structural"), d)
+
+
 def test_zeros_under_large_noise():
     """Exact zeros of A's typical size where A has none are a bug however noisy the rest (issue
     29's sweep: a bf16 gradient of 96 elements 27 % off). A: 96 normal values; B = A plus noise
@@ -291,6 +309,7 @@ if __name__ == "__main__":
     os.makedirs(WORK)
     test_constructed()
     test_honest_outliers()
+    test_other_axes()
     test_zeros_under_large_noise()
     test_reference_without_digits()
     test_indeterminate()
