@@ -298,7 +298,7 @@ def test_triple(fam, r, a, b, label):
     # distance to R is within what the tensor's conditioning explains: m kappa u times the
     # bound on two RMS of N terms (rms_ratio_bound, N the finite pairs), kappa =
     # rel_rms(R, A) / u_A, m = G = 1 without a trend when B's u is coarser than A's, else
-    # max(G, sqrt(K / log2 K)), K the reduction_length or 4096 (docs/tolerance-model.md, "With a
+    # sqrt(K / log2 K) G, K the reduction_length or 4096 (docs/tolerance-model.md, "With a
     # reference"); a tensor where kappa u or B's distance to R reaches 0.5 is indeterminate,
     # else it passes within the allowance and drifts beyond it. A structure short of exact
     # becomes indeterminate where that allowance reaches 0.5.
@@ -318,7 +318,7 @@ def test_triple(fam, r, a, b, label):
             u, u_a = UNIT[t["compare_dtype"]], UNIT[t["dtype_a"]]
             k = reduction_length(a, b, t["path"])
             k = k if k > 2 else 4096
-            m = 1.0 if u > u_a else max(1.0, math.sqrt(k / math.log2(k)))
+            m = 1.0 if u > u_a else math.sqrt(k / math.log2(k))
             kappa_u = (v["a"]["rel_rms"] / u_a) * u
             limit = m * kappa_u * rms_ratio_bound(finite_pairs(a, b, t["path"]))
             got = t.get("context", {}).get("reference_limit")

@@ -797,9 +797,9 @@ static void pc_tally(pc_run *run) {
  * to R of m kappa u. m is the tensor's growth G when B's precision is coarser than A's (B's
  * rounding then dominates, and kappa u measures it). At A's precision, m also allows B an
  * algorithm of other accuracy than A's: a sum of K terms added one by one errs by about
- * sqrt(K) u, added pairwise by sqrt(log2 K) u, so m = max(G, sqrt(K / log2 K)) (K:
- * reduction_length, else PC_NOISE_TERMS), and sqrt(K / log2 K) G for a gradient, whose every
- * backward step may amplify that difference as the profile's backward growth allows. A tensor that
+ * sqrt(K) u, added pairwise by sqrt(log2 K) u, so m = sqrt(K / log2 K) G (K:
+ * reduction_length, else PC_NOISE_TERMS): every step may amplify that difference as the
+ * profile's growth allows (a recurrence compounds it over its time steps). A tensor that
  * fails only magnitude criteria, and whose B is within that of R, passes; one where kappa u or B's
  * distance to R reaches half the value's size is indeterminate: no digit of B is significant there.
  */
@@ -814,7 +814,7 @@ static void pc_relax_by_reference(pc_tensor *t) {
     return;
   double k = t->reduction_length > 2 ? (double)t->reduction_length : PC_NOISE_TERMS;
   double m = sqrt(k / log2(k)), g = pc_growth(t);
-  m = u > u_a ? g : pc_is_gradient(t->path) ? m * g : fmax(m, g);
+  m = u > u_a ? g : m * g;
   double kappa_u = (v->a.rel_rms / u_a) * u;
   /* kappa is measured on A's N elements, B's distance on B's: two RMS of N terms each, which
    * honest noise puts up to pc_rms_ratio_bound(N) apart (5x at N = 12, 1.2x at 1024). */
