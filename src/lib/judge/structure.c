@@ -34,6 +34,11 @@ static const double PC_FACTOR_SHARE = 0.5;
 static const double PC_LONE_ZERO = 10;
 enum { PC_LONE_MIN_OTHERS = 32 };
 
+/* Zeros where A has none count at a mean a^2 of this share of A's mean square (a quarter of
+ * A's RMS): exact zeros that rounding makes, from two nearly equal values rounded alike, lie an
+ * order of magnitude or more below the tensor's RMS. */
+static const double PC_ZERO_SIZE = 1.0 / 16;
+
 /* Sign flips on this share of the elements or more are a permutation's (random signs), not a
  * negated part: they are left to the permutation test. */
 static const double PC_FLIPS_PART = 0.4;
@@ -263,14 +268,15 @@ static bool pc_zeroed_test(const pc_evidence *e, bool small_zeros, double floor,
   if (pc_crossing(PC_DIAG_PARTLY_ZEROED, nz, sq, share, pc_tensor_hood(e, floor), PC_FALSE_ALARM,
                   rms_a, d))
     return true;
-  /* Zeros of A's typical size (mean a^2 a quarter of A's) where A has none, one or more.
+  /* Zeros of real size (PC_ZERO_SIZE) where A has none, one or more.
    * Rounding reaches 0 exactly only through an operation that outputs it (a ReLU, a mask),
    * whose zeros A shares, or at values far below the tensor's size (two nearly equal values
    * rounded alike); this holds however large the honest error elsewhere, where the chi-square
    * bounds above lose their power (a gradient of 96 elements 27 % off under bf16; a channel of
    * a 16-element BatchNorm gradient zeroed under tf32). */
-  if (nz >= 1 && e->zeros_a == 0 && sq / (double)nz >= 0.25 * rms_a * rms_a)
-    return pc_found(d, PC_DIAG_PARTLY_ZEROED, share, sq / (double)nz / (rms_a * rms_a), 0.25);
+  if (nz >= 1 && e->zeros_a == 0 && sq / (double)nz >= PC_ZERO_SIZE * rms_a * rms_a)
+    return pc_found(d, PC_DIAG_PARTLY_ZEROED, share, sq / (double)nz / (rms_a * rms_a),
+                    PC_ZERO_SIZE);
   for (int g = 0; g < PC_SLICE_GROUPS; g++) {
     pc_hood h = pc_hood_of(e->slice_rest[g], e->slice_rest_sq[g], e->slice_rest_max[g], floor);
     if (e->slice_zeroed[g] >= 2 &&
