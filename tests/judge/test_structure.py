@@ -17,7 +17,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from checks import check, summary  # noqa: E402
+from checks import check, run_tests  # noqa: E402
 
 BIN, WORK = sys.argv[1], sys.argv[2]
 ZOO, REAL = os.path.join(ROOT, "fixtures", "zoo"), os.path.join(ROOT, "fixtures", "real")
@@ -307,13 +307,7 @@ def test_folder_trend_is_per_file():
 if __name__ == "__main__":
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    test_constructed()
-    test_honest_outliers()
-    test_other_axes()
-    test_zeros_under_large_noise()
-    test_reference_without_digits()
-    test_indeterminate()
-    test_small_tensor_doubled()
-    test_issue_reproducers()
-    test_folder_trend_is_per_file()
-    sys.exit(summary())
+    sys.exit(run_tests([test_constructed, test_honest_outliers, test_other_axes,
+                        test_zeros_under_large_noise, test_reference_without_digits,
+                        test_indeterminate, test_small_tensor_doubled, test_issue_reproducers,
+                        test_folder_trend_is_per_file]))

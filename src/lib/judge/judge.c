@@ -407,7 +407,8 @@ static bool pc_order_by_name(const pc_tensor *t) {
 static pc_order_doubt pc_file_doubt(const pc_run *run, size_t lo, size_t hi) {
   const pc_order_doubt sure = {PC_ORDER_SURE, -1, -1};
   pc_order_doubt found = sure;
-  const pc_tensor *prev = NULL;
+  const char *prev_path = NULL; /* the previous such tensor's, with its component and index */
+  pc_name pc = {NULL, 0}, pcall = {NULL, 0};
   long prev_index = -1;
   size_t n = 0;
   for (size_t i = lo; i < hi; i++) {
@@ -417,9 +418,7 @@ static pc_order_doubt pc_file_doubt(const pc_run *run, size_t lo, size_t hi) {
     n++;
     const char *path = pc_tensor_dataset(t);
     pc_name c = pc_forward_component(path), call = pc_call_index(c);
-    if (prev) {
-      const char *prev_path = pc_tensor_dataset(prev);
-      pc_name pc = pc_forward_component(prev_path), pcall = pc_call_index(pc);
+    if (prev_path) {
       if (pc_cmp_names_as_walked(prev_path, path) > 0)
         return sure;
       int cmp = call.len && pcall.len ? pc_cmp_call_index(pcall, call) : -1;
@@ -428,7 +427,9 @@ static pc_order_doubt pc_file_doubt(const pc_run *run, size_t lo, size_t hi) {
     }
     if (found.kind == PC_ORDER_SURE && !call.len)
       found = (pc_order_doubt){PC_ORDER_NO_CALL_INDEX, (long)i, -1};
-    prev = t;
+    prev_path = path;
+    pc = c;
+    pcall = call;
     prev_index = (long)i;
   }
   return n >= 2 ? found : sure;

@@ -268,12 +268,12 @@ static bool pc_zeroed_test(const pc_evidence *e, bool small_zeros, double floor,
   if (pc_crossing(PC_DIAG_PARTLY_ZEROED, nz, sq, share, pc_tensor_hood(e, floor), PC_FALSE_ALARM,
                   rms_a, d))
     return true;
-  /* Zeros of real size (PC_ZERO_SIZE) where A has none, one or more.
-   * Rounding reaches 0 exactly only through an operation that outputs it (a ReLU, a mask),
-   * whose zeros A shares, or at values far below the tensor's size (two nearly equal values
-   * rounded alike); this holds however large the honest error elsewhere, where the chi-square
-   * bounds above lose their power (a gradient of 96 elements 27 % off under bf16; a channel of
-   * a 16-element BatchNorm gradient zeroed under tf32). */
+  /* Zeros of real size (PC_ZERO_SIZE) where A has none, one or more. Rounding reaches 0
+   * exactly only through an operation that outputs it (a ReLU, a mask), whose zeros A shares,
+   * or at values far below the tensor's size (two nearly equal values rounded alike); this holds
+   * however large the honest error elsewhere, where the chi-square bounds above lose their
+   * power (a gradient of 96 elements 27 % off under bf16; a channel of a 16-element BatchNorm
+   * gradient zeroed under tf32). */
   if (nz >= 1 && e->zeros_a == 0 && sq / (double)nz >= PC_ZERO_SIZE * rms_a * rms_a)
     return pc_found(d, PC_DIAG_PARTLY_ZEROED, share, sq / (double)nz / (rms_a * rms_a),
                     PC_ZERO_SIZE);
