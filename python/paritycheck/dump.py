@@ -843,7 +843,10 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, metavar="N",
                     help="CPU threads of torch (torch.set_num_threads; recorded as num_threads); "
                          "default torch's own")
+    from . import ensemble  # --envelope: the honest envelope of A (docs/envelope.md)
+    ensemble.add_cli_options(ap)
     a = ap.parse_args(argv)
+    ensemble.check_cli(a, ap.error)
     if a.threads is not None and a.threads < 1:
         ap.error("--threads wants a whole number >= 1, got %d" % a.threads)
     if a.threads:
@@ -866,9 +869,19 @@ def main(argv=None):
             print("%s: %s: %s; nothing written to %s" % (PROG, type(e).__name__, e, r.out),
                   file=sys.stderr)
             return 1
+    env = None
+    if a.envelope:
+        try:
+            env = ensemble.run_cli(a, runs[0], lambda r: _run(r, factory, ap))
+        except Exception as e:  # as above: the model raised under emulation
+            traceback.print_exc()
+            print("%s: %s: %s; no envelope written for %s" % (PROG, type(e).__name__, e,
+                                                               runs[0].out), file=sys.stderr)
+            return 1
     if a.trio:
-        print("compare: paritycheck --reference %s %s %s"
-              % tuple(os.path.join(a.trio, n) for n in ("ref.h5", "a.h5", "b.h5")))
+        print("compare: paritycheck %s--reference %s %s %s"
+              % ((("--envelope %s " % env) if env else "",)
+                 + tuple(os.path.join(a.trio, n) for n in ("ref.h5", "a.h5", "b.h5"))))
     return 0
 
 

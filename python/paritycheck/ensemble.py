@@ -522,3 +522,49 @@ def make_envelope(run, reference, policy, members=8, seed=0, keep_members=None,
     finally:
         if not keep_members:
             shutil.rmtree(work, ignore_errors=True)
+
+
+# ---- python3 -m paritycheck.dump --envelope ----------------------------------------------------
+def add_cli_options(ap):
+    """The dumper CLI's ensemble options (python3 -m paritycheck.dump --help)."""
+    ap.add_argument("--envelope", nargs="?", const="", metavar="POLICY",
+                    choices=list(EMULATION) + [""],
+                    help="after writing A, rerun it --members times with random rounding that "
+                         "emulates B's POLICY and write A's honest envelope beside it "
+                         "(NAME.envelope.h5, docs/envelope.md); with --trio, POLICY defaults to "
+                         "--policy (the policy of b.h5) and a.h5 gets the envelope")
+    ap.add_argument("--members", type=int, default=8, metavar="K",
+                    help="members of the --envelope ensemble (default 8, at least 2)")
+    ap.add_argument("--envelope-seed", type=int, default=0, metavar="N",
+                    help="seed of the ensemble's perturbation generator (default 0)")
+
+
+def check_cli(a, error):
+    """Resolve --envelope's policy (with --trio: --policy, the policy of b.h5) into a.envelope,
+    or call error(message) on bad usage, before anything runs."""
+    if a.envelope is None:
+        return
+    a.envelope = a.envelope or (a.policy if a.trio else "")
+    if not a.envelope:
+        error("--envelope wants B's policy with --out (e.g. --envelope bf16-autocast)")
+    if a.members < 2:
+        error("--members wants at least 2, got %d" % a.members)
+
+
+def run_cli(a, a_args, run_one):
+    """Make the envelope of the A run whose parsed arguments are ``a_args`` (run again by
+    ``run_one(args)``) for the options ``a`` (check_cli'd).  Prints what was written and
+    returns the envelope's path."""
+    import argparse
+    import contextlib
+    import io
+
+    def run(path):
+        with contextlib.redirect_stdout(io.StringIO()):  # each member's "wrote ..." line
+            run_one(argparse.Namespace(**dict(vars(a_args), out=path)))
+
+    t0 = time.perf_counter()
+    out = make_envelope(run, a_args.out, a.envelope, members=a.members, seed=a.envelope_seed)[0]
+    print("wrote %s (%d members emulating %s: %.1f s, %d bytes)"
+          % (out, a.members, a.envelope, time.perf_counter() - t0, os.path.getsize(out)))
+    return out
