@@ -60,6 +60,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 
 import h5py
 import numpy as np
@@ -123,6 +124,27 @@ _TRANSCENDENTAL = {
 _MOVEMENT = {"detach", "alias", "lift_fresh", "_unsafe_view", "set_", "resize_", "empty_like",
              "empty", "empty_strided", "new_empty", "new_empty_strided", "_local_scalar_dense",
              "item", "is_same_size", "_has_compatible_shallow_copy_type", "equal"}
+
+# Under autocast, ops outside the narrow families run in their inputs' dtype: on narrow inputs
+# they compute narrow (a GELU after a Linear runs in bf16), except those autocast casts to float32
+# (torch's autocast fp32 lists; matched on the base name, backward variants included) ...
+_AUTOCAST_FP32 = {
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
+    "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus", "layer_norm", "group_norm",
+    "frobenius_norm", "nuclear_norm", "cosine_similarity", "poisson_nll_loss",
+    "cosine_embedding_loss", "nll_loss", "nll_loss2d", "hinge_embedding_loss", "kl_div",
+    "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "margin_ranking_loss",
+    "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
+    "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp",
+    "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_linear1d",
+    "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d", "prod", "softmax",
+    "log_softmax", "cumprod", "cumsum", "linalg_vector_norm", "linalg_matrix_norm", "sum", "norm",
+}
+# ... and those whose data input alone decides (BatchNorm: narrow input, float32 parameters,
+# narrow output; its statistics and parameter gradients stay float32)
+_FOLLOW_FIRST = {"native_batch_norm", "_native_batch_norm_legit",
+                 "_native_batch_norm_legit_no_training", "native_batch_norm_backward",
+                 "cudnn_batch_norm", "cudnn_batch_norm_backward"}
 
 FP16_MAX = 65504.0
 
@@ -206,6 +228,27 @@ def ulp_perturb(x, gen):
 
 
 # ---- the emulation context -------------------------------------------------------------------
+def _base(name):
+    """An op's name without its leading '_', 'native_' and backward or forward suffix."""
+    for suffix in ("_backward_data", "_backward", "_forward"):
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+    name = name.lstrip("_")
+    return name[len("native_"):] if name.startswith("native_") else name
+
+
+def _leaves(obj):
+    """The tensors in (nested) args."""
+    if torch.is_tensor(obj):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _leaves(v)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _leaves(v)
+
+
 def _tree_map(fn, obj):
     if torch.is_tensor(obj):
         return fn(obj)
@@ -235,6 +278,7 @@ class _Emulation(TorchDispatchMode):
                              % (sorted(unknown), ", ".join(NARROW_FAMILIES)))
         self._gens = {generator.device: generator}
         self._rules = {}
+        self._narrow = {}  # autocast: id(tensor) -> weakref of tensors B would hold narrow
         self.ops_perturbed = 0
 
     # which generator draws for a tensor: the given one on its device, else one seeded from it
@@ -288,11 +332,59 @@ class _Emulation(TorchDispatchMode):
                 names.add(a.name)
         return pos, names
 
+    def _mark(self, t):
+        if torch.is_tensor(t) and t.is_floating_point():
+            k = id(t)
+            self._narrow[k] = weakref.ref(t, lambda _, k=k: self._narrow.pop(k, None))
+        return t
+
+    def _is_narrow(self, t):
+        r = self._narrow.get(id(t))
+        return r is not None and r() is t
+
+    def _autocast(self, func, args, kwargs):
+        """Autocast's dtype flow: narrow ops round inputs and outputs; other ops compute narrow
+        (their floating outputs rounded) when all their floating inputs of one or more
+        dimensions are narrow, or, in place, when the tensor they write is; views of narrow
+        tensors are narrow; autocast's float32 ops are left alone."""
+        name = func.overloadpacket.__name__
+        if _family(name) in self.families:
+            out = self._apply(func, args, kwargs, (True, True))
+        elif _base(name) in _AUTOCAST_FP32:
+            return func(*args, **kwargs)
+        else:
+            pos, names = self._written(func)
+            if pos or names:
+                flo = [args[i] for i in pos if i < len(args)] + [kwargs[n] for n in names
+                                                                 if n in kwargs]
+            else:
+                flo = [t for t in _leaves((args, kwargs)) if t.is_floating_point() and t.dim()]
+                flo = flo[:1] if name in _FOLLOW_FIRST else flo
+            if not flo or not all(self._is_narrow(t) for t in flo):
+                return func(*args, **kwargs)
+            view = any(r.alias_info is not None and not r.alias_info.is_write
+                       for r in func._schema.returns)
+            if view or name in _MOVEMENT or name in ("clone", "_to_copy", "copy_"):
+                out = func(*args, **kwargs)
+            else:
+                out = self._apply(func, args, kwargs, (False, True))
+        if isinstance(out, tuple) and (name in _FOLLOW_FIRST or _family(name) == "attention"):
+            self._mark(out[0])
+        else:
+            _tree_map(self._mark, out)
+        return out
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if self.how == "autocast":
+            return self._autocast(func, args, kwargs)
         rule = self._rule(func)
         if rule is None:
             return func(*args, **kwargs)
+        return self._apply(func, args, kwargs, rule)
+
+    def _apply(self, func, args, kwargs, rule):
+        """Run func with its inputs and/or outputs perturbed, as rule = (inputs, outputs)."""
         self.ops_perturbed += 1
         rin, rout = rule
         pos, names = self._written(func)
@@ -311,8 +403,10 @@ class _Emulation(TorchDispatchMode):
                     t.copy_(self._perturb(t))
             return out
         name = func.overloadpacket.__name__
-        if _family(name) == "attention" and "backward" not in name and isinstance(out, tuple):
-            # the attention output is narrow; its logsumexp and RNG state are not
+        if isinstance(out, tuple) and (name in _FOLLOW_FIRST or (_family(name) == "attention"
+                                                                 and "backward" not in name)):
+            # the attention or BatchNorm output is narrow; logsumexp, statistics, RNG state and
+            # parameter gradients are not
             return (self._perturb(out[0]),) + tuple(out[1:])
         return _tree_map(self._perturb, out)
 

@@ -200,6 +200,37 @@ def test_backward_ops_are_perturbed(tmp_path):
     assert spread < 2.0 ** -5 * (c.abs().t() @ X.abs()).max().item()
 
 
+def test_autocast_dtype_flow(tmp_path):
+    """Under bf16-autocast emulation a member's tensors are on bfloat16's grid where B holds
+    them in bfloat16: a Linear's output and the GELU and BatchNorm after it (they run in their
+    input's dtype); not where autocast computes in float32 (LayerNorm) or a float32 tensor
+    joins (the residual sum)."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.act, self.bn = nn.Linear(32, 32), nn.GELU(), nn.BatchNorm1d(32)
+            self.ln = nn.LayerNorm(32)
+
+        def forward(self, x):
+            h = self.bn(self.act(self.fc(x)))
+            return self.ln(h), x + h
+
+    def build():
+        torch.manual_seed(0)
+        return M()
+
+    x = torch.randn(16, 32, generator=torch.Generator().manual_seed(5))
+    with emulate("bf16-autocast", gen()):
+        d = _read(dump_model(build, x, str(tmp_path / "m.h5"), modules="all"))
+
+    def on_grid(v):
+        return np.array_equal(torch.from_numpy(v).bfloat16().float().numpy(), v)
+    for n in ("000_fc", "001_act", "002_bn"):
+        assert on_grid(d["activations/" + n]), n
+    assert not on_grid(d["activations/003_ln"])
+    assert not on_grid(d["activations/004_root/1"])
+
+
 # ---- the envelope file -----------------------------------------------------------------------
 def build_conv():
     torch.manual_seed(0)
@@ -313,10 +344,12 @@ def _median_rel(path):
 
 
 def test_bf16_spread_dwarfs_fp32(tmp_path):
-    """Member spread per tensor scales with the unit roundoff: bfloat16's 2^-8 against
-    float32's 2^-24, a ratio of 2^16.  Stochastic rounding's error is ~ u/sqrt(3) per rounding
-    and a random ulp ~ 1.4 u, with a few more roundings per op under fp32 emulation: the ratio
-    stays within 2^16 / 2^5 .. 2^16 * 2^2."""
+    """Member spread scales with the unit roundoff: bfloat16's 2^-8 against float32's 2^-24.
+    One stochastic rounding to a grid of spacing D has rms error D/sqrt(6) (variance f(1-f)D^2,
+    f uniform); a random ulp has rms error 1 ulp.  bfloat16's spacing is 2^16 float32 ulps, so
+    one rounding each gives 2^16/sqrt(6) = 2^14.7; fp32 emulation rounds at a few more places
+    (tanh's outputs), bf16 autocast at both inputs and the output of each Linear: the ratio is
+    within 2^14.7 / 2^3.7 .. 2^14.7 * 2^3.3 = 2^11 .. 2^18 (orders of magnitude either way)."""
     torch.set_num_threads(1)
     a_path = str(tmp_path / "a.h5")
     run = lambda p: dump_model(build_mlp, XM, p)  # noqa: E731
