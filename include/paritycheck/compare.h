@@ -39,7 +39,7 @@ typedef struct pc_name_map {
   const char *to; /* no more '*' than `from` */
 } pc_name_map;
 
-#define PC_OPTIONS_VERSION 4
+#define PC_OPTIONS_VERSION 5
 typedef struct pc_options {
   int version;             /* PC_OPTIONS_VERSION */
   const pc_tolset *tols;   /* required */
@@ -70,11 +70,16 @@ typedef struct pc_options {
   /* A run that compared nothing (no tensor took part, or every one was skipped) is PC_EEMPTY
    * unless this is set: a gate that compared nothing must not pass (docs/robustness.md). */
   bool allow_empty;
+  /* The honest envelope (docs/envelope.md): the file given here judges A's tensors it holds
+   * (not in folder mode); NULL: the sidecar beside each file of A (x.h5 -> x.envelope.h5),
+   * where there is one. never beside B. no_envelope: none at all. */
+  const char *envelope;
+  bool no_envelope;
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
   {                                                                                                \
     PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false, NULL, 0, NULL, 0, NULL, 0, NULL, 0,      \
-        false                                                                                      \
+        false, NULL, false                                                                         \
   }
 
 /** Compare the tensor dumps at path_a (reference) and path_b (candidate). When both are

@@ -153,6 +153,10 @@ typedef struct pc_stats {
   double q_rel[PC_NQUANTILES];       /* approximations from a log-bucketed histogram, */
   double q_ulp[PC_NQUANTILES];       /* docs/metrics.md says how close */
   pc_evidence ev;                    /* the judge's structural evidence */
+  /* With an envelope's per-element bound e (pc_envelope_fig): over finite pairs, the elements
+   * where |b - a| > elem_factor (s e_i + floor), and the largest |b - a| / (s e_i + floor). */
+  uint64_t env_beyond;
+  double env_max_ratio;
 } pc_stats;
 
 /* Aggregate figures of a tensor, derived from pc_stats (docs/metrics.md, "Aggregates"). */
@@ -183,6 +187,10 @@ typedef enum pc_criterion {
   PC_CRIT_SCALE_ERROR,       /* value: |scale_error|; limit: the largest allowed */
   PC_CRIT_STRUCTURE, /* a signature rounding cannot produce (pc_tensor.diagnosis): value: the
                         test's statistic; limit: the largest honest value */
+  PC_CRIT_ENVELOPE,  /* B's RMS distance to A beyond the measured envelope (pc_envelope_fig):
+                        value: RMS(b - a) / its floor; limit: the pass factor */
+  PC_CRIT_ENVELOPE_ELEMENTS, /* elements far beyond their own envelope: value: the largest
+                                |b - a| / (s e_i + floor); limit: the element factor */
   /* Product metrics, in pc_metric order (PC_CRIT_METRIC_ + m): value: the metric; limit: the
    * tolerance's minimum (pc_metric_is_floor) or maximum. */
   PC_CRIT_METRIC_,
@@ -190,7 +198,7 @@ typedef enum pc_criterion {
 } pc_criterion;
 
 /** "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", "structure",
- * then the metric names of pc_metric_name. */
+ * "envelope", "envelope_elements", then the metric names of pc_metric_name. */
 const char *pc_criterion_name(pc_criterion c);
 
 /** True for a criterion whose value must reach its limit (a floor metric), false for those that
@@ -263,6 +271,10 @@ typedef enum pc_diagnosis_kind {
                             many slices (from value) the group spans; statistic: its share */
   PC_DIAG_NOISE,         /* value: rel_rms: noise-like, consistent with amplified rounding */
   PC_DIAG_NO_DIGITS,     /* value: rel_rms (or kappa u with a reference): indeterminate */
+  PC_DIAG_BEYOND,        /* value: how many times the honest bound B's error is (envelope or
+                            allowance): drift, no pattern proven */
+  PC_DIAG_LOCALIZED,     /* value: elements far beyond their own envelope; statistic: the
+                            largest ratio; limit: the element factor (structural) */
   PC_DIAG_COUNT_         /* number of kinds; not a kind */
 } pc_diagnosis_kind;
 
@@ -281,6 +293,25 @@ const char *pc_diagnosis_name(pc_diagnosis_kind k);
 /** One line for a reader ("scaled by 2.000", "shifted by 1 along axis 0", "12.0 % of elements
  * zeroed") into buf (always terminated); returns buf. */
 const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap);
+
+/* The honest envelope of a tensor (docs/envelope.md): what K reruns of A with random rounding
+ * that emulates B's arithmetic measured, and the law the judge applies to it
+ * (docs/tolerance-model.md, "Envelope"). Set before the tensor is streamed; the streaming pass
+ * adds pc_stats.env_beyond and env_max_ratio from the per-element bound. */
+typedef struct pc_envelope_fig {
+  bool present;       /* the envelope holds this tensor */
+  bool elements;      /* its per-element bound was read beside A and B */
+  uint32_t members;   /* K */
+  double sigma;       /* the envelope's RMS error: sqrt(mean over members of RMS(m_k - a)^2) */
+  double max_member;  /* the largest member's RMS(m_k - a) */
+  double dof;         /* nu, the degrees of freedom the law credits each member's RMS with */
+  double floor;       /* sigma with one rounding of every element at A's precision added:
+                         sqrt(sigma^2 + (u_A rms_a)^2), what B is judged against */
+  double factor;      /* the pass factor: RMS(b - a) <= factor floor */
+  double scale;       /* s: an element's bound is s e_i (its members' RMS error, rounded up) */
+  double elem_factor; /* an element fails beyond elem_factor (s e_i + floor) */
+  double rms_a;       /* RMS(A) the envelope was measured on (checked against A's) */
+} pc_envelope_fig;
 
 typedef struct pc_tensor {
   char *path; /* the dataset's path; folder mode: "FILE:DATASET", or FILE alone for a tensor
@@ -315,6 +346,7 @@ typedef struct pc_tensor {
   long caused_by;
   pc_context context;
   pc_vs_reference vs_reference; /* three-way mode; present false without a reference */
+  pc_envelope_fig envelope;     /* present false without an envelope */
   pc_metric_result metrics[PC_METRIC_COUNT_]; /* product metrics, by pc_metric */
   pc_diagnosis diagnosis; /* a failing or indeterminate float tensor's; kind NONE otherwise */
   char *did_you_mean;     /* missing: the closest unpaired path of the other side (a few edits

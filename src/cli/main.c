@@ -44,7 +44,9 @@ enum {
   OPT_STALL,
   OPT_REFERENCE,
   OPT_ACCEPT_INDETERMINATE,
-  OPT_ALLOW_EMPTY
+  OPT_ALLOW_EMPTY,
+  OPT_ENVELOPE,
+  OPT_NO_ENVELOPE
 };
 
 /* Options of the names: which tensors take part and how B's are renamed. */
@@ -107,6 +109,8 @@ typedef struct cli {
   const char *path_a, *path_b;
   name_opts names;
   const char *reference;  /* --reference R, or NULL */
+  const char *envelope;   /* --envelope FILE, or NULL: the sidecar beside A, if any */
+  bool no_envelope;       /* --no-envelope */
   const char *profile;    /* --profile NAME, or NULL */
   const char **tol_files; /* the -t files in command-line order (room for argc) */
   size_t n_tol_files;
@@ -157,6 +161,10 @@ static void usage(FILE *out) {
   fputs("      --reference R      three-way mode: also compare R (e.g. a CPU float64 run)\n"
         "                         with A and with B, and report per tensor which of A and B\n"
         "                         is closer to R (docs/metrics.md, \"Three-way mode\")\n"
+        "      --envelope FILE    judge A's tensors against the honest envelope FILE, measured by\n"
+        "                         rerunning A with B's rounding (docs/envelope.md); by default\n"
+        "                         A.envelope.h5 beside each file of A is used when it exists\n"
+        "      --no-envelope      use no envelope, even one beside A\n"
         "  -v, --verbose          error statistics under every compared tensor\n",
         out);
   fputs("      --include GLOB     compare only tensors whose path matches GLOB (repeatable; globs\n"
@@ -275,6 +283,8 @@ static const struct option long_opts[] = {
     {"tolerances", required_argument, NULL, 't'},
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"reference", required_argument, NULL, OPT_REFERENCE},
+    {"envelope", required_argument, NULL, OPT_ENVELOPE},
+    {"no-envelope", no_argument, NULL, OPT_NO_ENVELOPE},
     {"json", required_argument, NULL, OPT_JSON},
     {"markdown", required_argument, NULL, OPT_MARKDOWN},
     {"junit", required_argument, NULL, OPT_JUNIT},
@@ -414,6 +424,10 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->profile = optarg;
     } else if (opt == OPT_REFERENCE) {
       c->reference = optarg;
+    } else if (opt == OPT_ENVELOPE) {
+      c->envelope = optarg;
+    } else if (opt == OPT_NO_ENVELOPE) {
+      c->no_envelope = true;
     } else if (opt == OPT_JSON) {
       c->json = optarg;
     } else if (opt == 'q') {
@@ -459,6 +473,8 @@ static int parse_args(int argc, char **argv, cli *c) {
     return usage_error("expected two files or two folders, A (reference) and B (candidate)", NULL);
   c->path_a = argv[optind];
   c->path_b = argv[optind + 1];
+  if (c->envelope && c->no_envelope)
+    return usage_error("--envelope and --no-envelope exclude each other", NULL);
   return PC_OK;
 }
 
@@ -984,6 +1000,8 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.maps = c->names.maps;
   opts.nmaps = c->names.nmaps;
   opts.allow_empty = c->allow_empty;
+  opts.envelope = c->envelope;
+  opts.no_envelope = c->no_envelope;
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);

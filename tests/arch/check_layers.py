@@ -10,7 +10,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 LIB = os.path.join(ROOT, 'src', 'lib')
 
 # Bottom to top. '' is the library root (pc_internal.h: errors, allocation helpers).
-ROOMS = ['', 'numerics', 'load', 'judge', 'compare', 'report']
+ROOMS = ['', 'numerics', 'load', 'envelope', 'judge', 'compare', 'report']
 # The public headers a room may include, by the lowest room that may: the result model and its
 # vocabulary everywhere; the comparator's entry points from compare up; reports' from report.
 PUBLIC = {'error.h': '', 'dtype.h': '', 'tolerance.h': '', 'result.h': '',

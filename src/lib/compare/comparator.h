@@ -6,6 +6,7 @@
 #define PC_COMPARATOR_H
 
 #include "arena.h"
+#include "envelope.h"
 #include "loader.h"
 #include "stream.h"
 
@@ -25,7 +26,21 @@ typedef struct pc_pair {
   uint64_t max_memory; /* pc_options.max_memory, its default applied */
   bool quantiles;      /* not pc_options.skip_quantiles */
   bool cross;          /* set by pc_pair_setup: A's and B's dtypes are compared in a third */
+  pc_envelope *env;    /* A's file's envelope (pc_pair_envelope_open), or NULL */
 } pc_pair;
+
+/** The envelope of the dump of A at a_path (envelope_pair.c): none with o->no_envelope; else
+ * o->envelope outside folder mode (`folder` false), else the sidecar beside A when it exists
+ * (docs/envelope.md). *out NULL when there is none. PC_EIO naming the file when one exists but
+ * cannot be read or is not an envelope (a gate never ignores an envelope it was given),
+ * PC_ENOMEM. */
+int pc_pair_envelope_open(const pc_options *o, const char *a_path, bool folder, pc_envelope **out,
+                          pc_error *err);
+
+/** Before p is streamed: t->envelope from p->env when it holds the tensor, and sd->fe, sd->e
+ * its per-element bound. A tensor the envelope holds wrongly becomes an error naming the file
+ * and dataset. PC_ENOMEM. */
+int pc_pair_envelope_attach(pc_pair *p, pc_stream_sides *sd, pc_error *err);
 
 /** What opening a file under o may spend on metadata (pc_options.max_memory, its default
  * applied) and whom it tells that it goes on (pc_options.progress). */

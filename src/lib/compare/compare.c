@@ -336,7 +336,13 @@ int pc_pair_data(pc_pair *p, const pc_tolset *tols, uint64_t from, uint64_t to, 
     pc_tensor_done(NULL, t);
     return PC_OK;
   }
-  return pc_stream_range(p->stream, t, p->fa, p->a, p->fb, p->b, from, to, err);
+  pc_stream_sides sd = {p->fa, p->a, p->fb, p->b, NULL, NULL};
+  if ((rc = pc_pair_envelope_attach(p, &sd, err)) < 0 || t->verdict == PC_VERDICT_ERROR) {
+    if (rc == PC_OK)
+      pc_tensor_done(NULL, t);
+    return rc;
+  }
+  return pc_stream_range(p->stream, t, &sd, from, to, err);
 }
 
 bool pc_pair_splittable(const pc_pair *p, const pc_tolset *tols) {
@@ -551,12 +557,16 @@ static int pc_run_files(pc_cmp *c, pc_file *fa, pc_file *fb, const char *file, p
   }
   c->p.fa = fa;
   c->p.fb = fb;
-  rc = pc_reserve(c, pr.n, err);
+  rc = pc_pair_envelope_open(c->o, pc_file_path(fa), file != NULL, &c->p.env, err);
+  if (rc == PC_OK)
+    rc = pc_reserve(c, pr.n, err);
   if (c->p.stream) /* none with a sink */
     pc_stream_expect(c->p.stream, pc_pairing_bytes(&pr));
   for (size_t i = 0; i < pr.n && rc == PC_OK; i++)
     rc = pc_run_match(c, &pr, i, file, err);
   int fin = c->p.stream ? pc_stream_finish(c->p.stream, err) : PC_OK;
+  pc_envelope_close(c->p.env);
+  c->p.env = NULL;
   pc_pairing_free(&pr);
   return rc < 0 ? rc : fin;
 }
@@ -635,6 +645,8 @@ static int pc_run_bad_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
 
 static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
   bool a = e->path[0] != NULL, b = e->path[1] != NULL;
+  if (pc_envelope_is_sidecar(e->rel)) /* A's: read with its dump; B's: never believed */
+    return PC_OK;
   if (e->bad[0] || e->bad[1])
     return pc_run_bad_entry(c, e, err);
   if (strchr(e->rel, ':'))
@@ -785,6 +797,10 @@ static int pc_check_args(const char *path_a, const char *path_b, const pc_option
   bool da = stat(path_a, &sa) == 0 && S_ISDIR(sa.st_mode);
   bool db = stat(path_b, &sb) == 0 && S_ISDIR(sb.st_mode);
   *dirs = da && db;
+  if (*dirs && o->envelope)
+    return pc_error_set(err, PC_EUSAGE,
+                        "an envelope file is for one file of A; in folder mode each file's "
+                        "sidecar (x.envelope.h5 beside x.h5) is used");
   if (da != db)
     return pc_error_set(err, PC_EUSAGE,
                         "%s: is a directory and %s is not: compare two files or two directories",

@@ -8,7 +8,7 @@ enum { PC_PLAN_LAYOUT = 1 }; /* the version of what follows the magic */
 
 static void pc_layout(uint64_t sig[7]) {
   sig[0] = PC_PLAN_LAYOUT;
-  sig[1] = sizeof(pc_tol);
+  sig[1] = sizeof(pc_tol) + sizeof(pc_envelope_fig);
   sig[2] = sizeof(pc_stats);
   sig[3] = sizeof(pc_metric_result) * PC_METRIC_COUNT_;
   sig[4] = sizeof(pc_reason) * PC_CRIT_COUNT_;
@@ -36,6 +36,7 @@ void pc_record_put_tensor(pc_wbuf *w, const pc_tensor *t) {
   pc_wbuf_str(w, t->message);
   pc_wbuf_str(w, t->note);
   pc_wbuf_put(w, &t->tol, sizeof t->tol);
+  pc_wbuf_put(w, &t->envelope, sizeof t->envelope);
   pc_wbuf_put(w, &t->stats, sizeof t->stats);
   pc_wbuf_put(w, t->metrics, sizeof t->metrics);
   pc_wbuf_u64(w, t->nreasons);
@@ -75,6 +76,9 @@ bool pc_record_get_tensor(pc_rbuf *r, pc_tensor *t) {
   r->bad |= verdict >= PC_VERDICT_COUNT_;
   pc_rbuf_get(r, &t->tol, sizeof t->tol);
   pc_fix_bool(&t->tol.metrics.elementwise_off);
+  pc_rbuf_get(r, &t->envelope, sizeof t->envelope);
+  pc_fix_bool(&t->envelope.present);
+  pc_fix_bool(&t->envelope.elements);
   pc_record_get_stats(r, &t->stats);
   pc_rbuf_get(r, t->metrics, sizeof t->metrics);
   for (int m = 0; m < PC_METRIC_COUNT_; m++) {

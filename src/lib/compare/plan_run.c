@@ -30,6 +30,7 @@ typedef struct pc_runner {
   pc_pair p;
   pc_stream *whole, *part; /* the usual stream, and one in partial mode for parts */
   pc_file *f[2];           /* the file pair of the tasks being run */
+  pc_envelope *env;        /* A's envelope (pc_pair_envelope_open), or NULL */
   char *file;              /* its relative path (folders), or NULL */
   bool open;               /* f[] is the pair of `file` (else: nothing opened yet) */
   pc_error why;            /* why the pair could not be opened, when f[] is NULL */
@@ -146,7 +147,9 @@ static int pc_runner_files(pc_runner *r, const pc_task *k, pc_error *err) {
   int rc = pc_flush_wholes(r, err);
   pc_file_close(r->f[0]);
   pc_file_close(r->f[1]);
+  pc_envelope_close(r->env);
   r->f[0] = r->f[1] = NULL;
+  r->env = NULL;
   free(r->file);
   r->file = NULL;
   r->open = true;
@@ -156,6 +159,8 @@ static int pc_runner_files(pc_runner *r, const pc_task *k, pc_error *err) {
   int orc = pc_open_side(r, 0, k->file, &r->why);
   if (orc == PC_OK)
     orc = pc_open_side(r, 1, k->file, &r->why);
+  if (orc == PC_OK)
+    orc = pc_pair_envelope_open(r->o, pc_file_path(r->f[0]), k->file != NULL, &r->env, &r->why);
   if (orc == PC_ENOMEM)
     return pc_error_set(err, orc, "%s", r->why.message);
   if (orc < 0) {
@@ -195,7 +200,8 @@ static bool pc_task_pair(pc_runner *r, const pc_task *k, pc_tensor *t, pc_stream
     *rc = pc_fail(t, r->why.message);
     return false;
   }
-  r->p = (pc_pair){.fa = r->f[0], .fb = r->f[1], .t = t, .block = r->block, .stream = s};
+  r->p = (pc_pair){
+      .fa = r->f[0], .fb = r->f[1], .t = t, .block = r->block, .stream = s, .env = r->env};
   r->p.a = pc_file_find(r->f[0], k->a_path);
   r->p.b = pc_file_find(r->f[1], k->b_path);
   r->p.max_memory = r->o->max_memory ? r->o->max_memory : PC_DEFAULT_MAX_MEMORY;
@@ -345,6 +351,7 @@ static void pc_runner_free(pc_runner *r) {
   pc_hists_free(r->hist);
   pc_file_close(r->f[0]);
   pc_file_close(r->f[1]);
+  pc_envelope_close(r->env);
   free(r->file);
 }
 

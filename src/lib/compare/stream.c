@@ -12,6 +12,7 @@
  * folds at once (fill.h). Such a run is cut at block starts, so blocks stay where they would be
  * without it. */
 #include "stream.h"
+#include "envelope.h"
 #include "evidence.h"
 #include "fill.h"
 #include "kernel.h"
@@ -43,6 +44,9 @@ typedef struct pc_slot {
   char why[PC_ERROR_MESSAGE_MAX]; /* the worker could not read the file: why; "" otherwise */
   pc_stats part;
   pc_qhist *hist[PC_NHISTS];
+  const pc_dataset *e; /* the envelope's per-element bound, read beside A and B, or NULL */
+  void *env;           /* its stored bytes for this block */
+  size_t env_cap;
 } pc_slot;
 
 /* Decoding scratch of one worker, grown to the largest block it has met. */
@@ -52,6 +56,8 @@ typedef struct pc_worker {
   double *vals[2];
   int64_t *ints[2];
   size_t cap;
+  double *env; /* the envelope's bound, decoded */
+  size_t env_cap;
 } pc_worker;
 
 struct pc_stream {
@@ -202,6 +208,29 @@ static bool pc_slot_pread(pc_slot *sl, int side) {
   return true;
 }
 
+/* The envelope's per-element test of a block (envelope.h): every side decoded to doubles, the
+ * float paths that fold stored bytes included, since this runs for tensors with an envelope
+ * only. */
+static void pc_worker_envelope(pc_worker *w, pc_slot *sl) {
+  if (sl->n > w->env_cap) {
+    double *v = realloc(w->env, sl->n * sizeof *v);
+    if (!v) {
+      sl->nomem = true;
+      return;
+    }
+    w->env = v;
+    w->env_cap = sl->n;
+  }
+  if (!pc_worker_reserve(w, sl->n)) {
+    sl->nomem = true;
+    return;
+  }
+  pc_dataset_decode(sl->a, sl->raw[0], sl->n, w->vals[0], w->ints[0]);
+  pc_dataset_decode(sl->b, sl->raw[1], sl->n, w->vals[1], w->ints[1]);
+  pc_dataset_decode(sl->e, sl->env, sl->n, w->env, NULL);
+  pc_envelope_fold(&sl->part, w->vals[0], w->vals[1], w->env, sl->n, &sl->t->envelope);
+}
+
 /* Fold one slot, reading first what is still in the files. The loader checked that the bytes
  * lie inside the file, so the offsets fit in off_t. */
 static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
@@ -217,6 +246,8 @@ static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
     if (sl->fd[side] >= 0 && !pc_slot_pread(sl, side))
       return;
   pc_worker_fold_bytes(w, sl);
+  if (sl->e && !sl->nomem)
+    pc_worker_envelope(w, sl);
 }
 
 /* The oldest queued slot, or NULL. Called with the lock held. */
@@ -442,6 +473,8 @@ typedef struct pc_job {
   pc_tensor *t;
   const pc_dataset *a, *b;
   pc_side sides[2];
+  pc_reader *re; /* the envelope's per-element bound, cut as A, or NULL */
+  const pc_dataset *e;
   size_t cursor[2]; /* pc_dataset_next_written's, of A and B */
   uint64_t base;    /* the next block's first element */
   uint64_t end;     /* stop at the first block start at or after it, unless it is the count */
@@ -458,6 +491,7 @@ static pc_slot *pc_job_slot(pc_stream *s, const pc_job *j) {
   sl->t = j->t;
   sl->a = j->a;
   sl->b = j->b;
+  sl->e = j->e;
   sl->base = j->base;
   return sl;
 }
@@ -473,6 +507,8 @@ static void pc_stream_skip(pc_stream *s, pc_job *j) {
   if (at == j->base)
     return;
   pc_reader_seek(j->sides[1].r, to); /* cut alike: the same block start */
+  if (j->re)
+    pc_reader_seek(j->re, to);
   pc_slot *sl = pc_job_slot(s, j);
   sl->n = 0;
   sl->fill_n = at - j->base;
@@ -480,6 +516,22 @@ static void pc_stream_skip(pc_stream *s, pc_job *j) {
   j->base = at;
   pc_progress(s, sl);
   pc_submit(s, sl);
+}
+
+/* The envelope's block beside A's and B's n elements: the same cut. */
+static int pc_read_envelope(pc_slot *sl, pc_reader *re, size_t cap, size_t n, pc_error *e) {
+  size_t ne = 0;
+  if (cap * sl->e->elem_size > sl->env_cap) {
+    void *p = realloc(sl->env, cap * sl->e->elem_size);
+    if (!p)
+      return pc_error_set(e, PC_ENOMEM, "out of memory");
+    sl->env = p;
+    sl->env_cap = cap * sl->e->elem_size;
+  }
+  int rc = pc_reader_next_raw(re, sl->env, &ne, e);
+  if (rc == PC_OK && ne != n)
+    rc = pc_error_set(e, PC_EDATA, "the envelope was read in other blocks than A");
+  return rc;
 }
 
 /* Queue every block of the pair (runs of fill pairs in place of what neither side wrote), then
@@ -492,6 +544,8 @@ static int pc_stream_blocks(pc_stream *s, pc_job *j) {
     pc_stream_skip(s, j);
     pc_slot *sl = pc_job_slot(s, j);
     rc = pc_read_block(sl, j->sides, cap, &n, &e);
+    if (rc == PC_OK && j->re)
+      rc = pc_read_envelope(sl, j->re, cap, n, &e);
     if (rc < 0) {
       pc_tensor_fail(j->t, e.message);
       n = 0;
@@ -505,17 +559,21 @@ static int pc_stream_blocks(pc_stream *s, pc_job *j) {
   return rc == PC_ENOMEM ? rc : PC_OK;
 }
 
-int pc_stream_range(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
-                    const pc_dataset *b, uint64_t from, uint64_t to, pc_error *err) {
+int pc_stream_range(pc_stream *s, pc_tensor *t, const pc_stream_sides *sd, uint64_t from,
+                    uint64_t to, pc_error *err) {
   pc_error e = {PC_OK, ""};
-  pc_reader *ra = NULL, *rb = NULL;
-  int rc = pc_reader_open(&ra, fa, a, s->cfg.block_elems, NULL, &e);
+  pc_reader *ra = NULL, *rb = NULL, *re = NULL;
+  int rc = pc_reader_open(&ra, sd->fa, sd->a, s->cfg.block_elems, NULL, &e);
   if (rc == PC_OK)
-    rc = pc_reader_open(&rb, fb, b, s->cfg.block_elems, ra, &e);
+    rc = pc_reader_open(&rb, sd->fb, sd->b, s->cfg.block_elems, ra, &e);
+  if (rc == PC_OK && sd->e)
+    rc = pc_reader_open(&re, sd->fe, sd->e, s->cfg.block_elems, ra, &e);
   if (rc == PC_OK) {
     uint64_t at = pc_reader_seek(ra, from);
     pc_reader_seek(rb, from); /* cut alike: the same block start */
-    pc_job j = {t, a, b, {{ra, fa}, {rb, fb}}, {0, 0}, at, to};
+    if (re)
+      pc_reader_seek(re, from);
+    pc_job j = {t, sd->a, sd->b, {{ra, sd->fa}, {rb, sd->fb}}, re, sd->e, {0, 0}, at, to};
     rc = pc_stream_blocks(s, &j);
   } else if (rc != PC_ENOMEM) {
     /* Nothing of this tensor is queued: close it at once. */
@@ -526,14 +584,14 @@ int pc_stream_range(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a
   }
   pc_reader_close(ra);
   pc_reader_close(rb);
+  pc_reader_close(re);
   if (rc == PC_ENOMEM)
     return pc_error_set(err, rc, "%s: out of memory", t->path);
   return s->nomem ? pc_error_set(err, PC_ENOMEM, "%s: out of memory", s->nomem->path) : PC_OK;
 }
 
-int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
-                     const pc_dataset *b, pc_error *err) {
-  return pc_stream_range(s, t, fa, a, fb, b, 0, a->count, err);
+int pc_stream_tensor(pc_stream *s, pc_tensor *t, const pc_stream_sides *sd, pc_error *err) {
+  return pc_stream_range(s, t, sd, 0, sd->a->count, err);
 }
 
 void pc_stream_expect(pc_stream *s, uint64_t bytes) {
@@ -609,9 +667,12 @@ void pc_stream_free(pc_stream *s) {
       free(s->workers[i].vals[side]);
       free(s->workers[i].ints[side]);
     }
+  for (unsigned i = 0; s->workers && i < nw; i++)
+    free(s->workers[i].env);
   for (size_t i = 0; s->slots && i < s->nslots; i++) {
     free(s->slots[i].raw[0]);
     free(s->slots[i].raw[1]);
+    free(s->slots[i].env);
     pc_hists_free(s->slots[i].hist);
   }
   pc_hists_free(s->hist);

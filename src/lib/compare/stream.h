@@ -38,18 +38,29 @@ typedef struct pc_stream_config {
 
 int pc_stream_new(pc_stream **out, const pc_stream_config *cfg, pc_error *err);
 
-/** Queue tensor t: datasets a of fa and b of fb, of one shape and comparable kinds, with
- * t->compare and t->tol set. A read failure makes t an error; other tensors go on. */
-int pc_stream_tensor(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
-                     const pc_dataset *b, pc_error *err);
+/* What one pair streams: datasets a of fa and b of fb, of one shape and comparable kinds, and
+ * optionally e of fe, an envelope's per-element bound of that shape (envelope.h), read beside
+ * them for the per-element test with t->envelope's law (NULL: none). */
+typedef struct pc_stream_sides {
+  pc_file *fa;
+  const pc_dataset *a;
+  pc_file *fb;
+  const pc_dataset *b;
+  pc_file *fe;
+  const pc_dataset *e;
+} pc_stream_sides;
+
+/** Queue tensor t, with t->compare and t->tol set (and t->envelope with an envelope). A read
+ * failure makes t an error; other tensors go on. */
+int pc_stream_tensor(pc_stream *s, pc_tensor *t, const pc_stream_sides *sd, pc_error *err);
 
 /** Queue elements [from, to) of tensor t as pc_stream_tensor does the whole of it. `from` must
  * be a block start (pc_reader_seek); blocks are cut as for the whole tensor, and a range that
  * ends before the tensor does stops at the first block start at or after `to`, without closing
  * t (no done call): in partial mode, ranges cut at the same block starts hand over exactly the
  * blocks of the whole tensor between them. */
-int pc_stream_range(pc_stream *s, pc_tensor *t, pc_file *fa, const pc_dataset *a, pc_file *fb,
-                    const pc_dataset *b, uint64_t from, uint64_t to, pc_error *err);
+int pc_stream_range(pc_stream *s, pc_tensor *t, const pc_stream_sides *sd, uint64_t from,
+                    uint64_t to, pc_error *err);
 
 /** Add `bytes` to the total that progress reports count toward (folder mode learns it file by
  * file). */

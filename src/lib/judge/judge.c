@@ -1,5 +1,6 @@
 /* The judge (judge.h); the criteria and allowances are those of docs/tolerance-model.md. */
 #include "judge.h"
+#include "judge_envelope.h"
 #include "structure.h"
 #include "tol_resolve.h"
 
@@ -26,7 +27,8 @@ static const double PC_NOISE_TERMS = 4096;
 static const double PC_INDETERMINATE_REL = 0.5;
 
 static const char *const pc_criterion_names[PC_CRIT_METRIC_] = {
-    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", "structure"};
+    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms",
+    "scale_error",  "structure",    "envelope",          "envelope_elements"};
 
 const char *pc_criterion_name(pc_criterion c) {
   if ((unsigned)c >= PC_CRIT_COUNT_)
@@ -137,6 +139,8 @@ void pc_judge_tensor(pc_tensor *t) {
   }
   pc_judge_metrics(t);
   t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
+  if (t->envelope.present && !(tol->metrics.set && tol->metrics.elementwise_off))
+    pc_judge_envelope(t);
 }
 
 /* --- execution order ---------------------------------------------------------------------- */
@@ -625,6 +629,8 @@ static void pc_judge_context(pc_run *run, size_t k, pc_trend *tr) {
     return;
   pc_aggregates g = pc_stats_aggregates(&t->stats);
   c->judged = true;
+  if (t->envelope.present) /* measured on its own: nothing of the run takes part */
+    return;
   bool trend = (t->tol.set & PC_TOL_TREND) != 0;
   c->trend = trend ? pc_trend_max(tr, tr->rel_rms, t->tol.trend_window) : 0;
   double trend_scale = trend ? pc_trend_max(tr, tr->scale, t->tol.trend_window) : 0;
@@ -680,7 +686,7 @@ static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
 /* Plain mode: B keeps no significant digit when its error is half A's size (A nonzero: B
  * nonzero where A is exactly zero is a difference, not a lost digit). */
 static void pc_classify_plain(pc_tensor *t) {
-  if (!t->stats.finite_terms)
+  if (!t->stats.finite_terms || t->envelope.present)
     return;
   double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
   pc_classify_failure(t, isfinite(rel_rms) && rel_rms >= PC_INDETERMINATE_REL, true);
@@ -807,7 +813,8 @@ static void pc_tally(pc_run *run) {
 static void pc_relax_by_reference(pc_tensor *t) {
   const pc_vs_reference *v = &t->vs_reference;
   if ((t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE) || !v->present ||
-      !pc_dtype_is_float(t->compare) || pc_diagnosis_exact(t->diagnosis.kind))
+      !pc_dtype_is_float(t->compare) || pc_diagnosis_exact(t->diagnosis.kind) ||
+      t->envelope.present) /* a measured envelope decides before a modelled allowance */
     return;
   double u_a = pc_dtype_unit_roundoff(t->dtype_a != PC_DTYPE_NONE ? t->dtype_a : t->compare);
   double u = pc_judged_u(t);

@@ -52,9 +52,9 @@ enum { PC_SHIFT_MIN_PAIRS = 64 };
 static const double PC_BETA_N_MAX = 1e6;
 
 static const char *const pc_diag_names[PC_DIAG_COUNT_] = {
-    "none",          "nan_injected", "inf_injected", "zeroed",     "constant",
-    "partly_zeroed", "scaled",       "negated",      "sign_flips", "shifted",
-    "permuted",      "rounded",      "slice",        "noise",      "no_digits"};
+    "none",   "nan_injected", "inf_injected", "zeroed",  "constant", "partly_zeroed",
+    "scaled", "negated",      "sign_flips",   "shifted", "permuted", "rounded",
+    "slice",  "noise",        "no_digits",    "beyond",  "localized"};
 
 const char *pc_diagnosis_name(pc_diagnosis_kind k) {
   return (unsigned)k < PC_DIAG_COUNT_ ? pc_diag_names[k] : "unknown";
@@ -119,6 +119,16 @@ const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap) {
              "no significant digit left (%.3g of the value's size): a bug and honest drift "
              "look alike here",
              v);
+    break;
+  case PC_DIAG_BEYOND:
+    snprintf(buf, cap, "%.3g x the honest %s (it passes within %.3g x), no pattern proven", v,
+             d->axis == 2 ? "envelope" : "bound", d->limit);
+    break;
+  case PC_DIAG_LOCALIZED:
+    snprintf(buf, cap,
+             "localized: %.0f elements beyond their own envelope (the worst %.3g x its bound, "
+             "honest within %.3g x)",
+             v, d->statistic, d->limit);
     break;
   default:
     snprintf(buf, cap, "none");

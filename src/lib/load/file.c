@@ -315,6 +315,14 @@ const char *pc_dataset_attr(pc_file *f, const pc_dataset *d, const char *name, c
   return NULL;
 }
 
+long pc_dataset_numbers(pc_file *f, const pc_dataset *d, const char *name, double *out,
+                        size_t cap) {
+  if (!f || !d || !name || !out || cap == 0 || !f->format->dataset_numbers)
+    return -1;
+  pc_spill_touch(d);
+  return f->format->dataset_numbers(f, d, name, out, cap);
+}
+
 const char *pc_file_path(const pc_file *f) {
   return f->path;
 }

@@ -270,4 +270,5 @@ const pc_format pc_format_hdf5 = {
     .read = pc_h5_read,
     .attributes = pc_h5_attributes,
     .dataset_attribute = pc_h5_dataset_attribute,
+    .dataset_numbers = pc_h5_dataset_numbers,
 };

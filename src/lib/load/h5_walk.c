@@ -574,6 +574,27 @@ bool pc_h5_dataset_attribute(pc_file *f, const pc_dataset *d, const char *name, 
   return ok;
 }
 
+/* HDF5 converts any integer or float attribute to doubles (H5T_NATIVE_DOUBLE); anything else is
+ * refused before it reads. */
+long pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, const char *name, double *out,
+                           size_t cap) {
+  long n = -1;
+  hid_t obj = H5Oopen(pc_h5_of(f)->fid, d->path, H5P_DEFAULT);
+  hid_t attr = obj >= 0 && H5Aexists(obj, name) > 0 ? H5Aopen(obj, name, H5P_DEFAULT) : -1;
+  hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
+  hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
+  H5T_class_t cls = type < 0 ? H5T_NO_CLASS : H5Tget_class(type);
+  hssize_t points = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
+  if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && points >= 1 && (size_t)points <= cap &&
+      H5Sget_simple_extent_ndims(space) <= 1 && H5Aread(attr, H5T_NATIVE_DOUBLE, out) >= 0)
+    n = (long)points;
+  pc_attr_close(attr, type, space);
+  if (obj >= 0)
+    H5Oclose(obj);
+  H5Eclear2(H5E_DEFAULT);
+  return n;
+}
+
 typedef struct pc_attr_walk {
   pc_file *f;
   bool nomem;

@@ -117,6 +117,11 @@ const pc_attr *pc_file_attr(const pc_file *f, size_t i);
 const char *pc_dataset_attr(pc_file *f, const pc_dataset *d, const char *name, char *buf,
                             size_t size);
 
+/** Dataset d's numeric attribute `name` (a scalar, or a 1-D array of at most cap values) as
+ * doubles into out: its length, or -1 when it has none (or the format keeps no dataset
+ * attributes), it is not numeric, or it is longer. The loader's thread's to call. */
+long pc_dataset_numbers(pc_file *f, const pc_dataset *d, const char *name, double *out, size_t cap);
+
 /** The path the file was opened with. */
 const char *pc_file_path(const pc_file *f);
 

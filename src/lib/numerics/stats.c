@@ -115,6 +115,9 @@ void pc_stats_merge(pc_stats *dst, const pc_stats *src) {
   dst->sum_sq_b += src->sum_sq_b;
   dst->sum_ab += src->sum_ab;
   dst->sum_sq_diff += src->sum_sq_diff;
+  dst->env_beyond += src->env_beyond;
+  dst->env_max_ratio =
+      src->env_max_ratio > dst->env_max_ratio ? src->env_max_ratio : dst->env_max_ratio;
   dst->sum_a_diff += src->sum_a_diff;
   dst->sum_abs += src->sum_abs;
   dst->sum_rel += src->sum_rel;

@@ -325,6 +325,28 @@ static json_t *vs_reference_json(const pc_vs_reference *v) {
   return pc_json_finish(o, rc);
 }
 
+/* The measured envelope the tensor was judged against (pc_envelope_fig, docs/envelope.md). */
+static json_t *envelope_json(const pc_tensor *t) {
+  const pc_envelope_fig *f = &t->envelope;
+  const pc_stats *s = &t->stats;
+  double err = s->finite_terms ? sqrt(s->sum_sq_diff / (double)s->finite_terms) : 0;
+  json_t *o = json_object();
+  int rc = json_object_set_new(o, "members", pc_json_count(f->members));
+  rc |= json_object_set_new(o, "sigma", pc_json_real(f->sigma));
+  rc |= json_object_set_new(o, "max_member", pc_json_real(f->max_member));
+  rc |= json_object_set_new(o, "floor", pc_json_real(f->floor));
+  rc |= json_object_set_new(o, "dof", pc_json_real(f->dof));
+  rc |= json_object_set_new(o, "factor", pc_json_real(f->factor));
+  rc |= json_object_set_new(o, "ratio", pc_json_real(f->floor > 0 ? err / f->floor : 0));
+  rc |= json_object_set_new(o, "elements", json_boolean(f->elements));
+  if (f->elements) {
+    rc |= json_object_set_new(o, "elem_factor", pc_json_real(f->elem_factor));
+    rc |= json_object_set_new(o, "beyond", pc_json_count(s->env_beyond));
+    rc |= json_object_set_new(o, "max_ratio", pc_json_real(s->env_max_ratio));
+  }
+  return pc_json_finish(o, rc);
+}
+
 static json_t *tensor_json(const pc_run *run, size_t i, const pc_gate_tensor *g) {
   const pc_tensor *t = pc_run_at(run, i);
   json_t *o = json_object();
@@ -335,6 +357,8 @@ static json_t *tensor_json(const pc_run *run, size_t i, const pc_gate_tensor *g)
   rc |= put_remarks(o, t);
   if (t->vs_reference.present)
     rc |= json_object_set_new(o, "vs_reference", vs_reference_json(&t->vs_reference));
+  if (t->envelope.present && pc_report_has_stats(t->verdict))
+    rc |= json_object_set_new(o, "envelope", envelope_json(t));
   if (g)
     rc |= json_object_set_new(o, "baseline", tensor_gate_json(g));
   return pc_json_finish(o, rc);

@@ -1,0 +1,158 @@
+/* The envelope file (envelope.h, docs/envelope.md): opened through the loader like a dump, its
+ * root and dataset attributes checked before anything in it is believed. */
+#include "envelope.h"
+#include "pc_internal.h"
+
+#include <math.h>   /* isfinite, sqrt */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* calloc, free, strtod */
+#include <string.h> /* strcmp, strlen, strrchr, memcpy */
+
+static const char pc_sidecar_suffix[] = ".envelope.h5";
+
+struct pc_envelope {
+  pc_file *f;
+  uint32_t members;
+  uint64_t tensors;
+};
+
+/* A root attribute as a number, or false when it is absent or not a finite number. */
+static bool pc_root_number(pc_envelope *env, const char *name, double *out) {
+  char buf[64];
+  const char *text = NULL;
+  for (size_t i = 0; i < pc_file_attr_count(env->f); i++)
+    if (strcmp(pc_file_attr(env->f, i)->name, name) == 0 &&
+        pc_file_attr(env->f, i)->kind == PC_ATTR_NUMBER)
+      text = pc_file_attr(env->f, i)->value;
+  if (!text)
+    return false;
+  snprintf(buf, sizeof buf, "%s", text);
+  char *end;
+  *out = strtod(buf, &end);
+  return end != buf && *end == '\0' && isfinite(*out);
+}
+
+/* The root attributes the law needs: the version, K within its bounds, and how many tensors
+ * share the false-alarm rate. */
+static int pc_envelope_check_root(pc_envelope *env, const char *path, pc_error *err) {
+  double version, members, tensors;
+  if (!pc_root_number(env, "paritycheck_envelope", &version) || version != 1)
+    return pc_error_set(err, PC_EIO,
+                        "%s: not a paritycheck envelope of format 1 (root attribute "
+                        "paritycheck_envelope; docs/envelope.md)",
+                        path);
+  if (!pc_root_number(env, "members", &members) || members != (uint32_t)members ||
+      members < PC_ENVELOPE_MIN_MEMBERS || members > PC_ENVELOPE_MAX_MEMBERS)
+    return pc_error_set(err, PC_EIO, "%s: root attribute members must be an integer in [%d, %d]",
+                        path, PC_ENVELOPE_MIN_MEMBERS, PC_ENVELOPE_MAX_MEMBERS);
+  if (!pc_root_number(env, "tensors", &tensors) || tensors < 1 || tensors != (uint64_t)tensors ||
+      tensors < (double)pc_file_count(env->f))
+    return pc_error_set(err, PC_EIO,
+                        "%s: root attribute tensors must count the envelope's datasets (%zu)", path,
+                        pc_file_count(env->f));
+  env->members = (uint32_t)members;
+  env->tensors = (uint64_t)tensors;
+  return PC_OK;
+}
+
+int pc_envelope_open(pc_envelope **out, const char *path, const pc_open_limits *lim,
+                     pc_error *err) {
+  *out = NULL;
+  pc_envelope *env = calloc(1, sizeof *env);
+  if (!env)
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  int rc = pc_file_open_limited(&env->f, path, lim, err);
+  if (rc == PC_OK)
+    rc = pc_envelope_check_root(env, path, err);
+  if (rc < 0) {
+    pc_envelope_close(env);
+    return rc;
+  }
+  *out = env;
+  return PC_OK;
+}
+
+void pc_envelope_close(pc_envelope *env) {
+  if (!env)
+    return;
+  pc_file_close(env->f);
+  free(env);
+}
+
+pc_file *pc_envelope_file(const pc_envelope *env) {
+  return env->f;
+}
+
+bool pc_envelope_sidecar(const char *a_path, char *buf, size_t size) {
+  const char *slash = strrchr(a_path, '/');
+  const char *dot = strrchr(slash ? slash + 1 : a_path, '.');
+  size_t stem =
+      dot && dot != (slash ? slash + 1 : a_path) ? (size_t)(dot - a_path) : strlen(a_path);
+  if (stem + sizeof pc_sidecar_suffix > size)
+    return false;
+  memcpy(buf, a_path, stem);
+  memcpy(buf + stem, pc_sidecar_suffix, sizeof pc_sidecar_suffix);
+  return true;
+}
+
+bool pc_envelope_is_sidecar(const char *path) {
+  size_t n = strlen(path), k = sizeof pc_sidecar_suffix - 1;
+  return n > k && strcmp(path + n - k, pc_sidecar_suffix) == 0;
+}
+
+/* One numeric attribute of the bound's dataset that must be a finite value >= 0. */
+static bool pc_bound_number(pc_envelope *env, const pc_dataset *d, const char *name, double *v) {
+  return pc_dataset_numbers(env->f, d, name, v, 1) == 1 && isfinite(*v) && *v >= 0;
+}
+
+static bool pc_same_dims(const pc_dataset *x, const pc_dataset *y) {
+  if (x->rank != y->rank || x->count != y->count)
+    return false;
+  for (int i = 0; i < x->rank; i++)
+    if (x->dims[i] != y->dims[i])
+      return false;
+  return true;
+}
+
+/* The members' RMS errors: K finite values >= 0. */
+static bool pc_member_errors(pc_envelope *env, const pc_dataset *d, double *rms) {
+  if (pc_dataset_numbers(env->f, d, "member_rms_err", rms, env->members) != (long)env->members)
+    return false;
+  for (uint32_t k = 0; k < env->members; k++)
+    if (!isfinite(rms[k]) || rms[k] < 0)
+      return false;
+  return true;
+}
+
+int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig,
+                     const pc_dataset **bound, pc_error *err) {
+  *fig = (pc_envelope_fig){0};
+  *bound = NULL;
+  const pc_dataset *d = pc_file_find(env->f, a->path);
+  if (!d)
+    return 0;
+  const char *file = pc_file_path(env->f);
+  if (d->kind != PC_KIND_FLOAT || !pc_same_dims(d, a))
+    return pc_error_set(err, PC_EDATA,
+                        "%s: %s: the envelope's bound is not a float dataset of A's shape", file,
+                        a->path);
+  double *rms = calloc(env->members, sizeof *rms);
+  if (!rms)
+    return pc_error_set(err, PC_ENOMEM, "out of memory");
+  double scale, rms_a;
+  bool ok = pc_member_errors(env, d, rms) && pc_bound_number(env, d, "scale", &scale) &&
+            pc_bound_number(env, d, "a_rms", &rms_a);
+  if (ok) {
+    pc_envelope_law(fig, rms, env->members, a->count, env->tensors);
+    fig->scale = scale;
+    fig->rms_a = rms_a;
+    *bound = d;
+  }
+  free(rms);
+  if (!ok)
+    return pc_error_set(err, PC_EDATA,
+                        "%s: %s: the envelope's attributes member_rms_err (%u values), scale and "
+                        "a_rms must be finite numbers >= 0 (docs/envelope.md)",
+                        file, a->path, env->members);
+  return 1;
+}

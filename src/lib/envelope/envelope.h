@@ -1,0 +1,72 @@
+/* The honest envelope (docs/envelope.md, docs/tolerance-model.md "Envelope"): a sidecar file of
+ * A that holds, for each tensor, how far K reruns of A with random rounding emulating B's
+ * arithmetic landed from A. This room reads it (envelope.c) and holds its law (law.c): the
+ * factors, derived from K and a false-alarm rate, that turn the measured spread into a pass
+ * bound. The judge applies them to figures in pc_tensor only; the comparator reads the file.
+ * Internal to the library. */
+#ifndef PC_ENVELOPE_H
+#define PC_ENVELOPE_H
+
+#include "loader.h"
+
+#include <paritycheck/result.h>
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
+/* Members an envelope may hold: at least 2 (a spread needs two), at most 4096. */
+enum { PC_ENVELOPE_MIN_MEMBERS = 2, PC_ENVELOPE_MAX_MEMBERS = 4096 };
+
+/* The false-alarm rate of one envelope file: the chance that an honest B fails any of its
+ * tensors, split evenly over its tensors' two tests (the RMS and the per-element one). */
+#define PC_ENVELOPE_ALPHA 0.01
+
+/* How far a real backend may land beyond the emulation's spread: the emulation rounds as B
+ * does, but a backend with another algorithm (a reduction tree, a fused kernel) differs more.
+ * EVIDENCE.md's first check found no tensor's real drift beyond 3x the ensemble's median. */
+#define PC_ENVELOPE_GAP 3.0
+
+typedef struct pc_envelope pc_envelope;
+
+/** Open the envelope at `path` for the dump of A at `a_path`: checks the format version and the
+ * root attributes (docs/envelope.md). PC_EIO naming the file when it cannot be read or is not an
+ * envelope; PC_ENOMEM. */
+int pc_envelope_open(pc_envelope **out, const char *path, const pc_open_limits *lim, pc_error *err);
+
+void pc_envelope_close(pc_envelope *env);
+
+/** The envelope's file (its per-element bounds are read through it like any dataset). */
+pc_file *pc_envelope_file(const pc_envelope *env);
+
+/** The sidecar of the dump at `a_path` (`x.h5` -> `x.envelope.h5`, any extension replaced)
+ * into buf; false when it does not fit. */
+bool pc_envelope_sidecar(const char *a_path, char *buf, size_t size);
+
+/** True when `path` names an envelope sidecar (`*.envelope.h5`): never a dump to pair. */
+bool pc_envelope_is_sidecar(const char *path);
+
+/** The envelope of A's dataset `a` (of A's file, at the same path): fills *fig with the law's
+ * figures and the bound's scale and A's RMS as measured (the judge checks it against A's), and
+ * *bound with the per-element bound's dataset. Returns 1 when found, 0 when the envelope does
+ * not hold the tensor, PC_EDATA naming the file and dataset when it holds it wrongly (another
+ * shape, missing or bad attributes), PC_ENOMEM. */
+int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig,
+                     const pc_dataset **bound, pc_error *err);
+
+/* --- the law (law.c) --------------------------------------------------------------------- */
+
+/** Fill fig's law from its K members' RMS errors d (absolute), the tensor's element count n and
+ * the envelope's tensor count: present, members, sigma, max_member, dof, factor, elem_factor
+ * (docs/tolerance-model.md, "Envelope"). */
+void pc_envelope_law(pc_envelope_fig *fig, const double *d, size_t k, uint64_t n, uint64_t tensors);
+
+/** The per-element test of n pairs (a, b) with their bounds e (decoded: the bound is
+ * fig->scale e_i), added to part->env_beyond and part->env_max_ratio: over pairs where a and b
+ * are finite, ratio_i = |b_i - a_i| / (scale e_i + floor) (0 / 0 = 0, x / 0 = inf). */
+void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
+                      const pc_envelope_fig *fig);
+
+/** fig->floor from A's unit roundoff (its dtype's) and fig->rms_a (envelope.h). */
+void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a);
+
+#endif

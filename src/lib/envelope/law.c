@@ -1,0 +1,105 @@
+/* The envelope's law (envelope.h; docs/tolerance-model.md, "Envelope").
+ *
+ * Each member k of the envelope is one honest rerun; d_k = RMS(m_k - a) over the tensor's
+ * elements. Model: an RMS of nu effectively independent errors, d_k^2 = sigma^2 chi2_nu / nu,
+ * and an honest B one more exchangeable sample. Then RMS(b - a)^2 / mean_k d_k^2 follows
+ * F(nu, K nu) exactly, and the pass factor at a false-alarm rate alpha_t is
+ * sqrt(F^-1(1 - alpha_t; nu, K nu)): beyond the sample's maximum, as K exchangeable samples
+ * require (a new one exceeds their maximum with probability 1/(K + 1)). nu is not known: the
+ * spread of the d_k^2 measures it (their squared coefficient of variation is 2 / nu), and the
+ * law takes the lower end of its 95 % confidence interval (chi-square on the sample variance),
+ * so that K that happen to agree do not narrow the bound; with K = 2 it takes nu = 1, the
+ * widest law (F(1, K) is Student's t_K squared).
+ *
+ * Per element, r_i = RMS over members of (m_k,i - a_i) is an RMS of K samples of the element's
+ * own error: (b_i - a_i) / r_i follows Student's t_K, and the element factor is its quantile at
+ * alpha_t / n over the tensor's n elements. Both factors are multiplied by PC_ENVELOPE_GAP, the
+ * allowance for a backend whose algorithm, not only its rounding, differs. */
+#include "envelope.h"
+
+#include <gsl/gsl_cdf.h>   /* gsl_cdf_chisq_Pinv, gsl_cdf_fdist_Q, gsl_cdf_tdist_Qinv */
+#include <gsl/gsl_errno.h> /* gsl_set_error_handler_off */
+
+#include <math.h> /* fabs, isfinite, sqrt, INFINITY */
+
+/* Confidence of the lower bound on nu. */
+static const double PC_DOF_CONFIDENCE = 0.05;
+/* Above this nu the F quantile is 1 to within 1 %: no need to compute it at every n. */
+static const double PC_DOF_MAX = 1e5;
+
+/* nu from the members' squared RMS errors (above); at least 1, at most n. */
+static double pc_envelope_dof(const double *d, size_t k, uint64_t n) {
+  double mean = 0, var = 0, cap = n < PC_DOF_MAX ? (double)(n ? n : 1) : PC_DOF_MAX;
+  if (k < 3)
+    return 1;
+  for (size_t i = 0; i < k; i++)
+    mean += d[i] * d[i] / (double)k;
+  for (size_t i = 0; i < k; i++)
+    var += (d[i] * d[i] - mean) * (d[i] * d[i] - mean) / (double)(k - 1);
+  if (!(mean > 0) || !(var > 0))
+    return cap; /* all members alike: nothing shows fewer degrees of freedom than the elements */
+  double cv2_up = var / (mean * mean) * (double)(k - 1) /
+                  gsl_cdf_chisq_Pinv(PC_DOF_CONFIDENCE, (double)(k - 1));
+  double nu = 2 / cv2_up;
+  return nu < 1 ? 1 : nu > cap ? cap : nu;
+}
+
+/* x with P(F(n1, n2) > x) = alpha, by bisection on GSL's upper tail, which holds at any degrees
+ * of freedom where GSL's own inverse fails to converge (n1 in the thousands). */
+static double pc_f_upper(double alpha, double n1, double n2) {
+  double lo = 0, hi = 1;
+  while (gsl_cdf_fdist_Q(hi, n1, n2) > alpha && hi < 1e300)
+    hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (gsl_cdf_fdist_Q(mid, n1, n2) > alpha)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi;
+}
+
+void pc_envelope_law(pc_envelope_fig *fig, const double *d, size_t k, uint64_t n,
+                     uint64_t tensors) {
+  gsl_set_error_handler_off(); /* GSL's default handler aborts */
+  double sum = 0, top = 0;
+  for (size_t i = 0; i < k; i++) {
+    sum += d[i] * d[i];
+    top = d[i] > top ? d[i] : top;
+  }
+  double alpha_t = PC_ENVELOPE_ALPHA / (2.0 * (double)(tensors ? tensors : 1));
+  fig->present = true;
+  fig->members = (uint32_t)k;
+  fig->sigma = sqrt(sum / (double)k);
+  fig->max_member = top;
+  fig->dof = pc_envelope_dof(d, k, n);
+  fig->factor = PC_ENVELOPE_GAP * sqrt(pc_f_upper(alpha_t, fig->dof, (double)k * fig->dof));
+  fig->elem_factor =
+      PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(alpha_t / (2.0 * (double)(n ? n : 1)), (double)k);
+}
+
+/* B rounds its own output at A's precision at least once, which members that share A's last
+ * rounding (an exact op) do not show: one rounding of every element, RMS u_A RMS(A), is added in
+ * quadrature. */
+void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a) {
+  double r = u_a * fig->rms_a;
+  fig->floor = sqrt(fig->sigma * fig->sigma + r * r);
+}
+
+void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
+                      const pc_envelope_fig *fig) {
+  double top = part->env_max_ratio;
+  uint64_t beyond = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isfinite(a[i]) || !isfinite(b[i]))
+      continue;
+    double ei = e[i] >= 0 ? e[i] : 0; /* a NaN or negative bound widens nothing */
+    double d = fabs(b[i] - a[i]), bound = (fig->scale > 0 ? fig->scale * ei : 0) + fig->floor;
+    double ratio = d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
+    top = ratio > top ? ratio : top;
+    beyond += ratio > fig->elem_factor;
+  }
+  part->env_max_ratio = top;
+  part->env_beyond += beyond;
+}

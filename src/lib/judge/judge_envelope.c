@@ -1,0 +1,132 @@
+/* The judge against a measured envelope (judge_envelope.h). The law's factors were set when the
+ * envelope was read (envelope.h); here they meet B's figures. */
+#include "judge_envelope.h"
+#include "structure.h"
+
+#include "pc_internal.h"
+
+#include <math.h>   /* fabs, fmax, isfinite, sqrt, INFINITY */
+#include <stdio.h>  /* snprintf */
+#include <stdlib.h> /* free */
+#include <string.h> /* memmove, memset */
+
+/* An error of half a value's size leaves no significant digit (judge.c, structure.c). */
+static const double PC_NO_DIGIT = 0.5;
+
+/* A's RMS as the envelope measured it, against this read's: equal to the rounding of a sum in
+ * another order, unless the envelope was made for another A. Tested where every finite element
+ * of A took part (no NaN or inf mismatch). */
+static const double PC_SAME_A = 1e-6;
+
+static double pc_rms_a(const pc_stats *s) {
+  return s->finite_terms ? sqrt(s->sum_sq_a / (double)s->finite_terms) : 0;
+}
+
+static bool pc_envelope_fits(const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  if (s->nan_mismatches || s->inf_mismatches || !s->finite_terms)
+    return true;
+  double rms = pc_rms_a(s), want = t->envelope.rms_a;
+  return fabs(rms - want) <= PC_SAME_A * fmax(rms, want);
+}
+
+static void pc_envelope_mismatch(pc_tensor *t) {
+  char why[PC_ERROR_MESSAGE_MAX];
+  snprintf(why, sizeof why,
+           "the envelope was measured on another A: RMS(A) %.9g there, %.9g here "
+           "(docs/envelope.md)",
+           t->envelope.rms_a, pc_rms_a(&t->stats));
+  t->verdict = PC_VERDICT_ERROR;
+  t->nreasons = 0;
+  memset(&t->diagnosis, 0, sizeof t->diagnosis);
+  free(t->message);
+  t->message = pc_strdup(why); /* NULL when out of memory: the verdict still says error */
+}
+
+/* The profile's magnitude criteria give way to the measurement; NaN and inf mismatches do not:
+ * rounding of finite values stays finite. */
+static void pc_drop_profile_magnitude(pc_tensor *t) {
+  for (size_t i = t->nreasons; i-- > 0;) {
+    pc_criterion c = t->reasons[i].criterion;
+    if (c == PC_CRIT_MISMATCH_FRACTION || c == PC_CRIT_REL_RMS || c == PC_CRIT_SCALE_ERROR) {
+      memmove(&t->reasons[i], &t->reasons[i + 1], (t->nreasons - i - 1) * sizeof t->reasons[0]);
+      t->nreasons--;
+    }
+  }
+}
+
+static void pc_drop_structure(pc_tensor *t) {
+  for (size_t i = t->nreasons; i-- > 0;)
+    if (t->reasons[i].criterion == PC_CRIT_STRUCTURE) {
+      memmove(&t->reasons[i], &t->reasons[i + 1], (t->nreasons - i - 1) * sizeof t->reasons[0]);
+      t->nreasons--;
+    }
+  memset(&t->diagnosis, 0, sizeof t->diagnosis);
+}
+
+static void pc_add(pc_tensor *t, pc_criterion c, double value, double limit) {
+  t->reasons[t->nreasons++] = (pc_reason){c, value, limit};
+}
+
+/* B's RMS distance to A in units of the envelope's floor: +inf when the envelope allows
+ * nothing (every member equal to A, and A zero) yet B differs. */
+static double pc_envelope_ratio(const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  double err = s->finite_terms ? sqrt(s->sum_sq_diff / (double)s->finite_terms) : 0;
+  if (t->envelope.floor > 0)
+    return err / t->envelope.floor;
+  return err > 0 ? INFINITY : 0;
+}
+
+/* What a failure beyond the envelope looks like: elements far beyond their own bound are a
+ * localized structure; otherwise a pattern the evidence proves (a slice, a rounding grid, a
+ * small factor), else how many times the envelope B's error is. */
+static pc_diagnosis pc_envelope_diagnosis(const pc_tensor *t, double ratio) {
+  const pc_envelope_fig *f = &t->envelope;
+  if (f->elements && t->stats.env_beyond)
+    return (pc_diagnosis){PC_DIAG_LOCALIZED,      true,          0, (double)t->stats.env_beyond,
+                          t->stats.env_max_ratio, f->elem_factor};
+  pc_diagnosis d = pc_structure_noise(t);
+  if (d.kind != PC_DIAG_NOISE)
+    return d;
+  return (pc_diagnosis){PC_DIAG_BEYOND, false, 2, ratio, ratio, f->factor};
+}
+
+void pc_judge_envelope(pc_tensor *t) {
+  const pc_envelope_fig *f = &t->envelope;
+  if (!f->present || t->verdict == PC_VERDICT_ERROR)
+    return;
+  if (!pc_envelope_fits(t)) {
+    pc_envelope_mismatch(t);
+    return;
+  }
+  pc_drop_profile_magnitude(t);
+  double ratio = pc_envelope_ratio(t);
+  bool beyond = !(ratio <= f->factor);
+  if (beyond && t->stats.finite_terms)
+    pc_add(t, PC_CRIT_ENVELOPE, ratio, f->factor);
+  if (f->elements && t->stats.env_beyond)
+    pc_add(t, PC_CRIT_ENVELOPE_ELEMENTS, t->stats.env_max_ratio, f->elem_factor);
+  bool outside = (beyond && t->stats.finite_terms) || (f->elements && t->stats.env_beyond);
+  /* Within what honest reruns measured, a pattern short of exact is honest: the measured spread
+   * is that large here (a factor, crossings, a permutation of a BatchNorm gradient). */
+  if (t->diagnosis.structural && !pc_diagnosis_exact(t->diagnosis.kind) && !outside)
+    pc_drop_structure(t);
+  t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
+  if (t->verdict == PC_VERDICT_PASS) {
+    memset(&t->diagnosis, 0, sizeof t->diagnosis);
+    return;
+  }
+  if (t->diagnosis.structural || t->diagnosis.kind == PC_DIAG_NAN_INJECTED ||
+      t->diagnosis.kind == PC_DIAG_INF_INJECTED)
+    return;
+  t->diagnosis = pc_envelope_diagnosis(t, ratio);
+  /* No digit where the measured spread itself reaches half the value's size: honest reruns
+   * disagree that much, so B beyond them tells a bug from drift no better. */
+  double rms_a = pc_rms_a(&t->stats);
+  if (!t->diagnosis.structural && rms_a > 0 && f->floor >= PC_NO_DIGIT * rms_a) {
+    t->verdict = PC_VERDICT_INDETERMINATE;
+    t->diagnosis = (pc_diagnosis){PC_DIAG_NO_DIGITS, false,      2, f->floor / rms_a,
+                                  f->floor / rms_a,  PC_NO_DIGIT};
+  }
+}

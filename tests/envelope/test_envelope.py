@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""The judge against a measured envelope (docs/envelope.md, docs/tolerance-model.md "Envelope"),
+on inputs whose answer is known by construction: envelopes written here with numpy exactly as
+docs/envelope.md specifies, the law's factors checked against closed forms.
+
+    /usr/bin/python3 tests/envelope/test_envelope.py BINARY WORK_DIR
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE)))
+from checks import check, run_tests  # noqa: E402
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+ALPHA, GAP = 0.01, 3.0  # docs/tolerance-model.md, "Envelope"
+U32 = 2.0 ** -24
+
+
+def fresh(name):
+    d = os.path.join(WORK, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with h5py.File(path, "w", track_order=True) as f:
+        for k, v in data.items():
+            f.create_dataset(k, data=v)
+
+
+def f16_up(x):
+    """x >= 0 rounded up to float16."""
+    h = x.astype(np.float16)
+    low = h.astype(np.float64) < x
+    h[low] = np.nextafter(h[low], np.float16(np.inf))
+    return h
+
+
+def write_envelope(path, a, members, tensors=None, version=1):
+    """The sidecar of docs/envelope.md for A's datasets `a` (name -> array) and K member dumps."""
+    k = len(members)
+    with h5py.File(path, "w", track_order=True) as f:
+        f.attrs["paritycheck_envelope"] = version
+        f.attrs["members"] = k
+        f.attrs["emulate"] = "float32"
+        f.attrs["policy"] = "fp32"
+        f.attrs["seed"] = 0
+        f.attrs["torch_version"] = "none"
+        f.attrs["reference"] = "a.h5"
+        f.attrs["tensors"] = tensors or len(a)
+        for name, av in a.items():
+            av = av.astype(np.float64)
+            diffs = [m[name].astype(np.float64) - av for m in members]
+            r = np.sqrt(np.mean([d * d for d in diffs], axis=0))
+            s = float(r.max())
+            e = f16_up(r / s) if s > 0 else np.zeros(r.shape, np.float16)
+            ds = f.create_dataset(name, data=e)
+            ds.attrs["member_rms_err"] = np.array([math.sqrt(np.mean(d * d)) for d in diffs])
+            ds.attrs["member_max_abs"] = np.array([float(np.abs(d).max()) for d in diffs])
+            ds.attrs["scale"] = s
+            ds.attrs["a_rms"] = math.sqrt(np.mean(av * av))
+            ds.attrs["count"] = av.size
+            ds.attrs["nonfinite"] = 0
+
+
+def run_json(args):
+    out = os.path.join(WORK, "r.json")
+    if os.path.exists(out):
+        os.unlink(out)
+    p = subprocess.run([BIN, "-q", "--json", out] + args, capture_output=True, text=True)
+    rep = json.load(open(out)) if os.path.exists(out) else None
+    return p, rep
+
+
+def tensors(rep):
+    return {t["path"]: t for t in rep["tensors"]}
+
+
+def t2_upper(p):
+    """Student's t with 2 degrees of freedom: the t with P(T > t) = p (closed form)."""
+    q = 1 - 2 * p
+    return q * math.sqrt(2 / (1 - q * q))
+
+
+RNG = np.random.default_rng(7)
+A = {"/x": RNG.standard_normal(4096).astype(np.float32),
+     "/y": RNG.standard_normal((64, 64)).astype(np.float32)}
+SIGMA = 1e-4
+
+
+def noisy(scale, seed):
+    g = np.random.default_rng(seed)
+    return {k: (v + scale * g.standard_normal(v.shape)).astype(np.float32) for k, v in A.items()}
+
+
+MEMBERS = [noisy(SIGMA, 100 + k) for k in range(8)]
+
+
+def floor_of(name, members):
+    """The envelope's floor in numpy: sigma with one rounding at A's precision added."""
+    av = A[name].astype(np.float64)
+    d2 = [np.mean((m[name].astype(np.float64) - av) ** 2) for m in members]
+    rms_a = math.sqrt(np.mean(av * av))
+    return math.sqrt(np.mean(d2) + (U32 * rms_a) ** 2)
+
+
+def setup(name, b, members=MEMBERS, **kw):
+    d = fresh(name)
+    write(os.path.join(d, "a.h5"), A)
+    write(os.path.join(d, "b.h5"), b)
+    write_envelope(os.path.join(d, "a.envelope.h5"), A, members, **kw)
+    return d
+
+
+def test_honest_passes():
+    d = setup("honest", noisy(SIGMA, 1))
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("honest B within the envelope passes", p.returncode == 0, p.stderr + p.stdout)
+    b = noisy(SIGMA, 1)
+    for name, t in tensors(rep).items():
+        err = math.sqrt(np.mean((b[name].astype(np.float64) - A[name]) ** 2))
+        want = err / floor_of(name, MEMBERS)
+        check("%s: envelope ratio is RMS(b - a) / floor" % name,
+              abs(t["envelope"]["ratio"] - want) <= 1e-9 * want, (t["envelope"], want))
+        check("%s: K = 8" % name, t["envelope"]["members"] == 8)
+
+
+def test_five_sigma_fails():
+    d = setup("five", noisy(5 * SIGMA, 2))
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("B five times the envelope's spread fails", p.returncode == 1, p.stderr)
+    for name, t in tensors(rep).items():
+        crit = [r["criterion"] for r in t["reasons"]]
+        check("%s: reason envelope" % name, "envelope" in crit, t["reasons"])
+        check("%s: diagnosis beyond, not noise" % name, t["diagnosis"]["kind"] == "beyond",
+              t["diagnosis"])
+
+
+def test_law_closed_form_k2():
+    """K = 2: nu = 1, the pass factor is GAP t_2 at alpha_t / 2 and the element factor GAP t_2
+    at alpha_t / (2 n), alpha_t = ALPHA / (2 tensors)."""
+    d = setup("k2", noisy(SIGMA, 3), members=MEMBERS[:2], tensors=5)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    alpha_t = ALPHA / (2 * 5)
+    for name, t in tensors(rep).items():
+        n = A[name].size
+        env = t["envelope"]
+        check("%s: dof 1 with two members" % name, env["dof"] == 1, env)
+        want = GAP * t2_upper(alpha_t / 2)
+        check("%s: factor = 3 t_2(alpha_t / 2) = %.6g" % (name, want),
+              abs(env["factor"] - want) <= 1e-6 * want, env)
+        want_e = GAP * t2_upper(alpha_t / (2 * n))
+        check("%s: element factor = 3 t_2(alpha_t / 2n) = %.6g" % (name, want_e),
+              abs(env["elem_factor"] - want_e) <= 1e-6 * want_e, env)
+
+
+def test_localized():
+    b = noisy(SIGMA, 4)
+    b["/y"][10, 3] += 0.5
+    b["/y"][40, 7] -= 0.5
+    d = setup("local", b)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    t = tensors(rep)["/y"]
+    check("two elements far beyond their envelope fail", p.returncode == 1, p.stderr)
+    check("reason envelope_elements",
+          any(r["criterion"] == "envelope_elements" for r in t["reasons"]), t["reasons"])
+    check("diagnosis localized, 2 elements", t["diagnosis"]["kind"] == "localized" and
+          t["diagnosis"]["value"] == 2, t["diagnosis"])
+    check("the untouched tensor passes", tensors(rep)["/x"]["verdict"] == "pass")
+
+
+def test_exact_structure_within_a_wide_envelope():
+    """Members 60 % off (no digits): B zeroed still fails (exact), B within passes."""
+    wide = [noisy(0.6, 200 + k) for k in range(8)]
+    b = noisy(0.6, 5)
+    b["/x"] = np.zeros_like(A["/x"])
+    d = setup("zeroed", b, members=wide)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    t = tensors(rep)
+    check("B zeroed fails inside any envelope", t["/x"]["verdict"] == "drift" and
+          t["/x"]["diagnosis"]["kind"] == "zeroed", t["/x"].get("diagnosis"))
+    check("B within a wide envelope passes", t["/y"]["verdict"] == "pass", t["/y"])
+
+
+def test_indeterminate_only_where_spread_has_no_digits():
+    wide = [noisy(0.6, 300 + k) for k in range(8)]
+    d = setup("nodigit", noisy(6.0, 6), members=wide)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    for name, t in tensors(rep).items():
+        check("%s: beyond an envelope that keeps no digit: indeterminate" % name,
+              t["verdict"] == "indeterminate" and t["diagnosis"]["kind"] == "no_digits",
+              (t["verdict"], t.get("diagnosis")))
+    d = setup("digits", noisy(6.0 * SIGMA * 100, 7))
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    for name, t in tensors(rep).items():
+        check("%s: 60 %% error where the envelope keeps digits is drift" % name,
+              t["verdict"] == "drift", t["verdict"])
+
+
+def test_another_a():
+    d = setup("another", noisy(SIGMA, 8))
+    write(os.path.join(d, "a.h5"), {k: v * 1.5 for k, v in A.items()})
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("an envelope measured on another A is an error (exit 2)", p.returncode == 2, p.stdout)
+    check("its message says so", "another A" in json.dumps(rep), rep)
+
+
+def test_b_sidecar_ignored_and_no_envelope():
+    d = setup("bside", noisy(5 * SIGMA, 9))
+    wide = [noisy(0.1, 400 + k) for k in range(8)]
+    write_envelope(os.path.join(d, "b.envelope.h5"), A, wide)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("B's own sidecar widens nothing", p.returncode == 1, p.stderr)
+    p, rep = run_json(["--no-envelope", os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("--no-envelope: no tensor carries an envelope",
+          rep and all("envelope" not in t for t in rep["tensors"]), rep)
+    p, rep = run_json(["--envelope", os.path.join(d, "b.envelope.h5"), os.path.join(d, "a.h5"),
+                       os.path.join(d, "b.h5")])
+    check("--envelope FILE is used as given", p.returncode == 0, p.stderr)
+
+
+def test_bad_envelope_fails_closed():
+    d = setup("bad", noisy(SIGMA, 10), version=2)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("an envelope beside A that is not format 1 is exit 2", p.returncode == 2, p.stderr)
+    check("naming the file", "a.envelope.h5" in p.stderr, p.stderr)
+
+
+def test_folders_pair_no_sidecar():
+    d = fresh("folders")
+    for step in (1, 2):
+        write(os.path.join(d, "A", "step_%d.h5" % step), A)
+        write(os.path.join(d, "B", "step_%d.h5" % step), noisy(SIGMA, 20 + step))
+        write_envelope(os.path.join(d, "A", "step_%d.envelope.h5" % step), A, MEMBERS)
+    p, rep = run_json([os.path.join(d, "A"), os.path.join(d, "B")])
+    check("folder run with sidecars passes", p.returncode == 0, p.stderr)
+    paths = sorted(t["path"] for t in rep["tensors"])
+    check("sidecars are not paired as dumps", paths == sorted(
+        "step_%d.h5:%s" % (s, n) for s in (1, 2) for n in A), paths)
+    check("each step judged with its envelope", all("envelope" in t for t in rep["tensors"]))
+
+
+def test_threads_and_blocks_identical():
+    b = noisy(SIGMA, 11)
+    b["/y"][5, 5] += 0.3
+    d = setup("jobs", b)
+    outs = []
+    for j in ("1", "2", "8"):
+        p, rep = run_json(["-j", j, "--block-elems", "100", os.path.join(d, "a.h5"),
+                           os.path.join(d, "b.h5")])
+        for t in rep["tensors"]:
+            t.pop("timing", None)
+        rep.pop("timing", None)
+        outs.append(json.dumps(rep["tensors"], sort_keys=True))
+    check("-j 1, 2, 8 with 100-element blocks: identical tensors", len(set(outs)) == 1)
+
+
+if __name__ == "__main__":
+    os.makedirs(WORK, exist_ok=True)
+    sys.exit(run_tests([test_honest_passes, test_five_sigma_fails, test_law_closed_form_k2,
+                        test_localized, test_exact_structure_within_a_wide_envelope,
+                        test_indeterminate_only_where_spread_has_no_digits, test_another_a,
+                        test_b_sidecar_ignored_and_no_envelope, test_bad_envelope_fails_closed,
+                        test_folders_pair_no_sidecar, test_threads_and_blocks_identical]))
