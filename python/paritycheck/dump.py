@@ -843,7 +843,10 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, metavar="N",
                     help="CPU threads of torch (torch.set_num_threads; recorded as num_threads); "
                          "default torch's own")
-    from . import ensemble  # --envelope: the honest envelope of A (docs/envelope.md)
+    try:  # --envelope: the honest envelope of A (docs/envelope.md)
+        from . import ensemble
+    except ImportError:  # run as a script, python3 python/paritycheck/dump.py
+        import ensemble
     ensemble.add_cli_options(ap)
     a = ap.parse_args(argv)
     ensemble.check_cli(a, ap.error)
