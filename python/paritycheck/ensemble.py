@@ -279,7 +279,6 @@ class _Emulation(TorchDispatchMode):
         self._gens = {generator.device: generator}
         self._rules = {}
         self._narrow = {}  # autocast: id(tensor) -> weakref of tensors B would hold narrow
-        self.ops_perturbed = 0
 
     # which generator draws for a tensor: the given one on its device, else one seeded from it
     def _gen(self, device):
@@ -385,7 +384,6 @@ class _Emulation(TorchDispatchMode):
 
     def _apply(self, func, args, kwargs, rule):
         """Run func with its inputs and/or outputs perturbed, as rule = (inputs, outputs)."""
-        self.ops_perturbed += 1
         rin, rout = rule
         pos, names = self._written(func)
         if rin:
