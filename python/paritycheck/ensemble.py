@@ -39,7 +39,10 @@ What the emulation does (policy of B -> arithmetic emulated at A's precision):
                                   baddbmm, convolution, convolution_backward, SDPA kernels...):
                                   every floating input (activations and weights) and every
                                   output stochastically rounded to B's grid; computed and
-                                  accumulated in A's precision
+                                  accumulated in A's precision.  Autocast's dtype flow too:
+                                  other ops whose floating inputs are all narrow (a GELU or
+                                  BatchNorm after a Linear) have their outputs rounded, except
+                                  those autocast runs in float32 (softmax, LayerNorm, losses)
     tf32                          the same ops: inputs only (TF32 accumulates and writes fp32)
     bf16, fp16 (whole model)      every op that computes: inputs and outputs (in-place results
                                   too: parameters live on B's grid)
