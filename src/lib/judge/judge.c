@@ -683,13 +683,24 @@ static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
     t->diagnosis.axis = plain;
 }
 
-/* Plain mode: B keeps no significant digit when its error is half A's size (A nonzero: B
- * nonzero where A is exactly zero is a difference, not a lost digit). */
+/* The rel_rms the profile allowed the tensor after the run's allowances: its rel_rms reason's
+ * limit, else the profile's limit widened by the trend as pc_relax would; 0 without one. */
+static double pc_plain_allowance(const pc_tensor *t) {
+  for (size_t i = 0; i < t->nreasons; i++)
+    if (t->reasons[i].criterion == PC_CRIT_REL_RMS)
+      return t->reasons[i].limit;
+  if (!(t->tol.set & PC_TOL_MAX_REL_RMS))
+    return 0;
+  return fmax(t->tol.max_rel_rms, pc_growth(t) * t->context.trend);
+}
+
+/* Plain mode: B keeps no significant digit only where the tensor's own allowance reaches half
+ * the value's size: honest drift may then have taken every digit. Never because the observed
+ * error is large: an error far beyond a small allowance is drift, however large. */
 static void pc_classify_plain(pc_tensor *t) {
   if (!t->stats.finite_terms || t->envelope.present)
     return;
-  double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
-  pc_classify_failure(t, isfinite(rel_rms) && rel_rms >= PC_INDETERMINATE_REL, true);
+  pc_classify_failure(t, pc_plain_allowance(t) >= PC_INDETERMINATE_REL, true);
 }
 
 /* --- cascades ------------------------------------------------------------------------------ */
@@ -827,20 +838,17 @@ static void pc_relax_by_reference(pc_tensor *t) {
   /* kappa is measured on A's N elements, B's distance on B's: two RMS of N terms each, which
    * honest noise puts up to pc_rms_ratio_bound(N) apart (5x at N = 12, 1.2x at 1024). */
   t->context.reference_limit = m * kappa_u * pc_rms_ratio_bound(t->stats.ev.pairs);
-  /* B keeps no digit when its conditioning at its precision, or its distance to R, reaches half
-   * the value's size: the reference then says the tensor cannot be judged, never that it
-   * passes (a B doubled is within a large allowance, not within half the value). */
-  bool no_digits = kappa_u >= PC_INDETERMINATE_REL || !(v->b.rel_rms < PC_INDETERMINATE_REL);
-  /* A structure short of exact stands unless the reference allows B an error of half the
-   * value's size (m kappa u): then an honest B may have lost its digits that way too. */
-  if (t->diagnosis.structural) {
-    if (t->context.reference_limit >= PC_INDETERMINATE_REL) {
-      t->verdict = PC_VERDICT_INDETERMINATE;
-      t->diagnosis.structural = false;
-    }
+  /* A structure stands as in plain mode: three-way never passes what plain catches. */
+  if (t->diagnosis.structural)
     return;
-  }
-  if (!no_digits && v->b.rel_rms <= t->context.reference_limit) {
+  /* B within the allowance and keeping a digit passes. Beyond it, B is indeterminate only where
+   * the allowance itself reaches half the value's size (honest drift may have taken every
+   * digit); B's own distance to R never makes it so: an error far beyond a small allowance is
+   * drift, however large. A B within a large allowance but without a digit is indeterminate:
+   * the reference then says the tensor cannot be judged, never that it passes (a B doubled is
+   * within a large allowance, not within half the value). */
+  bool no_digits = t->context.reference_limit >= PC_INDETERMINATE_REL;
+  if (v->b.rel_rms <= t->context.reference_limit && v->b.rel_rms < PC_INDETERMINATE_REL) {
     pc_drop_element_reasons(t);
     t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
     if (t->verdict == PC_VERDICT_PASS)
