@@ -18,8 +18,8 @@ A bug's first tensor and its ratio come from the dumps alone (numpy), not from t
     noise(t)  = rel_rms(B_honest_b, B_honest)          (the backend run again: 0 when
                 deterministic)
     drift(t)  = rel_rms(B_honest, A)                   (honest cross-backend drift)
-    first tensor: the first in execution order (file order, then execution_index) with
-                  effect > noise: where the bug's effect is first there at all
+    first tensor: the first in A's execution order (files in numeric order, then A's
+                  execution_index) with effect > noise: where the bug's effect first exists
     ratio = effect / drift at the first tensor (inf where drift is 0); "required" if >= 3.
 Also reported: the first tensor where effect >= 3 drift ("first visible"), and the bug's
 largest ratio over all tensors.
@@ -95,7 +95,9 @@ def rel_rms(x, y):
 
 def bug_effect(bug, honest, honest_b, a):
     """The bug's first tensor and ratios (module docstring), from loaded runs."""
-    names = sorted(set(honest) | set(bug), key=lambda n: (honest.get(n) or bug.get(n))[0])
+    # A's execution order, as the judge's (a backend may produce gradients in another order)
+    names = sorted(set(honest) | set(bug),
+                   key=lambda n: (a.get(n) or honest.get(n) or bug.get(n))[0])
     first, visible, worst = None, None, 0.0
     for n in names:
         b = bug.get(n, (None, None))[1]
@@ -200,9 +202,13 @@ def run_binary(cmd):
     if p.returncode not in (0, 1):
         return p.returncode, None, {"error": p.stderr.decode(errors="replace")[-300:]}
     rep = json.loads(p.stdout)
-    counts = {}
+    counts, env = {}, {}
     for t in rep["tensors"]:
         counts[t["verdict"]] = counts.get(t["verdict"], 0) + 1
+        if "envelope" in t:  # B's RMS error over the envelope's floor, and the pass factor
+            env[t["path"]] = (t["envelope"]["ratio"], t["envelope"]["factor"])
+    if env:
+        counts["envelope"] = env
     return p.returncode, rep.get("first_divergence"), counts
 
 
@@ -302,20 +308,81 @@ def markdown(runs, eff, rows, results):
     return "\n".join(out) + "\n"
 
 
+def _num(x):
+    return float("inf") if x in ("inf", "nan") else float(x)
+
+
+def envelope_coverage(runs, eff, results):
+    """Per family and backend, the honest run's per-tensor ratio (B's RMS error over the
+    envelope's floor: how far the real backend landed, in units of the emulated spread) and
+    the pass factor; and each bug's ratio at its first tensor against the factor there."""
+    honest, bugs = {}, {}
+    for (i, mode, accept), (rc, fd, counts) in results.items():
+        env = counts.get("envelope") if isinstance(counts, dict) else None
+        if mode != "envelope" or accept or not env:
+            continue
+        run = runs[i]
+        if run["bug"] is None:
+            r = sorted(_num(v[0]) for v in env.values())
+            f = sorted(_num(v[1]) for v in env.values())
+            worst = max(env, key=lambda p: _num(env[p][0]))
+            honest[(run["family"], run["backend"])] = {
+                "tensors": len(r), "median": r[len(r) // 2], "p90": r[int(0.9 * (len(r) - 1))],
+                "max": r[-1], "worst": worst, "factor_median": f[len(f) // 2],
+                "beyond_factor": sum(_num(v[0]) > _num(v[1]) for v in env.values())}
+        else:
+            e = eff[(run["family"], run["backend"], run["bug"])]
+            v = env.get(e["tensor"])
+            bugs[(run["family"], run["backend"], run["bug"])] = {
+                "tensor": e["tensor"], "ratio": _num(v[0]) if v else None,
+                "factor": _num(v[1]) if v else None, "caught": rc == 1}
+    return honest, bugs
+
+
+def coverage_markdown(honest, bugs, eff):
+    out = ["", "## Envelope: honest runs against the emulated spread", "",
+           "Per tensor, ratio = B's RMS error / the envelope's floor (the members' RMS distance "
+           "with one rounding of A added); a tensor passes while ratio <= its factor.", "",
+           "| family | backend | tensors | median ratio | p90 | max | worst tensor | "
+           "median factor | beyond factor |", "|---|---|---:|---:|---:|---:|---|---:|---:|"]
+    for (fam, be), h in sorted(honest.items()):
+        out.append("| %s | %s | %d | %s | %s | %s | %s | %s | %d |" % (
+            fam, be, h["tensors"], _fmt(h["median"]), _fmt(h["p90"]), _fmt(h["max"]),
+            h["worst"], _fmt(h["factor_median"]), h["beyond_factor"]))
+    missed = [(k, b) for k, b in sorted(bugs.items()) if eff[k]["required"] and
+              (not b["caught"] or b["ratio"] is None or b["ratio"] <= b["factor"])]
+    out += ["", "## Envelope: required bugs within the envelope at their first tensor", "",
+            "| family | backend | bug | first tensor | effect / honest drift | ratio to "
+            "envelope | factor | run caught |", "|---|---|---|---|---:|---:|---:|---|"]
+    for (fam, be, bug), b in missed:
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            fam, be, bug, b["tensor"], _fmt(eff[(fam, be, bug)]["ratio"]),
+            _fmt(b["ratio"]) if b["ratio"] is not None else "-",
+            _fmt(b["factor"]) if b["factor"] is not None else "-",
+            "yes" if b["caught"] else "no"))
+    return "\n".join(out) + "\n"
+
+
 def json_report(man, runs, eff, rows, results, env_opt):
     per_run = []
     for (i, mode, accept), (rc, fd, counts) in sorted(results.items()):
         run = runs[i]
         per_run.append({"family": run["family"], "backend": run["backend"], "bug": run["bug"],
                         "mode": mode, "accept_indeterminate": accept, "exit": rc,
-                        "first_divergence": fd, "verdicts": counts})
+                        "first_divergence": fd,
+                        "verdicts": {k: v for k, v in counts.items() if k != "envelope"}})
+    honest, bugs = envelope_coverage(runs, eff, results)
     return {"zoo_versions": man.get("versions"), "envelope_option": env_opt,
             "required_ratio": REQUIRED_RATIO,
             "rows": [dict(zip(("family", "backend", "mode", "accept_indeterminate"), k), **v)
                      for k, v in sorted(rows.items())],
             "effects": [dict(zip(("family", "backend", "bug"), k), **v)
                         for k, v in sorted(eff.items())],
-            "runs": per_run}
+            "runs": per_run,
+            "envelope_honest": [dict(zip(("family", "backend"), k), **v)
+                                for k, v in sorted(honest.items())],
+            "envelope_bugs": [dict(zip(("family", "backend", "bug"), k), **v)
+                              for k, v in sorted(bugs.items())]}
 
 
 def main():
@@ -329,6 +396,8 @@ def main():
     man, runs, eff, results, rows, env_opt = evaluate(
         a.zoo, a.binary, [m for m in a.modes.split(",") if m], a.jobs)
     sys.stdout.write(markdown(runs, eff, rows, results))
+    if env_opt:
+        sys.stdout.write(coverage_markdown(*envelope_coverage(runs, eff, results), eff))
     if not env_opt and "envelope" in a.modes:
         print("\n(envelope mode not run: the binary has no --envelope option)")
     if a.out:
