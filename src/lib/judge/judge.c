@@ -657,9 +657,11 @@ static bool pc_trend_restarts(const pc_run *run, size_t k) {
 }
 
 /* A failing float tensor without a structure: indeterminate when B keeps no significant digit
- * (`no_digits`), else drift that looks like noise or like A rounded to a coarser grid.
+ * (its rel_rms `allowance` reaches half the value's size), else drift with what the evidence
+ * shows: a slice, a rounding grid, a small factor, else how many times the allowance the error
+ * is (never "consistent with rounding": it is beyond what rounding was allowed).
  * `plain`: no reference measured the conditioning, which the diagnosis then suggests. */
-static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
+static void pc_classify_failure(pc_tensor *t, double allowance, bool plain) {
   if (t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE)
     return;
   if (!pc_dtype_is_float(t->compare) || t->is_complex || t->diagnosis.structural ||
@@ -671,16 +673,20 @@ static void pc_classify_failure(pc_tensor *t, bool no_digits, bool plain) {
     product |= t->reasons[i].criterion >= PC_CRIT_METRIC_;
   }
   double rel_rms = pc_stats_aggregates(&t->stats).rel_rms;
-  if (magnitude && !product && no_digits) {
+  if (magnitude && !product && allowance >= PC_INDETERMINATE_REL) {
     t->verdict = PC_VERDICT_INDETERMINATE;
     t->diagnosis =
-        (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, rel_rms, rel_rms, PC_INDETERMINATE_REL};
+        (pc_diagnosis){PC_DIAG_NO_DIGITS, false, 0, allowance, rel_rms, PC_INDETERMINATE_REL};
     return;
   }
   t->verdict = PC_VERDICT_DRIFT;
   t->diagnosis = pc_structure_noise(t);
-  if (t->diagnosis.kind == PC_DIAG_NOISE)
-    t->diagnosis.axis = plain;
+  if (t->diagnosis.kind != PC_DIAG_NOISE)
+    return;
+  t->diagnosis.axis = plain;
+  if (allowance > 0 && rel_rms > allowance)
+    t->diagnosis =
+        (pc_diagnosis){PC_DIAG_BEYOND, false, plain, rel_rms / allowance, rel_rms, allowance};
 }
 
 /* The rel_rms the profile allowed the tensor after the run's allowances: its rel_rms reason's
@@ -700,7 +706,7 @@ static double pc_plain_allowance(const pc_tensor *t) {
 static void pc_classify_plain(pc_tensor *t) {
   if (!t->stats.finite_terms || t->envelope.present)
     return;
-  pc_classify_failure(t, pc_plain_allowance(t) >= PC_INDETERMINATE_REL, true);
+  pc_classify_failure(t, pc_plain_allowance(t), true);
 }
 
 /* --- cascades ------------------------------------------------------------------------------ */
@@ -847,7 +853,6 @@ static void pc_relax_by_reference(pc_tensor *t) {
    * drift, however large. A B within a large allowance but without a digit is indeterminate:
    * the reference then says the tensor cannot be judged, never that it passes (a B doubled is
    * within a large allowance, not within half the value). */
-  bool no_digits = t->context.reference_limit >= PC_INDETERMINATE_REL;
   if (v->b.rel_rms <= t->context.reference_limit && v->b.rel_rms < PC_INDETERMINATE_REL) {
     pc_drop_element_reasons(t);
     t->verdict = t->nreasons ? PC_VERDICT_DRIFT : PC_VERDICT_PASS;
@@ -856,7 +861,7 @@ static void pc_relax_by_reference(pc_tensor *t) {
     return;
   }
   t->verdict = PC_VERDICT_DRIFT;
-  pc_classify_failure(t, no_digits, false);
+  pc_classify_failure(t, t->context.reference_limit, false);
 }
 
 void pc_run_accept_indeterminate(pc_run *run, bool accept) {

@@ -109,20 +109,26 @@ const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap) {
     break;
   case PC_DIAG_NOISE:
     snprintf(buf, cap,
-             d->axis ? "noise-like, consistent with amplified rounding (rel_rms %.3g); a "
-                       "reference run (--reference) can decide"
-                     : "noise-like, consistent with amplified rounding (rel_rms %.3g)",
+             d->axis ? "noise-like, no pattern proven (rel_rms %.3g); a reference run "
+                       "(--reference) or an envelope (--envelope) can decide"
+                     : "noise-like, no pattern proven (rel_rms %.3g)",
              v);
     break;
   case PC_DIAG_NO_DIGITS:
     snprintf(buf, cap,
-             "no significant digit left (%.3g of the value's size): a bug and honest drift "
-             "look alike here",
-             v);
+             "no significant digit left: the honest %s is %.3g of the value's size, so a bug "
+             "and honest drift look alike here",
+             d->axis == 2 ? "spread measured by the envelope" : "allowance", v);
     break;
   case PC_DIAG_BEYOND:
-    snprintf(buf, cap, "%.3g x the honest %s (it passes within %.3g x), no pattern proven", v,
-             d->axis == 2 ? "envelope" : "bound", d->limit);
+    if (d->axis == 2)
+      snprintf(buf, cap, "%.3g x the honest envelope (it passes within %.3g x), no pattern proven",
+               v, d->limit);
+    else
+      snprintf(
+          buf, cap, "%.3g x the honest bound (rel_rms %.3g, allowed %.3g), no pattern proven%s", v,
+          d->statistic, d->limit,
+          d->axis ? "; a reference run (--reference) or an envelope (--envelope) can decide" : "");
     break;
   case PC_DIAG_LOCALIZED:
     snprintf(buf, cap,
