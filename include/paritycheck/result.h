@@ -153,8 +153,9 @@ typedef struct pc_stats {
   double q_rel[PC_NQUANTILES];       /* approximations from a log-bucketed histogram, */
   double q_ulp[PC_NQUANTILES];       /* docs/metrics.md says how close */
   pc_evidence ev;                    /* the judge's structural evidence */
-  /* With an envelope's per-element bound e (pc_envelope_fig): over finite pairs, the elements
-   * where |b - a| > elem_factor (s e_i + floor), and the largest |b - a| / (s e_i + floor). */
+  /* With an envelope's per-element bound e (pc_envelope_fig): over finite pairs, with
+   * bound_i = s e_i + floor + 2 grid_u |a_i|, the elements where |b - a| > elem_factor bound_i,
+   * and the largest |b - a| / bound_i. */
   uint64_t env_beyond;
   double env_max_ratio;
 } pc_stats;
@@ -190,7 +191,8 @@ typedef enum pc_criterion {
   PC_CRIT_ENVELOPE,  /* B's RMS distance to A beyond the measured envelope (pc_envelope_fig):
                         value: RMS(b - a) / its floor; limit: the pass factor */
   PC_CRIT_ENVELOPE_ELEMENTS, /* elements far beyond their own envelope: value: the largest
-                                |b - a| / (s e_i + floor); limit: the element factor */
+                                |b - a| / bound_i (pc_stats.env_max_ratio); limit: the
+                                element factor */
   /* Product metrics, in pc_metric order (PC_CRIT_METRIC_ + m): value: the metric; limit: the
    * tolerance's minimum (pc_metric_is_floor) or maximum. */
   PC_CRIT_METRIC_,
@@ -309,7 +311,8 @@ typedef struct pc_envelope_fig {
                          sqrt(sigma^2 + (u_A rms_a)^2), what B is judged against */
   double factor;      /* the pass factor: RMS(b - a) <= factor floor */
   double scale;       /* s: an element's bound is s e_i (its members' RMS error, rounded up) */
-  double elem_factor; /* an element fails beyond elem_factor (s e_i + floor) */
+  double elem_factor; /* an element fails beyond elem_factor (s e_i + floor + 2 grid_u |a_i|) */
+  double grid_u;      /* the unit roundoff of the arithmetic emulated (the root's `emulate`) */
   double rms_a;       /* RMS(A) the envelope was measured on (checked against A's) */
 } pc_envelope_fig;
 

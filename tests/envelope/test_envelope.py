@@ -46,13 +46,13 @@ def f16_up(x):
     return h
 
 
-def write_envelope(path, a, members, tensors=None, version=1):
+def write_envelope(path, a, members, tensors=None, version=1, emulate="float32"):
     """The sidecar of docs/envelope.md for A's datasets `a` (name -> array) and K member dumps."""
     k = len(members)
     with h5py.File(path, "w", track_order=True) as f:
         f.attrs["paritycheck_envelope"] = version
         f.attrs["members"] = k
-        f.attrs["emulate"] = "float32"
+        f.attrs["emulate"] = emulate
         f.attrs["policy"] = "fp32"
         f.attrs["seed"] = 0
         f.attrs["torch_version"] = "none"
@@ -179,6 +179,36 @@ def test_localized():
     check("the untouched tensor passes", tensors(rep)["/x"]["verdict"] == "pass")
 
 
+def bf16(x):
+    """x (float32) rounded to bfloat16, to nearest even, as float32."""
+    u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return (((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)).view(np.float32)
+
+
+def test_grid_step_per_element():
+    """B = A rounded to bfloat16 moves every element by at most half a bfloat16 step, 2^-9 |a|.
+    Members 1e-7 apart: emulating float32, most elements are far beyond their bound (localized);
+    emulating bfloat16, each bound holds one step of B's grid, 2 x 2^-8 |a_i|, four times the
+    move: no element beyond (docs/envelope.md). An unknown `emulate` is an error."""
+    tiny = [noisy(1e-7, 500 + k) for k in range(8)]
+    b = {k: bf16(v) for k, v in A.items()}
+    d = setup("grid32", b, members=tiny)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    t = tensors(rep)["/x"]
+    check("emulating float32: B on the bfloat16 grid is localized", t["diagnosis"]["kind"] ==
+          "localized" and t["envelope"]["beyond"] > 0, t.get("diagnosis"))
+    d = setup("grid16", b, members=tiny, emulate="bfloat16")
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    for name, t in tensors(rep).items():
+        check("%s: emulating bfloat16: no element beyond, grid_u 2^-8" % name,
+              t["envelope"]["beyond"] == 0 and t["envelope"]["grid_u"] == 2.0 ** -8,
+              t["envelope"])
+    d = setup("gridbad", b, members=tiny, emulate="float8")
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("emulate float8: exit 2 naming the attribute", p.returncode == 2 and
+          "emulate" in p.stderr, p.stderr)
+
+
 def test_exact_structure_within_a_wide_envelope():
     """Members 60 % off (no digits): B zeroed still fails (exact), B within passes."""
     wide = [noisy(0.6, 200 + k) for k in range(8)]
@@ -268,7 +298,8 @@ def test_threads_and_blocks_identical():
 if __name__ == "__main__":
     os.makedirs(WORK, exist_ok=True)
     sys.exit(run_tests([test_honest_passes, test_five_sigma_fails, test_law_closed_form_k2,
-                        test_localized, test_exact_structure_within_a_wide_envelope,
+                        test_localized, test_grid_step_per_element,
+                        test_exact_structure_within_a_wide_envelope,
                         test_indeterminate_only_where_spread_has_no_digits, test_another_a,
                         test_b_sidecar_ignored_and_no_envelope, test_bad_envelope_fails_closed,
                         test_folders_pair_no_sidecar, test_threads_and_blocks_identical]))

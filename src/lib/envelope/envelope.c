@@ -14,7 +14,32 @@ struct pc_envelope {
   pc_file *f;
   uint32_t members;
   uint64_t tensors;
+  double grid_u; /* the unit roundoff of `emulate` */
 };
+
+/* The arithmetic an envelope emulates (root attribute `emulate`) and its unit roundoff. */
+static const struct {
+  const char *name;
+  double u;
+} pc_emulated[] = {{"bfloat16", 0x1p-8},
+                   {"float16", 0x1p-11},
+                   {"tf32", 0x1p-11},
+                   {"float32", 0x1p-24},
+                   {"float64", 0x1p-53}};
+
+static bool pc_emulated_u(const pc_envelope *env, double *u) {
+  for (size_t i = 0; i < pc_file_attr_count(env->f); i++) {
+    const pc_attr *at = pc_file_attr(env->f, i);
+    if (strcmp(at->name, "emulate") != 0)
+      continue;
+    for (size_t k = 0; k < sizeof pc_emulated / sizeof pc_emulated[0]; k++)
+      if (strcmp(at->value, pc_emulated[k].name) == 0) {
+        *u = pc_emulated[k].u;
+        return true;
+      }
+  }
+  return false;
+}
 
 /* A root attribute as a number, or false when it is absent or not a finite number. */
 static bool pc_root_number(pc_envelope *env, const char *name, double *out) {
@@ -50,6 +75,11 @@ static int pc_envelope_check_root(pc_envelope *env, const char *path, pc_error *
     return pc_error_set(err, PC_EIO,
                         "%s: root attribute tensors must count the envelope's datasets (%zu)", path,
                         pc_file_count(env->f));
+  if (!pc_emulated_u(env, &env->grid_u))
+    return pc_error_set(err, PC_EIO,
+                        "%s: root attribute emulate must name bfloat16, float16, tf32, float32 "
+                        "or float64",
+                        path);
   env->members = (uint32_t)members;
   env->tensors = (uint64_t)tensors;
   return PC_OK;
@@ -146,6 +176,7 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
     pc_envelope_law(fig, rms, env->members, a->count, env->tensors);
     fig->scale = scale;
     fig->rms_a = rms_a;
+    fig->grid_u = env->grid_u;
     *bound = d;
   }
   free(rms);

@@ -60,9 +60,9 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
  * (docs/tolerance-model.md, "Envelope"). */
 void pc_envelope_law(pc_envelope_fig *fig, const double *d, size_t k, uint64_t n, uint64_t tensors);
 
-/** The per-element test of n pairs (a, b) with their bounds e (decoded: the bound is
- * fig->scale e_i), added to part->env_beyond and part->env_max_ratio: over pairs where a and b
- * are finite, ratio_i = |b_i - a_i| / (scale e_i + floor) (0 / 0 = 0, x / 0 = inf). */
+/** The per-element test of n pairs (a, b) with their bounds e (decoded), added to
+ * part->env_beyond and part->env_max_ratio: over pairs where a and b are finite,
+ * ratio_i = |b_i - a_i| / (scale e_i + floor + 2 grid_u |a_i|) (0 / 0 = 0, x / 0 = inf). */
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
                       const pc_envelope_fig *fig);
 

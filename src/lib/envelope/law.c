@@ -13,8 +13,12 @@
  *
  * Per element, r_i = RMS over members of (m_k,i - a_i) is an RMS of K samples of the element's
  * own error: (b_i - a_i) / r_i follows Student's t_K, and the element factor is its quantile at
- * alpha_t / n over the tensor's n elements. Both factors are multiplied by PC_ENVELOPE_GAP, the
- * allowance for a backend whose algorithm, not only its rounding, differs. */
+ * alpha_t / n over the tensor's n elements. The bound adds the tensor's floor (an element whose
+ * members happened to agree) and one step of the emulated grid at a_i, 2 u |a_i|: B rounds to
+ * nearest where members round stochastically, and where a_i lies near a grid point all K
+ * members may land on it while B lands one step away (measured on an H200: docs/python.md). Both
+ * factors are multiplied by PC_ENVELOPE_GAP, the allowance for a backend whose algorithm, not only
+ * its rounding, differs. */
 #include "envelope.h"
 
 #include <gsl/gsl_cdf.h>   /* gsl_cdf_chisq_Pinv, gsl_cdf_fdist_Q, gsl_cdf_tdist_Qinv */
@@ -95,7 +99,9 @@ void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const do
     if (!isfinite(a[i]) || !isfinite(b[i]))
       continue;
     double ei = e[i] >= 0 ? e[i] : 0; /* a NaN or negative bound widens nothing */
-    double d = fabs(b[i] - a[i]), bound = (fig->scale > 0 ? fig->scale * ei : 0) + fig->floor;
+    double d = fabs(b[i] - a[i]);
+    double bound =
+        (fig->scale > 0 ? fig->scale * ei : 0) + fig->floor + 2 * fig->grid_u * fabs(a[i]);
     double ratio = d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
     top = ratio > top ? ratio : top;
     beyond += ratio > fig->elem_factor;
