@@ -53,8 +53,10 @@ def _file_tensors(path, prefix, out, file_rank):
                 return
             if name.endswith(".envelope.h5"):
                 return
+            # the elements of a tuple output share their call's execution_index: then the
+            # file's order (creation order, /0 before /1) decides, as in the judge
             ex = int(obj.attrs.get("execution_index", -1))
-            out[prefix + "/" + name] = ((file_rank, ex), np.asarray(obj[()], np.float64))
+            out[prefix + "/" + name] = ((file_rank, ex, len(out)), np.asarray(obj[()], np.float64))
         f.visititems(visit)
 
 

@@ -13,7 +13,8 @@ two backends:
   cuda_bf16  honest = A rounded to bfloat16 (drift d_i > 0 at every tensor); bug "subtle"
              multiplies t3, t4 by 1 + 1e-5 (effect 1e-5, far below bf16 drift: not required);
              bug "late_scale" as above (ratio 1 / d_2: required).
-A second family, "steps", is a two-step trajectory (folders of step_N.h5, N = 2 and 10, so that
+A family "tuple" holds one call's tuple output h/0, h/1 (one execution_index); its bug doubles
+both, and its first tensor is h/0, the first in the file.  A family "steps", is a two-step trajectory (folders of step_N.h5, N = 2 and 10, so that
 a name sort would put step_10 first): its bug triples x in both steps, so its first tensor is
 step_2's x, which a name sort would miss.
 """
@@ -40,10 +41,15 @@ def check(cond, what):
 
 
 def write(path, tensors, dtype=np.float32):
+    """Datasets in order, execution_index 0, 1, ...; "tN/0" and "tN/1" (a tuple output) share
+    one index."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with h5py.File(path, "w", track_order=True) as f:
-        for i, (name, v) in enumerate(tensors.items()):
-            f.create_dataset(name, data=np.asarray(v, dtype)).attrs["execution_index"] = i
+        ex = {}
+        for name, v in tensors.items():
+            call = name.split("/")[0]
+            ex.setdefault(call, len(ex))
+            f.create_dataset(name, data=np.asarray(v, dtype)).attrs["execution_index"] = ex[call]
 
 
 def bf16(x):
@@ -86,8 +92,16 @@ def build(zoo):
             v = S["x"] * factor
             write(os.path.join(st, run, "step_%d.h5" % n), {"x": v},
                   np.float64 if run == "R" else np.float32)
+    tup = os.path.join(zoo, "tuple")
+    T = {"h/0": rng.standard_normal(64).astype(np.float32),
+         "h/1": rng.standard_normal(64).astype(np.float32)}
+    for run, factor in (("A", 1), ("R", 1), ("cuda_fp32/honest", 1), ("cuda_fp32/honest_b", 1),
+                        ("cuda_fp32/both", 2)):
+        write(os.path.join(tup, run + ".h5"), {k: v * factor for k, v in T.items()},
+              np.float64 if run == "R" else np.float32)
     man = {"families": {"toy": {"bugs": {"late_scale": "", "noisy_twin": "", "subtle": ""},
                                 "suffix": ".h5"},
+                        "tuple": {"bugs": {"both": ""}, "suffix": ".h5"},
                         "steps": {"bugs": {"late_step": ""}, "suffix": ""}},
            "backends": {"cpu_fp32": {"policy": "fp32", "profile": None},
                         "cuda_fp32": {"policy": "fp32", "profile": "cpu-vs-cuda-fp32"},
@@ -103,7 +117,8 @@ def test_effects(zoo, A, H):
     check(names == sorted([("toy", "cuda_fp32", ""), ("toy", "cuda_fp32", "late_scale"),
                            ("toy", "cuda_fp32", "noisy_twin"), ("toy", "cuda_bf16", ""),
                            ("toy", "cuda_bf16", "subtle"), ("toy", "cuda_bf16", "late_scale"),
-                           ("steps", "cuda_fp32", ""), ("steps", "cuda_fp32", "late_step")]),
+                           ("steps", "cuda_fp32", ""), ("steps", "cuda_fp32", "late_step"),
+                           ("tuple", "cuda_fp32", ""), ("tuple", "cuda_fp32", "both")]),
           "zoo_runs lists every honest and bug run with a file (%s)" % names)
     eff = ev.effects(runs)
     e = eff[("toy", "cuda_fp32", "late_scale")]
@@ -125,6 +140,9 @@ def test_effects(zoo, A, H):
     e = eff[("steps", "cuda_fp32", "late_step")]
     check(e["tensor"] == "step_2.h5:/x", "trajectory: steps in numeric order, first tensor "
           "step_2.h5:/x (%s)" % e["tensor"])
+    e = eff[("tuple", "cuda_fp32", "both")]
+    check(e["tensor"] == "/h/0", "a tuple output's elements share an execution_index: file "
+          "order decides, /h/0 first (%s)" % e["tensor"])
     return runs, eff
 
 
