@@ -18,6 +18,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE)))
 from checks import check, run_tests  # noqa: E402
+from envelope.envelope_files import write_envelope  # noqa: E402
 
 BIN, WORK = sys.argv[1], sys.argv[2]
 ALPHA, GAP = 0.01, 3.0  # docs/tolerance-model.md, "Envelope"
@@ -36,41 +37,6 @@ def write(path, data):
     with h5py.File(path, "w", track_order=True) as f:
         for k, v in data.items():
             f.create_dataset(k, data=v)
-
-
-def f16_up(x):
-    """x >= 0 rounded up to float16."""
-    h = x.astype(np.float16)
-    low = h.astype(np.float64) < x
-    h[low] = np.nextafter(h[low], np.float16(np.inf))
-    return h
-
-
-def write_envelope(path, a, members, tensors=None, version=1, emulate="float32"):
-    """The sidecar of docs/envelope.md for A's datasets `a` (name -> array) and K member dumps."""
-    k = len(members)
-    with h5py.File(path, "w", track_order=True) as f:
-        f.attrs["paritycheck_envelope"] = version
-        f.attrs["members"] = k
-        f.attrs["emulate"] = emulate
-        f.attrs["policy"] = "fp32"
-        f.attrs["seed"] = 0
-        f.attrs["torch_version"] = "none"
-        f.attrs["reference"] = "a.h5"
-        f.attrs["tensors"] = tensors or len(a)
-        for name, av in a.items():
-            av = av.astype(np.float64)
-            diffs = [m[name].astype(np.float64) - av for m in members]
-            r = np.sqrt(np.mean([d * d for d in diffs], axis=0))
-            s = float(r.max())
-            e = f16_up(r / s) if s > 0 else np.zeros(r.shape, np.float16)
-            ds = f.create_dataset(name, data=e)
-            ds.attrs["member_rms_err"] = np.array([math.sqrt(np.mean(d * d)) for d in diffs])
-            ds.attrs["member_max_abs"] = np.array([float(np.abs(d).max()) for d in diffs])
-            ds.attrs["scale"] = s
-            ds.attrs["a_rms"] = math.sqrt(np.mean(av * av))
-            ds.attrs["count"] = av.size
-            ds.attrs["nonfinite"] = 0
 
 
 def run_json(args):

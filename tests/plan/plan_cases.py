@@ -8,12 +8,16 @@ Cases:
             are 3 processes or more), a gzip-chunked one, complex, int, float16, a partly
             written (sparse) one, logits judged by product metrics and a float64 scalar;
   shards    two folders of 4 shards of real dumps (attention, mixer, rnn, reductions), with a
-            file only in B and a file that is not a dump.
+            file only in B and a file that is not a dump;
+  envelope  a pair whose A carries an envelope sidecar, its large tensor (cut into parts) with
+            three elements beyond their per-element bound (issue 36).
 """
 import json
 import os
 import shutil
 import subprocess
+
+import sys
 
 import h5py
 import numpy as np
@@ -21,6 +25,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 REAL = os.path.join(ROOT, "fixtures", "real")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from envelope.envelope_files import write_envelope  # noqa: E402
 TF32 = os.path.join(ROOT, "tolerances", "tf32.yaml")
 
 # Every file a run writes besides its text report on stdout, with the CLI option that writes it.
@@ -79,6 +85,22 @@ def _write_shards(root):
     shutil.copy(os.path.join(REAL, "rnn_cuda_tf32.h5"), os.path.join(root, "B", "extra.h5"))
 
 
+def _write_enveloped(root):
+    """A pair whose A carries an envelope sidecar (docs/envelope.md): 4 members 1e-5 apart; B
+    within it but for 3 elements of the big tensor (the per-element test, cut across ranks)."""
+    rng = np.random.default_rng(36)
+    a = {"/act/big": rng.standard_normal((64, 128, 130)).astype(np.float32),
+         "/head/logits": rng.standard_normal((64, 100)).astype(np.float32)}
+    members = [{k: _drift(rng, v, 1e-5) for k, v in a.items()} for _ in range(4)]
+    b = {k: _drift(rng, v, 1e-5) for k, v in a.items()}
+    b["/act/big"].flat[[7, 500000, 1000000]] += 1.0
+    for path, side in (("a.h5", a), ("b.h5", b)):
+        with h5py.File(os.path.join(root, path), "w") as f:
+            for k, v in side.items():
+                f[k] = v
+    write_envelope(os.path.join(root, "a.envelope.h5"), a, members)
+
+
 def make_cases(tmp):
     """{name: (a, b, cli_args)}; cli_args hold the tolerance files and the block size."""
     big = os.path.join(tmp, "big")
@@ -90,6 +112,9 @@ def make_cases(tmp):
         f.write(METRICS_YAML)
     shards = os.path.join(tmp, "shards")
     _write_shards(shards)
+    env = os.path.join(tmp, "enveloped")
+    os.makedirs(env, exist_ok=True)
+    _write_enveloped(env)
     return {
         "real": (os.path.join(REAL, "attention_cpu_fp32.h5"),
                  os.path.join(REAL, "attention_cuda_tf32.h5"), ["-t", TF32]),
@@ -97,6 +122,8 @@ def make_cases(tmp):
                 ["-t", TF32, "-t", metrics, "--block-elems", "4096"]),
         "shards": (os.path.join(shards, "A"), os.path.join(shards, "B"),
                    ["-t", TF32, "--block-elems", "2048"]),
+        "envelope": (os.path.join(env, "a.h5"), os.path.join(env, "b.h5"),
+                     ["--block-elems", "4096"]),
     }
 
 

@@ -263,6 +263,8 @@ static int pc_merge_record(pc_plan *p, pc_rbuf *r) {
   free(scratch.note);
   if (!ok)
     return PC_ENOMEM;
+  if (npieces > 1) /* every part carries the envelope the runner attached (the walk did not) */
+    pc_run_at(p->run, tensor)->envelope = scratch.envelope;
   if (npieces > 1)
     pc_skip_part(r);
   if (r->bad)

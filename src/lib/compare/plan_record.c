@@ -8,7 +8,7 @@ enum { PC_PLAN_LAYOUT = 1 }; /* the version of what follows the magic */
 
 static void pc_layout(uint64_t sig[7]) {
   sig[0] = PC_PLAN_LAYOUT;
-  sig[1] = sizeof(pc_tol) + sizeof(pc_envelope_fig);
+  sig[1] = sizeof(pc_tol) + sizeof(pc_envelope_fig) + sizeof(pc_diagnosis);
   sig[2] = sizeof(pc_stats);
   sig[3] = sizeof(pc_metric_result) * PC_METRIC_COUNT_;
   sig[4] = sizeof(pc_reason) * PC_CRIT_COUNT_;
@@ -41,6 +41,7 @@ void pc_record_put_tensor(pc_wbuf *w, const pc_tensor *t) {
   pc_wbuf_put(w, t->metrics, sizeof t->metrics);
   pc_wbuf_u64(w, t->nreasons);
   pc_wbuf_put(w, t->reasons, t->nreasons * sizeof t->reasons[0]);
+  pc_wbuf_put(w, &t->diagnosis, sizeof t->diagnosis);
 }
 
 /* A bool read as raw bytes holds whatever byte the record had: any nonzero byte reads as true, so
@@ -89,6 +90,12 @@ bool pc_record_get_tensor(pc_rbuf *r, pc_tensor *t) {
   r->bad |= n > PC_CRIT_COUNT_;
   t->nreasons = r->bad ? 0 : (size_t)n;
   pc_rbuf_get(r, t->reasons, t->nreasons * sizeof t->reasons[0]);
+  pc_rbuf_get(r, &t->diagnosis, sizeof t->diagnosis);
+  pc_fix_bool(&t->diagnosis.structural);
+  if ((unsigned)t->diagnosis.kind >= PC_DIAG_COUNT_) {
+    r->bad = true;
+    t->diagnosis.kind = PC_DIAG_NONE;
+  }
   return true;
 }
 
