@@ -28,8 +28,9 @@ static void pc_fill_fold(const pc_kernel_args *k, const pc_dataset *a, const pc_
   else if (a->kind == PC_KIND_INTEGER && b->kind == PC_KIND_INTEGER)
     pc_kernel_int(k, &ia, ua, &ib, ub);
   else if (a->kind == PC_KIND_FLOAT && b->kind == PC_KIND_FLOAT) {
+    const pc_slicing at = {k->base, 0, 0}; /* the signature's sample is by index */
     pc_kernel_float(k, va, vb);
-    pc_evidence_add_f64(k->stats, va, vb, 1, NULL, k->compare != PC_DTYPE_FLOAT64);
+    pc_evidence_add_f64(k->stats, va, vb, 1, &at, k->compare != PC_DTYPE_FLOAT64);
   } else
     pc_kernel_mixed(k, a->kind == PC_KIND_INTEGER ? NULL : va, &ia, ua,
                     b->kind == PC_KIND_INTEGER ? NULL : vb, &ib, ub);
@@ -49,8 +50,9 @@ static void pc_mul_128(uint64_t x, uint64_t n, uint64_t *hi, uint64_t *lo) {
   *hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
 }
 
-/* s = n copies of the one element folded into `one` (count 1), worst included. */
-static void pc_stats_times(pc_stats *s, const pc_stats *one, uint64_t n) {
+/* s = n copies of the one element folded into `one` (count 1), worst included; the run starts
+ * at row-major index `base`. */
+static void pc_stats_times(pc_stats *s, const pc_stats *one, uint64_t n, uint64_t base) {
   *s = *one;
   s->count = one->count * n;
   s->mismatches = one->mismatches * n;
@@ -70,7 +72,7 @@ static void pc_stats_times(pc_stats *s, const pc_stats *one, uint64_t n) {
   s->sum_rel = one->sum_rel * (double)n;
   for (int i = 0; i < PC_ULP_BUCKETS; i++)
     s->ulp_hist[i] = one->ulp_hist[i] * n;
-  pc_evidence_times(&s->ev, n);
+  pc_evidence_times(&s->ev, n, base);
 }
 
 void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset *b, uint64_t n) {
@@ -80,7 +82,7 @@ void pc_fill_run(const pc_kernel_args *k, const pc_dataset *a, const pc_dataset 
   memset(&one, 0, sizeof one);
   pc_kernel_args k1 = {&one, NULL, k->tol, k->compare, k->base, 1};
   pc_fill_fold(&k1, a, b);
-  pc_stats_times(&run, &one, n);
+  pc_stats_times(&run, &one, n, k->base);
   pc_stats_merge(k->stats, &run);
   /* One element is its own worst: worst_* are its abs, rel and ulp. The quantile histograms
    * hold the elements of the ulp sum (all but nan mismatches). */

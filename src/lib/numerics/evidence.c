@@ -1,17 +1,15 @@
 /* Structural evidence (evidence.h): the sums of pc_evidence over one block, in row-major order.
- * One template serves the three stored layouts the stream folds (doubles, float32 bytes,
- * float16 bytes), so that each loop reads its values without a call per element. */
+ * The pairs' terms are computed in vector lanes and added in order by scalar chains
+ * (evidence_lanes.h says how the sums stay exactly those of one scalar loop); this file cuts a
+ * block into ranges of one slice group each, pads the block's ends for the vector code, and
+ * merges blocks. */
 #include "evidence.h"
-#include "kernel_f32.h" /* pc_f16_float */
-#include "numerics.h"   /* pc_dtype_round */
+#include "evidence_lanes.h"
+#include "kernel_f32.h" /* pc_f16_float, pc_f32_can_avx2, pc_f32_can_avx512 */
 
-#include <float.h>  /* FLT_MIN */
-#include <math.h>   /* fabs, fmax, isfinite, INFINITY, NAN */
-#include <string.h> /* memcpy, memset */
-
-/* The smallest normal float16: below it a backend may flush or underflow a value to zero
- * (float16 subnormals, FTZ in float32 and bfloat16), so a zero there is no evidence. */
-static const double PC_ZERO_EVIDENCE_MIN = 0x1p-14;
+#include <math.h>    /* fmax, isfinite, INFINITY, NAN */
+#include <pthread.h> /* pthread_once */
+#include <string.h>  /* memcpy, memset */
 
 static void pc_evidence_reset(pc_evidence *e) {
   memset(e, 0, sizeof *e);
@@ -20,81 +18,134 @@ static void pc_evidence_reset(pc_evidence *e) {
   e->first_a = e->first_b = e->last_a = e->last_b = NAN;
 }
 
-/* Rounds float32 bits to nearest even, keeping the top `keep` bits of the pattern's 32 (16 for
- * bfloat16, 19 for tf32: sign, 8 exponent bits and 7 or 10 mantissa bits). */
-static inline uint32_t pc_round_bits(uint32_t u, int drop) {
-  uint32_t half = (1u << (drop - 1)) - 1, odd = (u >> drop) & 1u;
-  return (u + half + odd) & ~((1u << drop) - 1);
+/* Where the precision signature is counted: a tensor's first PC_SIGNATURE_SAMPLE elements
+ * (evidence.h). The block's pairs below the returned index are in the sample. */
+static size_t pc_signature_end(const pc_slicing *s, size_t n, bool signature) {
+  uint64_t base = s ? s->base : 0;
+  if (!signature || base >= PC_SIGNATURE_SAMPLE)
+    return 0;
+  return PC_SIGNATURE_SAMPLE - base < n ? (size_t)(PC_SIGNATURE_SAMPLE - base) : n;
 }
 
-/* The precision signature of one pair whose a is a float32 value (docs/tolerance-model.md,
- * "Diagnosis"): for bfloat16, float16 and tf32, whether a is off that grid and b is a rounded
- * to it. */
-static inline void pc_signature(pc_evidence *e, float a, float b) {
-  uint32_t ua, ub;
-  memcpy(&ua, &a, sizeof ua);
-  memcpy(&ub, &b, sizeof ub);
-  uint32_t r16 = pc_round_bits(ua, 16), r13 = pc_round_bits(ua, 13);
-  float h = (float)pc_dtype_round(a, PC_DTYPE_FLOAT16);
-  bool off[3] = {r16 != ua, h != a, r13 != ua};
-  bool hit[3] = {r16 == ub, h == b, r13 == ub};
-  for (int k = 0; k < 3; k++) {
-    e->round_cand[k] += off[k];
-    e->round_hit[k] += off[k] & hit[k];
-  }
+/* One block to fold: its layout, values, length and the end of its signature sample. */
+typedef struct pc_ev_block {
+  pc_ev_layout layout;
+  const unsigned char *a, *b;
+  size_t n, sig_end;
+} pc_ev_block;
+
+typedef size_t (*pc_ev_fn)(pc_ev_run *, pc_ev_layout, const unsigned char *, const unsigned char *,
+                           size_t, size_t, size_t);
+
+static pc_ev_fn pc_ev_widest;
+static pthread_once_t pc_ev_widest_once = PTHREAD_ONCE_INIT;
+
+static void pc_ev_pick(void) {
+  pc_ev_widest = pc_f32_run_base_evidence;
+#ifdef PC_HAVE_AVX2
+  if (pc_f32_can_avx512())
+    pc_ev_widest = pc_f32_run_avx512_evidence;
+  else if (pc_f32_can_avx2())
+    pc_ev_widest = pc_f32_run_avx2_evidence;
+#endif
 }
 
-/* What one finite pair is among pc_evidence's classes. */
-typedef enum { PC_PAIR_REST, PC_PAIR_ZEROED, PC_PAIR_ZEROED_SMALL, PC_PAIR_FLIPPED } pc_pair_class;
-
-/* One finite pair's sums; returns its class. */
-static inline pc_pair_class pc_evidence_pair(pc_evidence *e, double a, double b) {
-  double d = b - a;
-  e->pairs++;
-  e->sum_a += a;
-  e->sum_b += b;
-  e->sum_abs_a += fabs(a);
-  e->sum_abs_b += fabs(b);
-  e->min_a = a < e->min_a ? a : e->min_a;
-  e->max_a = a > e->max_a ? a : e->max_a;
-  e->min_b = b < e->min_b ? b : e->min_b;
-  e->max_b = b > e->max_b ? b : e->max_b;
-  e->zeros_a += a == 0;
-  if (b == 0 && fabs(a) >= PC_ZERO_EVIDENCE_MIN) {
-    e->zeroed++;
-    e->zeroed_sq += a * a;
-    return PC_PAIR_ZEROED;
-  }
-  if (b == 0 && fabs(a) >= FLT_MIN) {
-    e->zeroed_small++;
-    e->zeroed_small_sq += a * a;
-    return PC_PAIR_ZEROED_SMALL;
-  }
-  if ((a < 0 && b > 0) || (a > 0 && b < 0)) {
-    e->flipped++;
-    e->flipped_sq += a * a;
-    e->flipped_neg_sq += (a + b) * (a + b);
-    return PC_PAIR_FLIPPED;
-  }
-  e->rest++;
-  e->rest_sq += d * d;
-  e->rest_max = fabs(d) > e->rest_max ? fabs(d) : e->rest_max;
-  return PC_PAIR_REST;
+/* The widest build of the vector part this machine runs, chosen once (kernel.c says why). */
+static pc_ev_fn pc_ev_runner(void) {
+  pthread_once(&pc_ev_widest_once, pc_ev_pick);
+  return pc_ev_widest;
 }
 
-/* A pair's share of its slice group's sums. */
-static inline void pc_slice_pair(pc_evidence *e, int g, double a, double b, pc_pair_class c) {
-  double d2 = (b - a) * (b - a);
-  e->slice_sq[g] += d2;
-  e->slice_a2[g] += a * a;
-  if (c == PC_PAIR_REST) {
-    e->slice_rest[g]++;
-    e->slice_rest_sq[g] += d2;
-    e->slice_rest_max[g] = fabs(b - a) > e->slice_rest_max[g] ? fabs(b - a) : e->slice_rest_max[g];
-  } else if (c == PC_PAIR_ZEROED) {
-    e->slice_zeroed[g]++;
-    e->slice_zeroed_sq[g] += a * a;
+/* Value j of side p of the block, exactly, as a double. */
+static double pc_ev_value(const pc_ev_block *k, const unsigned char *p, size_t j) {
+  if (k->layout == PC_EV_HALF) {
+    uint16_t h;
+    memcpy(&h, p + 2 * j, sizeof h);
+    return pc_f16_float(h);
   }
+  if (k->layout == PC_EV_FLOAT) {
+    float f;
+    memcpy(&f, p + 4 * j, sizeof f);
+    return f;
+  }
+  double d;
+  memcpy(&d, p + 8 * j, sizeof d);
+  return d;
+}
+
+/* Pairs i..i+cnt-1 (cnt <= PC_EV_MAX_STEP): the block's ends and what is left of a range, through
+ * the vector code on a copy in doubles, padded with NaN where there is no pair or no
+ * neighbour (a NaN pair is not finite, a NaN neighbour makes no shifted pair). */
+static void pc_ev_edge(pc_ev_run *r, pc_ev_fn run, const pc_ev_block *k, size_t i, size_t cnt) {
+  double pa[PC_EV_MAX_STEP + 2], pb[PC_EV_MAX_STEP + 2];
+  for (size_t j = 0; j < PC_EV_MAX_STEP + 2; j++) {
+    bool in = i + j >= 1 && i + j - 1 < k->n && j <= cnt + 1; /* a[i + j - 1] */
+    pa[j] = in ? pc_ev_value(k, k->a, i + j - 1) : NAN;
+    pb[j] = j >= 1 && j <= cnt ? pc_ev_value(k, k->b, i + j - 1) : NAN;
+  }
+  size_t sig_n = k->sig_end > i ? k->sig_end - i : 0;
+  run(r, PC_EV_DOUBLE, (const unsigned char *)pa, (const unsigned char *)pb, 1, 1 + PC_EV_MAX_STEP,
+      sig_n < cnt ? sig_n : cnt);
+}
+
+/* Pairs lo..hi-1, all in the run's slice group: the vector code where both neighbours are in
+ * the block, the edges padded. */
+static void pc_ev_range(pc_ev_run *r, pc_ev_fn run, const pc_ev_block *k, size_t lo, size_t hi) {
+  size_t i = lo;
+  if (i == 0) {
+    pc_ev_edge(r, run, k, 0, 1);
+    i = 1;
+  }
+  size_t to = hi < k->n - 1 ? hi : k->n - 1; /* a[to] must be readable */
+  if (i < to) {
+    size_t sig_n = k->sig_end > i ? k->sig_end - i : 0;
+    i = run(r, k->layout, k->a, k->b, i, to, sig_n < to - i ? sig_n : to - i);
+  }
+  for (; i < hi; i += PC_EV_MAX_STEP)
+    pc_ev_edge(r, run, k, i, hi - i < PC_EV_MAX_STEP ? hi - i : PC_EV_MAX_STEP);
+}
+
+/* The ends of a block: its first and last pairs when finite, else NaN. */
+static void pc_ev_ends(pc_evidence *e, const pc_ev_block *k) {
+  double a = pc_ev_value(k, k->a, 0), b = pc_ev_value(k, k->b, 0);
+  bool ok = isfinite(a) && isfinite(b);
+  e->first_a = ok ? a : NAN;
+  e->first_b = ok ? b : NAN;
+  a = pc_ev_value(k, k->a, k->n - 1);
+  b = pc_ev_value(k, k->b, k->n - 1);
+  ok = isfinite(a) && isfinite(b);
+  e->last_a = ok ? a : NAN;
+  e->last_b = ok ? b : NAN;
+}
+
+/* An extreme of the run (zeros as +0) as the scalar loop had it: where it is 0, the first zero
+ * met, with its sign. */
+static double pc_ev_extreme(double x, double first_zero) {
+  return x == 0 ? first_zero : x;
+}
+
+/* A block's evidence into e (reset), one range per slice group. */
+static void pc_ev_fold(pc_evidence *e, const pc_ev_block *k, const pc_slicing *s) {
+  pc_ev_fn run = pc_ev_runner();
+  pc_ev_run r = {e, -1, INFINITY, -INFINITY, INFINITY, -INFINITY, false, false, 0, 0};
+  bool slices = s && s->stride && s->slices >= 2;
+  pc_ev_ends(e, k);
+  for (size_t lo = 0, hi; lo < k->n; lo = hi) {
+    hi = k->n;
+    if (slices) { /* group g holds slices k with k G / slices == g */
+      uint64_t g = (s->base + lo) / s->stride * PC_SLICE_GROUPS / s->slices;
+      uint64_t next = ((g + 1) * s->slices + PC_SLICE_GROUPS - 1) / PC_SLICE_GROUPS;
+      uint64_t end = next * s->stride - s->base;
+      hi = end < k->n ? (size_t)end : k->n;
+      r.group = (int)g;
+    }
+    pc_ev_range(&r, run, k, lo, hi);
+  }
+  e->min_a = pc_ev_extreme(r.min_a, r.zero_a);
+  e->max_a = pc_ev_extreme(r.max_a, r.zero_a);
+  e->min_b = pc_ev_extreme(r.min_b, r.zero_b);
+  e->max_b = pc_ev_extreme(r.max_b, r.zero_b);
+  e->seen = true;
 }
 
 /* Pair (b[i], a[i - s]) of a shift when both lie in the block and all three values are finite. */
@@ -105,96 +156,6 @@ static inline void pc_shift_pair(pc_evidence *e, int k, double ai, double bi, do
   e->shift_pairs[k]++;
   e->shift_sq[k] += ds * ds;
   e->shift_base_sq[k] += d0 * d0;
-}
-
-/* Where a block lies among the slices of the leading axis (pc_slicing): the group of its
- * element i, advanced at each slice's end without a division per element. */
-typedef struct pc_slice_cursor {
-  bool on;
-  uint64_t slice, next; /* the slice of the current element; the block index where it ends */
-  const pc_slicing *s;
-} pc_slice_cursor;
-
-static pc_slice_cursor pc_slice_start(const pc_slicing *s) {
-  pc_slice_cursor c = {s && s->stride && s->slices >= 2, 0, 0, s};
-  if (c.on) {
-    c.slice = s->base / s->stride;
-    c.next = (c.slice + 1) * s->stride - s->base;
-  }
-  return c;
-}
-
-static inline int pc_slice_group(pc_slice_cursor *c, size_t i) {
-  while (i >= c->next) {
-    c->slice++;
-    c->next += c->s->stride;
-  }
-  return (int)(c->slice * PC_SLICE_GROUPS / c->s->slices);
-}
-
-/* The loop over a block: LOAD(j, x) sets double x to a's or b's value j. Non-finite pairs take
- * part only as a block's ends (NaN there: no straddling pair). */
-#define PC_EVIDENCE_LOOP(LOAD_A, LOAD_B, SIG)                                                      \
-  pc_slice_cursor cur = pc_slice_start(slicing);                                                   \
-  for (size_t i = 0; i < n; i++) {                                                                 \
-    double a, b;                                                                                   \
-    LOAD_A(i, a);                                                                                  \
-    LOAD_B(i, b);                                                                                  \
-    bool ok = isfinite(a) && isfinite(b);                                                          \
-    if (i == 0) {                                                                                  \
-      e->first_a = ok ? a : NAN;                                                                   \
-      e->first_b = ok ? b : NAN;                                                                   \
-    }                                                                                              \
-    if (i + 1 == n) {                                                                              \
-      e->last_a = ok ? a : NAN;                                                                    \
-      e->last_b = ok ? b : NAN;                                                                    \
-    }                                                                                              \
-    if (!ok)                                                                                       \
-      continue;                                                                                    \
-    pc_pair_class cls = pc_evidence_pair(e, a, b);                                                 \
-    if (cur.on)                                                                                    \
-      pc_slice_pair(e, pc_slice_group(&cur, i), a, b, cls);                                        \
-    if (SIG)                                                                                       \
-      pc_signature(e, (float)a, (float)b);                                                         \
-    double as;                                                                                     \
-    if (i > 0) {                                                                                   \
-      LOAD_A(i - 1, as);                                                                           \
-      pc_shift_pair(e, PC_SHIFT_FWD, a, b, as);                                                    \
-    }                                                                                              \
-    if (i + 1 < n) {                                                                               \
-      LOAD_A(i + 1, as);                                                                           \
-      pc_shift_pair(e, PC_SHIFT_BACK, a, b, as);                                                   \
-    }                                                                                              \
-  }
-
-static void pc_evidence_f64(pc_evidence *e, const double *va, const double *vb, size_t n,
-                            const pc_slicing *slicing, bool signature) {
-#define LA(j, x) (x) = va[j]
-#define LB(j, x) (x) = vb[j]
-  PC_EVIDENCE_LOOP(LA, LB, signature)
-#undef LA
-#undef LB
-}
-
-/* Value j of a float32 (half false) or float16 bytes block. */
-static inline double pc_load_stored(const unsigned char *r, size_t j, bool half) {
-  if (half) {
-    uint16_t h;
-    memcpy(&h, r + 2 * j, sizeof h);
-    return pc_f16_float(h);
-  }
-  float f;
-  memcpy(&f, r + 4 * j, sizeof f);
-  return f;
-}
-
-static void pc_evidence_bytes(pc_evidence *e, const unsigned char *ra, const unsigned char *rb,
-                              size_t n, const pc_slicing *slicing, bool half) {
-#define LA(j, x) (x) = pc_load_stored(ra, (j), half)
-#define LB(j, x) (x) = pc_load_stored(rb, (j), half)
-  PC_EVIDENCE_LOOP(LA, LB, !half)
-#undef LA
-#undef LB
 }
 
 /* The shifted pairs that straddle dst's last element and src's first. */
@@ -255,8 +216,12 @@ void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src) {
   }
 }
 
-void pc_evidence_times(pc_evidence *e, uint64_t n) {
+void pc_evidence_times(pc_evidence *e, uint64_t n, uint64_t base) {
   double dn = (double)n;
+  /* The signature counts only the pairs of the run inside the sample (evidence.h). */
+  uint64_t sig = base >= PC_SIGNATURE_SAMPLE      ? 0
+                 : PC_SIGNATURE_SAMPLE - base < n ? PC_SIGNATURE_SAMPLE - base
+                                                  : n;
   e->pairs *= n;
   e->sum_a *= dn;
   e->sum_b *= dn;
@@ -273,8 +238,8 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
   e->rest *= n;
   e->rest_sq *= dn;
   for (int k = 0; k < 3; k++) {
-    e->round_cand[k] *= n;
-    e->round_hit[k] *= n;
+    e->round_cand[k] *= sig;
+    e->round_hit[k] *= sig;
   }
   /* n equal pairs hold n - 1 shifted pairs in each direction, each the one pair's difference. */
   if (isfinite(e->first_a) && isfinite(e->first_b) && n > 1)
@@ -285,22 +250,27 @@ void pc_evidence_times(pc_evidence *e, uint64_t n) {
     }
 }
 
-void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n,
-                         const pc_slicing *slicing, bool signature) {
+/* A block into s->ev, after the blocks already there. */
+static void pc_evidence_add(pc_stats *s, const pc_ev_block *k, const pc_slicing *slicing) {
+  if (k->n == 0)
+    return;
   pc_evidence e;
   pc_evidence_reset(&e);
-  pc_evidence_f64(&e, a, b, n, slicing, signature);
-  e.seen = n > 0;
+  pc_ev_fold(&e, k, slicing);
   pc_evidence_merge(&s->ev, &e);
+}
+
+void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n,
+                         const pc_slicing *slicing, bool signature) {
+  pc_ev_block k = {PC_EV_DOUBLE, (const unsigned char *)a, (const unsigned char *)b, n,
+                   pc_signature_end(slicing, n, signature)};
+  pc_evidence_add(s, &k, slicing);
 }
 
 void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned char *b, size_t n,
                            const pc_slicing *slicing, bool half) {
-  pc_evidence e;
-  pc_evidence_reset(&e);
-  pc_evidence_bytes(&e, a, b, n, slicing, half);
-  e.seen = n > 0;
-  pc_evidence_merge(&s->ev, &e);
+  pc_ev_block k = {half ? PC_EV_HALF : PC_EV_FLOAT, a, b, n, pc_signature_end(slicing, n, !half)};
+  pc_evidence_add(s, &k, slicing);
 }
 
 pc_slicing pc_evidence_slicing(const pc_tensor *t, uint64_t base) {

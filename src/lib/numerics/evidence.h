@@ -21,8 +21,15 @@ typedef struct pc_slicing {
  * axes. */
 pc_slicing pc_evidence_slicing(const pc_tensor *t, uint64_t base);
 
+/* The precision signature (round_cand, round_hit) serves only the diagnosis of a failing
+ * tensor (docs/tolerance-model.md, "Diagnosis"), so it is counted over a bounded sample: the
+ * pairs of a tensor's first PC_SIGNATURE_SAMPLE elements in row-major order (every pair of a
+ * tensor up to that size). */
+#define PC_SIGNATURE_SAMPLE ((uint64_t)1 << 16)
+
 /** Fold a block of n pairs of real values (doubles) into s->ev, after the blocks already in it.
- * signature: count the precision signature (a float32 compare dtype). */
+ * signature: count the precision signature (a float32 compare dtype) over the pairs of the
+ * sample; slicing (NULL: none, block at index 0) says where the block lies. */
 void pc_evidence_add_f64(pc_stats *s, const double *a, const double *b, size_t n,
                          const pc_slicing *slicing, bool signature);
 
@@ -34,7 +41,8 @@ void pc_evidence_add_bytes(pc_stats *s, const unsigned char *a, const unsigned c
 /** dst += src, src holding pairs that follow dst's. */
 void pc_evidence_merge(pc_evidence *dst, const pc_evidence *src);
 
-/** e, the evidence of one pair, as that of n copies of it (a fill value's run): no shifts. */
-void pc_evidence_times(pc_evidence *e, uint64_t n);
+/** e, the evidence of one pair, as that of n copies of it (a fill value's run from row-major
+ * index `base`; its signature counted on the copies in the sample). */
+void pc_evidence_times(pc_evidence *e, uint64_t n, uint64_t base);
 
 #endif

@@ -1,0 +1,432 @@
+/* The vector part of the structural evidence (evidence_lanes.h says how its sums stay those of
+ * one scalar loop), in GCC vector extensions so that one source serves every build. PC_EV_RUN
+ * names the function (CMakeLists.txt, pc_f32_variant). */
+#include "evidence_lanes.h"
+
+#include <float.h>  /* FLT_MIN */
+#include <math.h>   /* INFINITY */
+#include <stdint.h> /* int64_t, uint32_t, uint64_t */
+#include <string.h> /* memcpy */
+
+#ifdef __AVX__
+#include <immintrin.h> /* F16C conversions, movemasks */
+#endif
+
+#ifndef PC_EV_RUN
+#error "define PC_EV_RUN (pc_f32_run_base_evidence, ..._avx2_evidence or ..._avx512_evidence)"
+#endif
+
+/* Pairs a step: one 512-bit vector of doubles in the AVX-512 build, else 256 bits (two xmm in
+ * the baseline build). */
+#ifdef __AVX512F__
+#define PC_W 8
+#else
+#define PC_W 4
+#endif
+
+typedef double vd __attribute__((vector_size(PC_W * 8)));
+typedef int64_t vl __attribute__((vector_size(PC_W * 8)));
+typedef uint64_t vq __attribute__((vector_size(PC_W * 8)));
+typedef float vf __attribute__((vector_size(PC_W * 4)));
+typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
+typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
+typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
+
+/* Pairs whose terms are buffered before the scalar chains add them: 11 terms of 8 bytes stay
+ * in the L1 cache. A multiple of every build's step. */
+enum { PC_EV_CHUNK = 128 };
+
+/* The terms of a pair, one row of the buffer each: a, b, |a|, |b| (finite pairs), (b - a)^2 of
+ * a rest pair, the shifted distance and the unshifted one of each shift, and with slices
+ * (b - a)^2 and a^2 of the finite pairs. */
+enum { T_A, T_B, T_AA, T_AB, T_REST, T_SF, T_BF, T_SB, T_BB, T_SL, T_SLA2, PC_EV_NTERMS };
+
+/* Counts and extremes of a run, in lanes. The signature's counts are int32 lanes (their masks
+ * come from float32 compares), added into the state at each chunk's end so they cannot wrap. */
+typedef struct pc_ev_vacc {
+  vq pairs, zeros_a, rest, fwd, back;
+  vi cand[3], hit[3];
+  vd rest_max, min_a, max_a, min_b, max_b;
+} pc_ev_vacc;
+
+static inline vd pc_ev_widen(vf x) {
+#if PC_W == 8
+  return _mm512_cvtps_pd(x);
+#elif defined(__AVX2__)
+  return _mm256_cvtps_pd(x);
+#else
+  return __builtin_convertvector(x, vd);
+#endif
+}
+
+/* double to float32, nearest even: C's (float) conversion. */
+static inline vf pc_ev_narrow(vd x) {
+#if PC_W == 8
+  return _mm512_cvtpd_ps(x);
+#elif defined(__AVX2__)
+  return _mm256_cvtpd_ps(x);
+#else
+  return __builtin_convertvector(x, vf);
+#endif
+}
+
+/* Lanes -1 of a 64-bit mask as int32 lanes -1. */
+static inline vi pc_ev_mask32(vl m) {
+#if PC_W == 8
+  return (vi)_mm512_cvtepi64_epi32((__m512i)m);
+#elif defined(__AVX2__)
+  __m256i low = _mm256_permutevar8x32_epi32((__m256i)m, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+  return (vi)_mm256_castsi256_si128(low);
+#else
+  return __builtin_convertvector(m, vi);
+#endif
+}
+
+static inline bool pc_ev_any(vl m) {
+#if PC_W == 8
+  return _mm512_movepi64_mask((__m512i)m) != 0;
+#elif defined(__AVX__)
+  return _mm256_movemask_pd((__m256d)m) != 0;
+#else
+  int64_t any = 0;
+  for (int l = 0; l < PC_W; l++)
+    any |= m[l];
+  return any != 0;
+#endif
+}
+
+static inline vl pc_ev_finite(vd x) {
+  const vl e = (vl){0} + 0x7FF0000000000000;
+  return ((vl)x & e) != e;
+}
+
+static inline vd pc_ev_select(vl m, vd x, vd y) {
+  return (vd)(((vl)x & m) | ((vl)y & ~m));
+}
+
+#ifndef __F16C__
+/* The float32 values of PC_W float16 patterns, every pattern (kernel_f32.h, pc_f16_float): inf
+ * stays inf and a NaN stays a NaN. */
+static inline vf pc_ev_half(vu h) {
+  vu mag = h & 0x7FFFu, o = mag << 13;
+  vu sub = (vu)(mag < 0x0400u), special = (vu)(mag >= 0x7C00u);
+  o += (112u << 23) + (sub & (1u << 23));
+  vu f = (vu)((vf)o - (vf)(sub & (113u << 23)));
+  f = (special & (0x7F800000u | o)) | (~special & f);
+  return (vf)(f | (h & 0x8000u) << 16);
+}
+
+/* x rounded to float16 (nearest even, beyond the largest finite to inf) and back: what
+ * pc_dtype_round gives for float32 values. Normal results keep the top 10 mantissa bits; below
+ * float16's normal range, adding 0.5 (whose ulp is 2^-24, float16's smallest step) rounds to
+ * a multiple of 2^-24 exactly as float16 does, and subtracting it is exact. */
+static inline vf pc_ev_fp16(vf x) {
+  vu u = (vu)x, mag = u & 0x7FFFFFFFu;
+  vu big = (vu)(mag >= 0x477FF000u), normal = (vu)(mag >= 0x38800000u); /* 65520, 2^-14 */
+  vu rn = (mag + 0xFFFu + ((mag >> 13) & 1u)) & ~0x1FFFu;
+  vu rs = (vu)(((vf)mag + 0.5f) - 0.5f);
+  vu r = (normal & rn) | (~normal & rs);
+  r = (big & 0x7F800000u) | (~big & r);
+  return (vf)(r | (u & 0x80000000u));
+}
+#else
+static inline vf pc_ev_fp16(vf x) {
+#if PC_W == 8
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+  return _mm_cvtph_ps(_mm_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+}
+#endif
+
+/* PC_W float16 patterns at p as float32. */
+static inline vf pc_ev_load_half(const unsigned char *p) {
+#if defined(__F16C__) && PC_W == 8
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+#elif defined(__F16C__)
+  return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
+#else
+  vh h;
+  memcpy(&h, p, sizeof h);
+  return pc_ev_half(__builtin_convertvector(h, vu));
+#endif
+}
+
+/* Values i..i+PC_W-1 of p as doubles, and as float32 into f unless NULL. */
+static inline __attribute__((always_inline)) void
+pc_ev_load(pc_ev_layout layout, const unsigned char *p, size_t i, vd *x, vf *f) {
+  if (layout == PC_EV_DOUBLE) {
+    memcpy(x, p + 8 * i, sizeof *x);
+    if (f)
+      *f = pc_ev_narrow(*x);
+    return;
+  }
+  vf v;
+  if (layout == PC_EV_FLOAT)
+    memcpy(&v, p + 4 * i, sizeof v);
+  else
+    v = pc_ev_load_half(p + 2 * i);
+  if (f)
+    *f = v;
+  *x = pc_ev_widen(v);
+}
+
+/* pc_round_bits of evidence.c's first version: float32 bits to nearest even, `drop` low bits
+ * cleared (16: bfloat16, 13: tf32). */
+static inline vu pc_ev_round_bits(vu u, int drop) {
+  vu half = (vu){0} + ((1u << (drop - 1)) - 1), odd = (u >> drop) & 1u;
+  return (u + half + odd) & ~((1u << drop) - 1);
+}
+
+/* The precision signature of a step (`in`: the finite pairs of the sample, as int32 lanes). */
+static inline __attribute__((always_inline)) void pc_ev_signature(pc_ev_vacc *c, vf fa, vf fb,
+                                                                  vi in) {
+  vu ua = (vu)fa, ub = (vu)fb, r16 = pc_ev_round_bits(ua, 16), r13 = pc_ev_round_bits(ua, 13);
+  vf h = pc_ev_fp16(fa);
+  vi off[3] = {(vi)(r16 != ua), h != fa, (vi)(r13 != ua)};
+  vi hit[3] = {(vi)(r16 == ub), h == fb, (vi)(r13 == ub)};
+  for (int k = 0; k < 3; k++) {
+    c->cand[k] -= off[k] & in;
+    c->hit[k] -= off[k] & hit[k] & in;
+  }
+}
+
+/* The rare classes of a step's pairs (masks zeroed, zsmall, flip), one pair at a time in order:
+ * their sums are chains of their own. */
+static void pc_ev_rare(pc_ev_run *r, vd x, vd y, vl zeroed, vl zsmall, vl flip) {
+  pc_evidence *e = r->e;
+  int g = r->group;
+  for (int l = 0; l < PC_W; l++) {
+    double a = x[l], b = y[l];
+    if (zeroed[l]) {
+      e->zeroed++;
+      e->zeroed_sq += a * a;
+      if (g >= 0) {
+        e->slice_zeroed[g]++;
+        e->slice_zeroed_sq[g] += a * a;
+      }
+    } else if (zsmall[l]) {
+      e->zeroed_small++;
+      e->zeroed_small_sq += a * a;
+    } else if (flip[l]) {
+      e->flipped++;
+      e->flipped_sq += a * a;
+      e->flipped_neg_sq += (a + b) * (a + b);
+    }
+  }
+}
+
+/* The first zero of a side among the lanes of mask z, if none was met before. */
+static inline void pc_ev_first_zero(bool *seen, double *zero, vd v, vl z) {
+  if (*seen || !pc_ev_any(z))
+    return;
+  for (int l = 0; l < PC_W; l++)
+    if (z[l]) {
+      *zero = v[l];
+      *seen = true;
+      return;
+    }
+}
+
+/* Stores term row k of the step at column j: v where mask m, else +0. */
+#define PC_EV_PUT(t, k, j, v, m)                                                                   \
+  do {                                                                                             \
+    vd put_ = (vd)((vl)(v) & (m));                                                                 \
+    memcpy(&(t)[k][j], &put_, sizeof put_);                                                        \
+  } while (0)
+
+/* One step: pairs i..i+PC_W-1, whose terms go to column j of the buffer. sig_left: how many
+ * pairs from i on are in the signature's sample (used when `sig`). */
+static inline __attribute__((always_inline)) void
+pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool sig,
+           const unsigned char *a, const unsigned char *b, size_t i, double (*t)[PC_EV_CHUNK],
+           size_t j, int64_t sig_left) {
+  const vl absmask = (vl){0} + INT64_MAX, inf = (vl){0} + 0x7FF0000000000000;
+  vd x, y, xp, xn;
+  vf fa, fb;
+  pc_ev_load(layout, a, i, &x, sig ? &fa : NULL);
+  pc_ev_load(layout, b, i, &y, sig ? &fb : NULL);
+  pc_ev_load(layout, a, i - 1, &xp, NULL);
+  pc_ev_load(layout, a, i + 1, &xn, NULL);
+  vl ok = pc_ev_finite(x) & pc_ev_finite(y);
+  vd d = y - x, d2 = d * d, ax = (vd)((vl)x & absmask);
+  vl zb = y == 0, big = ax >= PC_ZERO_EVIDENCE_MIN, small = ax >= FLT_MIN;
+  vl zeroed = ok & zb & big, zsmall = ok & zb & ~big & small;
+  vl flip = ok & (((x < 0) & (y > 0)) | ((x > 0) & (y < 0)));
+  vl rare = zeroed | zsmall | flip, rest = ok & ~rare;
+  vl fwd = ok & pc_ev_finite(xp), back = ok & pc_ev_finite(xn);
+  vd sf = y - xp, sb = y - xn;
+  PC_EV_PUT(t, T_A, j, x, ok);
+  PC_EV_PUT(t, T_B, j, y, ok);
+  PC_EV_PUT(t, T_AA, j, ax, ok);
+  PC_EV_PUT(t, T_AB, j, (vl)y & absmask, ok);
+  PC_EV_PUT(t, T_REST, j, d2, rest);
+  PC_EV_PUT(t, T_SF, j, sf * sf, fwd);
+  PC_EV_PUT(t, T_BF, j, d2, fwd);
+  PC_EV_PUT(t, T_SB, j, sb * sb, back);
+  PC_EV_PUT(t, T_BB, j, d2, back);
+  if (slice) {
+    PC_EV_PUT(t, T_SL, j, d2, ok);
+    PC_EV_PUT(t, T_SLA2, j, x * x, ok);
+  }
+  vl za = ok & (x == 0), zbo = ok & zb;
+  c->pairs -= (vq)ok; /* a mask lane is -1 */
+  c->zeros_a -= (vq)za;
+  c->rest -= (vq)rest;
+  c->fwd -= (vq)fwd;
+  c->back -= (vq)back;
+  c->rest_max = pc_ev_select(c->rest_max > (vd)((vl)d & absmask & rest), c->rest_max,
+                             (vd)((vl)d & absmask & rest));
+  /* Extremes with -0 as +0 (x + 0); a pair that is not finite is +inf for the minima, -inf for
+   * the maxima. */
+  vd xz = pc_ev_select(ok, x + 0.0, (vd)inf), yz = pc_ev_select(ok, y + 0.0, (vd)inf);
+  c->min_a = pc_ev_select(xz < c->min_a, xz, c->min_a);
+  c->min_b = pc_ev_select(yz < c->min_b, yz, c->min_b);
+  xz = pc_ev_select(ok, xz, -(vd)inf);
+  yz = pc_ev_select(ok, yz, -(vd)inf);
+  c->max_a = pc_ev_select(xz > c->max_a, xz, c->max_a);
+  c->max_b = pc_ev_select(yz > c->max_b, yz, c->max_b);
+  pc_ev_first_zero(&r->zero_a_seen, &r->zero_a, x, za);
+  pc_ev_first_zero(&r->zero_b_seen, &r->zero_b, y, zbo);
+  if (pc_ev_any(rare))
+    pc_ev_rare(r, x, y, zeroed, zsmall, flip);
+  if (sig && sig_left > 0) {
+    vl lane;
+    for (int l = 0; l < PC_W; l++)
+      lane[l] = l;
+    pc_ev_signature(c, fa, fb, pc_ev_mask32(ok & (lane < sig_left)));
+  }
+}
+
+/* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, interleaved. */
+static inline __attribute__((always_inline)) void
+pc_ev_chains(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice) {
+  pc_evidence *e = r->e;
+  int g = slice ? r->group : 0;
+  double sa = e->sum_a, sb = e->sum_b, saa = e->sum_abs_a, sab = e->sum_abs_b, rs = e->rest_sq;
+  double f0 = e->shift_sq[PC_SHIFT_FWD], f1 = e->shift_base_sq[PC_SHIFT_FWD];
+  double b0 = e->shift_sq[PC_SHIFT_BACK], b1 = e->shift_base_sq[PC_SHIFT_BACK];
+  double l0 = e->slice_sq[g], l1 = e->slice_a2[g], l2 = e->slice_rest_sq[g];
+  for (size_t j = 0; j < m; j++) {
+    sa += t[T_A][j];
+    sb += t[T_B][j];
+    saa += t[T_AA][j];
+    sab += t[T_AB][j];
+    rs += t[T_REST][j];
+    f0 += t[T_SF][j];
+    f1 += t[T_BF][j];
+    b0 += t[T_SB][j];
+    b1 += t[T_BB][j];
+    if (slice) {
+      l0 += t[T_SL][j];
+      l1 += t[T_SLA2][j];
+      l2 += t[T_REST][j];
+    }
+  }
+  e->sum_a = sa;
+  e->sum_b = sb;
+  e->sum_abs_a = saa;
+  e->sum_abs_b = sab;
+  e->rest_sq = rs;
+  e->shift_sq[PC_SHIFT_FWD] = f0;
+  e->shift_base_sq[PC_SHIFT_FWD] = f1;
+  e->shift_sq[PC_SHIFT_BACK] = b0;
+  e->shift_base_sq[PC_SHIFT_BACK] = b1;
+  if (slice) {
+    e->slice_sq[g] = l0;
+    e->slice_a2[g] = l1;
+    e->slice_rest_sq[g] = l2;
+  }
+}
+
+static void pc_ev_vacc_init(pc_ev_vacc *c) {
+  memset(c, 0, sizeof *c);
+  c->min_a = c->min_b = (vd){0} + (double)INFINITY;
+  c->max_a = c->max_b = (vd){0} - (double)INFINITY;
+}
+
+/* The signature's int32 lanes into the state's counts, and cleared. */
+static void pc_ev_flush_signature(pc_evidence *e, pc_ev_vacc *c) {
+  for (int k = 0; k < 3; k++) {
+    for (int l = 0; l < PC_W; l++) {
+      e->round_cand[k] += (uint32_t)c->cand[k][l];
+      e->round_hit[k] += (uint32_t)c->hit[k][l];
+    }
+    c->cand[k] = c->hit[k] = (vi){0};
+  }
+}
+
+static uint64_t pc_ev_hsum(vq v) {
+  uint64_t s = 0;
+  for (int l = 0; l < PC_W; l++)
+    s += v[l];
+  return s;
+}
+
+/* The run's counts and extremes, from the lanes into r and its evidence. */
+static void pc_ev_finish(pc_ev_run *r, const pc_ev_vacc *c) {
+  pc_evidence *e = r->e;
+  uint64_t rest = pc_ev_hsum(c->rest);
+  double rest_max = 0;
+  e->pairs += pc_ev_hsum(c->pairs);
+  e->zeros_a += pc_ev_hsum(c->zeros_a);
+  e->rest += rest;
+  e->shift_pairs[PC_SHIFT_FWD] += pc_ev_hsum(c->fwd);
+  e->shift_pairs[PC_SHIFT_BACK] += pc_ev_hsum(c->back);
+  for (int l = 0; l < PC_W; l++) {
+    rest_max = c->rest_max[l] > rest_max ? c->rest_max[l] : rest_max;
+    r->min_a = c->min_a[l] < r->min_a ? c->min_a[l] : r->min_a;
+    r->max_a = c->max_a[l] > r->max_a ? c->max_a[l] : r->max_a;
+    r->min_b = c->min_b[l] < r->min_b ? c->min_b[l] : r->min_b;
+    r->max_b = c->max_b[l] > r->max_b ? c->max_b[l] : r->max_b;
+  }
+  e->rest_max = rest_max > e->rest_max ? rest_max : e->rest_max;
+  if (r->group >= 0) {
+    e->slice_rest[r->group] += rest;
+    double *m = &e->slice_rest_max[r->group];
+    *m = rest_max > *m ? rest_max : *m;
+  }
+}
+
+/* The run for one setting (each a copy of the loop, so that none is tested per pair). */
+static inline __attribute__((always_inline)) void
+pc_ev_range(pc_ev_run *r, pc_ev_layout layout, bool slice, bool sig, const unsigned char *a,
+            const unsigned char *b, size_t from, size_t end, size_t sig_n) {
+  double t[PC_EV_NTERMS][PC_EV_CHUNK] __attribute__((aligned(64)));
+  pc_ev_vacc c;
+  pc_ev_vacc_init(&c);
+  for (size_t lo = from; lo < end; lo += PC_EV_CHUNK) {
+    size_t hi = end - lo < PC_EV_CHUNK ? end : lo + PC_EV_CHUNK;
+    for (size_t i = lo; i < hi; i += PC_W)
+      pc_ev_step(r, &c, layout, slice, sig, a, b, i, t, i - lo,
+                 (int64_t)sig_n - (int64_t)(i - from));
+    pc_ev_chains(r, t, hi - lo, slice);
+    if (sig)
+      pc_ev_flush_signature(r->e, &c);
+  }
+  pc_ev_finish(r, &c);
+}
+
+size_t PC_EV_RUN(pc_ev_run *r, pc_ev_layout layout, const unsigned char *a, const unsigned char *b,
+                 size_t from, size_t to, size_t sig_n) {
+  size_t end = from + (to - from) / PC_W * PC_W;
+  bool slice = r->group >= 0, sig = sig_n > 0;
+  if (end == from)
+    return end;
+  if (layout == PC_EV_HALF)
+    slice ? pc_ev_range(r, PC_EV_HALF, true, false, a, b, from, end, 0)
+          : pc_ev_range(r, PC_EV_HALF, false, false, a, b, from, end, 0);
+  else if (layout == PC_EV_FLOAT && sig)
+    slice ? pc_ev_range(r, PC_EV_FLOAT, true, true, a, b, from, end, sig_n)
+          : pc_ev_range(r, PC_EV_FLOAT, false, true, a, b, from, end, sig_n);
+  else if (layout == PC_EV_FLOAT)
+    slice ? pc_ev_range(r, PC_EV_FLOAT, true, false, a, b, from, end, 0)
+          : pc_ev_range(r, PC_EV_FLOAT, false, false, a, b, from, end, 0);
+  else if (sig)
+    slice ? pc_ev_range(r, PC_EV_DOUBLE, true, true, a, b, from, end, sig_n)
+          : pc_ev_range(r, PC_EV_DOUBLE, false, true, a, b, from, end, sig_n);
+  else
+    slice ? pc_ev_range(r, PC_EV_DOUBLE, true, false, a, b, from, end, 0)
+          : pc_ev_range(r, PC_EV_DOUBLE, false, false, a, b, from, end, 0);
+  return end;
+}

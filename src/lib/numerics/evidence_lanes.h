@@ -1,0 +1,61 @@
+/* The vector part of the structural evidence (evidence.c drives it). evidence_lanes.c is compiled
+ * three times, as kernel_f32.c is (CMakeLists.txt, pc_f32_variant): pc_f32_run_base_evidence for
+ * baseline x86-64, pc_f32_run_avx2_evidence with AVX2 and F16C, pc_f32_run_avx512_evidence with
+ * AVX-512; evidence.c picks the widest the processor runs. Every build reaches the same state bit
+ * for bit. Internal to the library.
+ *
+ * How the sums stay those of the scalar loop (docs/performance.md, "Evidence in lanes"): every
+ * double sum of pc_evidence is defined as a sum in row-major order (one chain of additions per
+ * sum and block), and the judge tests thresholds on them, so a lane-wise or compensated sum would
+ * move figures by a last bit. The vector code therefore only computes each pair's terms
+ * (squares, masks for the zero, flip and rest classes, the shifted distances), branch-free, PC_W
+ * pairs a step, into a small buffer; a scalar loop then adds a chunk's terms in element order,
+ * one chain per sum, all chains interleaved (the additions are independent, so the loop runs at
+ * the adder's throughput, not its latency). A term that is masked out is +0, and x + 0 = x for
+ * every sum here (none is ever -0), so adding it is skipping it. Counts, maxima and the precision
+ * signature are exact in any order and stay in vector lanes; minima and maxima of a and b treat
+ * -0 and +0 alike, and the first zero met decides the sign where the extreme is 0, as the scalar
+ * loop's strict comparisons do. The rare classes (zeroed, zeroed below float16's normal range,
+ * flipped) are added one pair at a time, in order, in the steps that hold one. */
+#ifndef PC_EVIDENCE_LANES_H
+#define PC_EVIDENCE_LANES_H
+
+#include <paritycheck/result.h>
+
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
+
+/* How a block's values are stored: doubles, float32 or float16 (native byte order). */
+typedef enum { PC_EV_DOUBLE = 0, PC_EV_FLOAT, PC_EV_HALF } pc_ev_layout;
+
+/* A run over part of one block: the block's partial evidence, whose sums and counts the run
+ * continues, and what evidence.c finishes at the block's end. */
+typedef struct pc_ev_run {
+  pc_evidence *e;
+  int group; /* the slice group of every pair of the range, or -1: no slices */
+  /* Extremes of a and b over the finite pairs, -0 taken as +0, and the first zero of each side
+   * (zero_seen: one was met), whose sign the extreme takes where it is 0. */
+  double min_a, max_a, min_b, max_b;
+  bool zero_a_seen, zero_b_seen;
+  double zero_a, zero_b;
+} pc_ev_run;
+
+/** Folds pairs from..end-1 of a and b into r, in order, where end is the last multiple of the
+ * build's step past `from` at most `to`; returns end. Values from-1 and end of a must be
+ * readable (they are the shifted neighbours), so from >= 1 and to < the block's length.
+ * sig_n: the first sig_n pairs from `from` count the precision signature. */
+size_t pc_f32_run_base_evidence(pc_ev_run *r, pc_ev_layout layout, const unsigned char *a,
+                                const unsigned char *b, size_t from, size_t to, size_t sig_n);
+size_t pc_f32_run_avx2_evidence(pc_ev_run *r, pc_ev_layout layout, const unsigned char *a,
+                                const unsigned char *b, size_t from, size_t to, size_t sig_n);
+size_t pc_f32_run_avx512_evidence(pc_ev_run *r, pc_ev_layout layout, const unsigned char *a,
+                                  const unsigned char *b, size_t from, size_t to, size_t sig_n);
+
+/* The widest step of any build: evidence.c's padded edges hold this many pairs. */
+enum { PC_EV_MAX_STEP = 8 };
+
+/* The smallest normal float16: below it a backend may flush or underflow a value to zero
+ * (float16 subnormals, FTZ in float32 and bfloat16), so a zero there is no evidence. */
+#define PC_ZERO_EVIDENCE_MIN 0x1p-14
+
+#endif

@@ -1,0 +1,424 @@
+/* The structural evidence (evidence.h): the vector fold against the plain scalar loop that
+ * defines every sum (the first version of evidence.c, kept here as the oracle, with the
+ * signature's sample rule), bit for bit, on blocks with every class of pair, non-finite values,
+ * slices and block seams; and every vector build against the baseline one. */
+#include "evidence.h"
+#include "evidence_lanes.h"
+#include "kernel_f32.h" /* pc_f16_float, pc_f32_can_avx2, pc_f32_can_avx512 */
+#include "numerics.h"   /* pc_dtype_round */
+
+#include <float.h>  /* FLT_MIN, FLT_MAX */
+#include <math.h>   /* fabs, fmax, isfinite, INFINITY, NAN */
+#include <stdlib.h> /* malloc, free */
+#include <string.h> /* memcpy, memset */
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+/* --- the oracle: one scalar loop, a branch per pair ---------------------------------------- */
+
+static void ref_reset(pc_evidence *e) {
+  memset(e, 0, sizeof *e);
+  e->min_a = e->min_b = INFINITY;
+  e->max_a = e->max_b = -INFINITY;
+  e->first_a = e->first_b = e->last_a = e->last_b = NAN;
+}
+
+static uint32_t ref_round_bits(uint32_t u, int drop) {
+  uint32_t half = (1u << (drop - 1)) - 1, odd = (u >> drop) & 1u;
+  return (u + half + odd) & ~((1u << drop) - 1);
+}
+
+static void ref_signature(pc_evidence *e, float a, float b) {
+  uint32_t ua, ub;
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  uint32_t r16 = ref_round_bits(ua, 16), r13 = ref_round_bits(ua, 13);
+  float h = (float)pc_dtype_round(a, PC_DTYPE_FLOAT16);
+  bool off[3] = {r16 != ua, h != a, r13 != ua}, hit[3] = {r16 == ub, h == b, r13 == ub};
+  for (int k = 0; k < 3; k++) {
+    e->round_cand[k] += off[k];
+    e->round_hit[k] += off[k] & hit[k];
+  }
+}
+
+enum { REST, ZEROED, ZEROED_SMALL, FLIPPED };
+
+static int ref_pair(pc_evidence *e, double a, double b) {
+  double d = b - a;
+  e->pairs++;
+  e->sum_a += a;
+  e->sum_b += b;
+  e->sum_abs_a += fabs(a);
+  e->sum_abs_b += fabs(b);
+  e->min_a = a < e->min_a ? a : e->min_a;
+  e->max_a = a > e->max_a ? a : e->max_a;
+  e->min_b = b < e->min_b ? b : e->min_b;
+  e->max_b = b > e->max_b ? b : e->max_b;
+  e->zeros_a += a == 0;
+  if (b == 0 && fabs(a) >= 0x1p-14) {
+    e->zeroed++;
+    e->zeroed_sq += a * a;
+    return ZEROED;
+  }
+  if (b == 0 && fabs(a) >= FLT_MIN) {
+    e->zeroed_small++;
+    e->zeroed_small_sq += a * a;
+    return ZEROED_SMALL;
+  }
+  if ((a < 0 && b > 0) || (a > 0 && b < 0)) {
+    e->flipped++;
+    e->flipped_sq += a * a;
+    e->flipped_neg_sq += (a + b) * (a + b);
+    return FLIPPED;
+  }
+  e->rest++;
+  e->rest_sq += d * d;
+  e->rest_max = fabs(d) > e->rest_max ? fabs(d) : e->rest_max;
+  return REST;
+}
+
+static void ref_slice(pc_evidence *e, int g, double a, double b, int c) {
+  double d2 = (b - a) * (b - a);
+  e->slice_sq[g] += d2;
+  e->slice_a2[g] += a * a;
+  if (c == REST) {
+    e->slice_rest[g]++;
+    e->slice_rest_sq[g] += d2;
+    e->slice_rest_max[g] = fabs(b - a) > e->slice_rest_max[g] ? fabs(b - a) : e->slice_rest_max[g];
+  } else if (c == ZEROED) {
+    e->slice_zeroed[g]++;
+    e->slice_zeroed_sq[g] += a * a;
+  }
+}
+
+static void ref_shift(pc_evidence *e, int k, double ai, double bi, double as) {
+  if (!isfinite(as))
+    return;
+  double ds = bi - as, d0 = bi - ai;
+  e->shift_pairs[k]++;
+  e->shift_sq[k] += ds * ds;
+  e->shift_base_sq[k] += d0 * d0;
+}
+
+/* A block of n pairs (doubles) into e, the signature on the pairs whose tensor index is below
+ * the sample's end. */
+static void ref_block(pc_evidence *e, const double *a, const double *b, size_t n,
+                      const pc_slicing *s, bool sig) {
+  ref_reset(e);
+  bool on = s && s->stride && s->slices >= 2;
+  for (size_t i = 0; i < n; i++) {
+    bool ok = isfinite(a[i]) && isfinite(b[i]);
+    if (i == 0) {
+      e->first_a = ok ? a[i] : NAN;
+      e->first_b = ok ? b[i] : NAN;
+    }
+    if (i + 1 == n) {
+      e->last_a = ok ? a[i] : NAN;
+      e->last_b = ok ? b[i] : NAN;
+    }
+    if (!ok)
+      continue;
+    int c = ref_pair(e, a[i], b[i]);
+    if (on)
+      ref_slice(e, (int)((s->base + i) / s->stride * PC_SLICE_GROUPS / s->slices), a[i], b[i], c);
+    if (sig && (s ? s->base : 0) + i < PC_SIGNATURE_SAMPLE)
+      ref_signature(e, (float)a[i], (float)b[i]);
+    if (i > 0)
+      ref_shift(e, PC_SHIFT_FWD, a[i], b[i], a[i - 1]);
+    if (i + 1 < n)
+      ref_shift(e, PC_SHIFT_BACK, a[i], b[i], a[i + 1]);
+  }
+  e->seen = n > 0;
+}
+
+/* --- data ----------------------------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+
+static uint64_t rnd(void) { /* xorshift64* */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1Du;
+}
+
+static double unif(void) {
+  return (double)(rnd() >> 11) * 0x1p-53;
+}
+
+/* One value of A: mostly ordinary, with zeros of both signs, tiny and huge values, values at
+ * float16's overflow and bfloat16's grid, and non-finite ones. */
+static double value_a(bool wide) {
+  int k = (int)(rnd() % 40);
+  double s = rnd() & 1 ? -1 : 1;
+  switch (k) {
+  case 0:
+    return 0.0;
+  case 1:
+    return -0.0;
+  case 2:
+    return s * (FLT_MIN + unif() * 0x1p-15); /* below float16's normal range */
+  case 3:
+    return s * unif() * 0x1p-130; /* float32 subnormal */
+  case 4:
+    return s * (65504 + unif() * 40); /* around float16's overflow */
+  case 5:
+    return rnd() % 4 ? INFINITY * s : NAN;
+  case 6:
+    return wide ? s * FLT_MAX * (1 + unif()) : s; /* beyond float32 */
+  case 7:
+    return s * (double)(float)(unif() * 0x1p-20); /* float16 subnormal range */
+  default:
+    return s * (double)(float)(unif() * 4);
+  }
+}
+
+/* B for a given a: equal, drifted, zeroed, flipped, negated, rounded to a coarser grid. */
+static double value_b(double a) {
+  int k = (int)(rnd() % 16);
+  switch (k) {
+  case 0:
+    return a;
+  case 1:
+    return rnd() & 1 ? 0.0 : -0.0;
+  case 2:
+    return -a * (1 + 1e-3 * unif());
+  case 3:
+    return pc_dtype_round(a, PC_DTYPE_BFLOAT16);
+  case 4:
+    return pc_dtype_round(a, PC_DTYPE_FLOAT16);
+  case 5:
+    return value_a(false);
+  default:
+    return (double)(float)(a * (1 + 1e-6 * (unif() - 0.5)));
+  }
+}
+
+typedef struct block {
+  size_t n;
+  double *a, *b;          /* as doubles (float32 or float16 values where stored so) */
+  unsigned char *ra, *rb; /* stored: float32 or float16 bytes */
+} block;
+
+/* n pairs stored as `layout`, values exact in it. */
+static block make_block(size_t n, pc_ev_layout layout) {
+  block k = {n, malloc(8 * n + 8), malloc(8 * n + 8), malloc(8 * n + 8), malloc(8 * n + 8)};
+  for (size_t i = 0; i < n; i++) {
+    double a = value_a(layout == PC_EV_DOUBLE), b = value_b(a);
+    if (layout == PC_EV_FLOAT) {
+      float fa = (float)a, fb = (float)b;
+      memcpy(k.ra + 4 * i, &fa, 4);
+      memcpy(k.rb + 4 * i, &fb, 4);
+      a = fa;
+      b = fb;
+    } else if (layout == PC_EV_HALF) {
+      uint16_t ha = (uint16_t)rnd(), hb = rnd() % 3 ? ha ^ (uint16_t)(rnd() % 4) : (uint16_t)rnd();
+      if (rnd() % 8 == 0)
+        hb = ha ^ 0x8000u; /* negated */
+      memcpy(k.ra + 2 * i, &ha, 2);
+      memcpy(k.rb + 2 * i, &hb, 2);
+      a = pc_f16_float(ha);
+      b = pc_f16_float(hb);
+    }
+    k.a[i] = a;
+    k.b[i] = b;
+  }
+  return k;
+}
+
+static void free_block(block *k) {
+  free(k->a);
+  free(k->b);
+  free(k->ra);
+  free(k->rb);
+}
+
+/* --- comparison ----------------------------------------------------------------------------- */
+
+#define SAME_BITS(f)                                                                               \
+  do {                                                                                             \
+    if (memcmp(&x->f, &y->f, sizeof x->f) != 0) {                                                  \
+      print_error("%s: field %s differs\n", what, #f);                                             \
+                                                                                                   \
+      fail();                                                                                      \
+    }                                                                                              \
+  } while (0)
+
+static void same_evidence(const pc_evidence *x, const pc_evidence *y, const char *what) {
+  SAME_BITS(seen);
+  SAME_BITS(pairs);
+  SAME_BITS(sum_a);
+  SAME_BITS(sum_b);
+  SAME_BITS(sum_abs_a);
+  SAME_BITS(sum_abs_b);
+  SAME_BITS(min_a);
+  SAME_BITS(max_a);
+  SAME_BITS(min_b);
+  SAME_BITS(max_b);
+  SAME_BITS(zeros_a);
+  SAME_BITS(zeroed);
+  SAME_BITS(zeroed_sq);
+  SAME_BITS(zeroed_small);
+  SAME_BITS(zeroed_small_sq);
+  SAME_BITS(flipped);
+  SAME_BITS(flipped_sq);
+  SAME_BITS(flipped_neg_sq);
+  SAME_BITS(rest);
+  SAME_BITS(rest_sq);
+  SAME_BITS(rest_max);
+  SAME_BITS(shift_pairs);
+  SAME_BITS(shift_sq);
+  SAME_BITS(shift_base_sq);
+  SAME_BITS(first_a);
+  SAME_BITS(first_b);
+  SAME_BITS(last_a);
+  SAME_BITS(last_b);
+  SAME_BITS(slice_sq);
+  SAME_BITS(slice_a2);
+  SAME_BITS(slice_rest);
+  SAME_BITS(slice_rest_sq);
+  SAME_BITS(slice_rest_max);
+  SAME_BITS(slice_zeroed);
+  SAME_BITS(slice_zeroed_sq);
+  SAME_BITS(round_cand);
+  SAME_BITS(round_hit);
+}
+
+/* The library's fold of block k (split into pieces at `cuts`, merged in order) against the
+ * oracle's blocks merged the same way. `sig` applies to doubles: float32 bytes always count the
+ * signature, float16 bytes never. */
+static void check_block(const block *k, pc_ev_layout layout, pc_slicing sl, bool sig,
+                        const size_t *cuts, int ncuts) {
+  pc_stats got, want;
+  memset(&got, 0, sizeof got);
+  memset(&want, 0, sizeof want);
+  for (int c = 0; c <= ncuts; c++) {
+    size_t lo = c ? cuts[c - 1] : 0, hi = c < ncuts ? cuts[c] : k->n;
+    pc_slicing at = sl;
+    at.base += lo;
+    if (layout == PC_EV_DOUBLE)
+      pc_evidence_add_f64(&got, k->a + lo, k->b + lo, hi - lo, &at, sig);
+    else {
+      size_t es = layout == PC_EV_HALF ? 2 : 4;
+      pc_evidence_add_bytes(&got, k->ra + es * lo, k->rb + es * lo, hi - lo, &at,
+                            layout == PC_EV_HALF);
+    }
+    pc_evidence e;
+    ref_block(&e, k->a + lo, k->b + lo, hi - lo, &at,
+              layout == PC_EV_FLOAT || (sig && layout == PC_EV_DOUBLE));
+    pc_evidence_merge(&want.ev, &e);
+  }
+  same_evidence(&got.ev, &want.ev,
+                layout == PC_EV_DOUBLE  ? "f64"
+                : layout == PC_EV_FLOAT ? "f32"
+                                        : "f16");
+}
+
+/* Every length up to 70 and longer random blocks, each layout, with and without slices and
+ * the signature, cut into pieces or not. */
+static void test_against_oracle(void **state) {
+  (void)state;
+  static const pc_ev_layout layouts[3] = {PC_EV_DOUBLE, PC_EV_FLOAT, PC_EV_HALF};
+  for (int round = 0; round < 400; round++) {
+    size_t n = round < 70 ? (size_t)round : 70 + rnd() % 3000;
+    for (int l = 0; l < 3; l++) {
+      block k = make_block(n, layouts[l]);
+      uint64_t slices = 2 + rnd() % 40, stride = n / slices + 1 + rnd() % 3;
+      pc_slicing plain = {rnd() % 3 ? 0 : PC_SIGNATURE_SAMPLE - rnd() % 200, 0, 0};
+      pc_slicing sliced = {0, stride, slices};
+      size_t cuts[3] = {n / 3, n / 2, n / 2 + rnd() % (n / 2 + 1)};
+      check_block(&k, layouts[l], plain, true, NULL, 0);
+      check_block(&k, layouts[l], plain, false, NULL, 0);
+      check_block(&k, layouts[l], sliced, true, NULL, 0);
+      if (n > 4)
+        check_block(&k, layouts[l], sliced, round % 2, cuts, 3);
+      free_block(&k);
+    }
+  }
+}
+
+/* Runs of every build on the same pairs reach the same state, bit for bit. */
+static void test_builds_agree(void **state) {
+  (void)state;
+  typedef size_t (*fn)(pc_ev_run *, pc_ev_layout, const unsigned char *, const unsigned char *,
+                       size_t, size_t, size_t);
+  fn builds[3] = {pc_f32_run_base_evidence, NULL, NULL};
+#ifdef PC_HAVE_AVX2
+  if (pc_f32_can_avx2())
+    builds[1] = pc_f32_run_avx2_evidence;
+  if (pc_f32_can_avx512())
+    builds[2] = pc_f32_run_avx512_evidence;
+#endif
+  static const pc_ev_layout layouts[3] = {PC_EV_DOUBLE, PC_EV_FLOAT, PC_EV_HALF};
+  for (int l = 0; l < 3; l++) {
+    size_t n = 4099;
+    block k = make_block(n, layouts[l]);
+    const unsigned char *a = layouts[l] == PC_EV_DOUBLE ? (const unsigned char *)k.a : k.ra;
+    const unsigned char *b = layouts[l] == PC_EV_DOUBLE ? (const unsigned char *)k.b : k.rb;
+    pc_evidence base_e;
+    pc_ev_run base_r;
+    memset(&base_e, 0, sizeof base_e);
+    memset(&base_r, 0, sizeof base_r);
+    for (int v = 0; v < 3; v++) {
+      if (!builds[v])
+        continue;
+      pc_evidence e;
+      ref_reset(&e);
+      pc_ev_run r = {&e,        l == 1 ? 3 : -1, INFINITY, -INFINITY, INFINITY,
+                     -INFINITY, false,           false,    0,         0};
+      /* 4096 pairs from 1: a multiple of every build's step, the neighbours in the block. */
+      assert_int_equal(builds[v](&r, layouts[l], a, b, 1, n - 2, 3000), 4097);
+      if (v == 0) {
+        base_e = e;
+        base_r = r;
+        continue;
+      }
+      same_evidence(&e, &base_e, "build");
+      assert_memory_equal(&r.min_a, &base_r.min_a, 4 * sizeof(double));
+      assert_int_equal(r.zero_a_seen, base_r.zero_a_seen);
+      assert_int_equal(r.zero_b_seen, base_r.zero_b_seen);
+      assert_memory_equal(&r.zero_a, &base_r.zero_a, sizeof r.zero_a);
+      assert_memory_equal(&r.zero_b, &base_r.zero_b, sizeof r.zero_b);
+    }
+    free_block(&k);
+  }
+}
+
+/* The signature's sample (evidence.h): a tensor B = A rounded to bfloat16 counts its
+ * candidates only among its first PC_SIGNATURE_SAMPLE elements, whatever the blocks. */
+static void test_signature_sample(void **state) {
+  (void)state;
+  size_t n = PC_SIGNATURE_SAMPLE + 1000;
+  float *a = malloc(4 * n), *b = malloc(4 * n);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = 1.0f + (float)(i % 1000 + 1) * 0x1p-20f; /* off the bfloat16 grid */
+    b[i] = (float)pc_dtype_round(a[i], PC_DTYPE_BFLOAT16);
+  }
+  pc_stats s;
+  memset(&s, 0, sizeof s);
+  for (size_t lo = 0; lo < n; lo += 7777) {
+    size_t m = n - lo < 7777 ? n - lo : 7777;
+    pc_slicing at = {lo, 0, 0};
+    pc_evidence_add_bytes(&s, (const unsigned char *)(a + lo), (const unsigned char *)(b + lo), m,
+                          &at, false);
+  }
+  assert_int_equal(s.ev.pairs, n);
+  assert_int_equal(s.ev.round_cand[0], PC_SIGNATURE_SAMPLE);
+  assert_int_equal(s.ev.round_hit[0], PC_SIGNATURE_SAMPLE);
+  free(a);
+  free(b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_against_oracle),
+      cmocka_unit_test(test_builds_agree),
+      cmocka_unit_test(test_signature_sample),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
