@@ -1534,8 +1534,8 @@ static pc_run diag_run(size_t n, bool accept) {
  * pc_diagnosis_text words it. */
 #define DETAIL "\n               "
 #define INDET_WHY                                                                                  \
-  "rel_rms 0.8 > limit 0.001; diagnosis: no significant digit left (0.8 of the value's size): "    \
-  "a bug and honest drift look alike here"
+  "rel_rms 0.8 > limit 0.001; diagnosis: no significant digit left: the honest allowance is 0.8 "  \
+  "of the value's size, so a bug and honest drift look alike here"
 
 static void test_text_diagnosis(void **state) {
   (void)state;
@@ -1664,8 +1664,8 @@ static void test_junit_diagnosis(void **state) {
       "<failure type=\"drift\" message=\"structure 60 &gt; limit 3; diagnosis: 12.0 % of "
       "elements zeroed\">",
       "<failure type=\"indeterminate\" message=\"rel_rms 0.8 &gt; limit 0.001; diagnosis: no "
-      "significant digit left (0.8 of the value&apos;s size): a bug and honest drift look alike "
-      "here\">"};
+      "significant digit left: the honest allowance is 0.8 of the value&apos;s size, so a bug and "
+      "honest drift look alike here\">"};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   assert_non_null(strstr(text, " failures=\"4\""));
   free(text);
@@ -1707,9 +1707,10 @@ static void test_html_diagnosis(void **state) {
   (void)state;
   pc_run r = diag_run(D_COUNT, false);
   char *text = render_file(pc_report_html, &r, NULL);
-  static const char *const wanted[] = {"class=\"v-indeterminate\">indeterminate</td>",
-                                       "structure 0 &lt; limit 1e-06; diagnosis: scaled by 2.000",
-                                       "no significant digit left (0.8 of the value&apos;s size)"};
+  static const char *const wanted[] = {
+      "class=\"v-indeterminate\">indeterminate</td>",
+      "structure 0 &lt; limit 1e-06; diagnosis: scaled by 2.000",
+      "no significant digit left: the honest allowance is 0.8 of the value&apos;s size"};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   assert_non_null(strstr(text, "<tr class=\"fail\"><td class=\"n\" data-v=\"1\">2</td>"));
   free(text);
