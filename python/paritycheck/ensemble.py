@@ -124,6 +124,7 @@ _TRANSCENDENTAL = {
 # ops that compute nothing: never rounded (views are recognised by their schema: a view must
 # stay a view).  Copies (clone, _to_copy) are rounded under the whole-model policies bf16 and
 # fp16, so that what B stores in its dtype (an input saved by the Dumper) is on B's grid.
+_RUNNING_STATS = ("running_mean", "running_var")
 _MOVEMENT = {"detach", "alias", "lift_fresh", "_unsafe_view", "set_", "resize_", "empty_like",
              "empty", "empty_strided", "new_empty", "new_empty_strided", "_local_scalar_dense",
              "item", "is_same_size", "_has_compatible_shallow_copy_type", "equal"}
@@ -326,10 +327,12 @@ class _Emulation(TorchDispatchMode):
 
     @staticmethod
     def _written(func):
-        """Positions and names of the arguments an op writes (in-place self, out=)."""
+        """Positions and names of the arguments an op writes (in-place self, out=, and a batch
+        norm's running statistics, which native_batch_norm updates in place without saying so
+        in its schema before torch 2: rounded into copies, the model's would never move)."""
         pos, names = set(), set()
         for i, a in enumerate(func._schema.arguments):
-            if a.alias_info is not None and a.alias_info.is_write:
+            if (a.alias_info is not None and a.alias_info.is_write) or a.name in _RUNNING_STATS:
                 (names if a.kwarg_only else pos).add(i)
                 names.add(a.name)
         return pos, names

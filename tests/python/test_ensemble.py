@@ -462,3 +462,19 @@ def test_docs_example(tmp_path):
     with h5py.File(str(tmp_path / "a.envelope.h5"), "r") as f:
         assert f.attrs["members"] == 8 and f.attrs["policy"] == "bf16-autocast"
         assert f["gradients/0.weight"].attrs["scale"] > 0
+
+
+@pytest.mark.parametrize("policy", ["fp32", "tf32", "bf16-autocast"])
+def test_batchnorm_running_stats_move(policy):
+    """A train-mode BatchNorm's running statistics are updated in place by native_batch_norm,
+    whose schema does not mark them written before torch 2: under emulation they must move as in
+    A's run (running_mean = momentum x the batch mean from 0; num_batches_tracked 1), not stay
+    at 0 in a rounded copy (the bug zoo's bn_momentum bug passed its envelope that way)."""
+    torch.manual_seed(0)
+    bn = nn.BatchNorm2d(4)
+    x = torch.randn(2, 4, 5, 5)
+    want = 0.1 * x.mean((0, 2, 3))  # momentum 0.1, running_mean starts at 0
+    with emulate(policy, torch.Generator().manual_seed(1)):
+        bn(x)
+    assert int(bn.num_batches_tracked) == 1
+    assert torch.allclose(bn.running_mean, want, rtol=1e-2, atol=1e-6)
