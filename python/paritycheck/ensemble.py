@@ -326,13 +326,15 @@ class _Emulation(TorchDispatchMode):
         return rule
 
     @staticmethod
-    def _written(func):
-        """Positions and names of the arguments an op writes (in-place self, out=, and a batch
-        norm's running statistics, which native_batch_norm updates in place without saying so
-        in its schema before torch 2: rounded into copies, the model's would never move)."""
+    def _written(func, running=False):
+        """Positions and names of the arguments an op writes (in-place self, out=); with
+        running, also a batch norm's running statistics, which native_batch_norm updates in
+        place without saying so in its schema before torch 2: never perturbed (rounded into
+        copies, the model's would never move), and not the op's result either."""
         pos, names = set(), set()
         for i, a in enumerate(func._schema.arguments):
-            if (a.alias_info is not None and a.alias_info.is_write) or a.name in _RUNNING_STATS:
+            if (a.alias_info is not None and a.alias_info.is_write) or \
+                    (running and a.name in _RUNNING_STATS):
                 (names if a.kwarg_only else pos).add(i)
                 names.add(a.name)
         return pos, names
@@ -391,12 +393,13 @@ class _Emulation(TorchDispatchMode):
     def _apply(self, func, args, kwargs, rule):
         """Run func with its inputs and/or outputs perturbed, as rule = (inputs, outputs)."""
         rin, rout = rule
-        pos, names = self._written(func)
         if rin:
-            args = tuple(a if i in pos else _tree_map(self._perturb, a)
+            keep, keep_names = self._written(func, running=True)
+            args = tuple(a if i in keep else _tree_map(self._perturb, a)
                          for i, a in enumerate(args))
-            kwargs = {k: v if k in names else _tree_map(self._perturb, v)
+            kwargs = {k: v if k in keep_names else _tree_map(self._perturb, v)
                       for k, v in kwargs.items()}
+        pos, names = self._written(func)
         out = func(*args, **kwargs)
         if not rout:
             return out
