@@ -39,7 +39,7 @@ typedef struct pc_name_map {
   const char *to; /* no more '*' than `from` */
 } pc_name_map;
 
-#define PC_OPTIONS_VERSION 4
+#define PC_OPTIONS_VERSION 5
 typedef struct pc_options {
   int version;             /* PC_OPTIONS_VERSION */
   const pc_tolset *tols;   /* required */
@@ -70,11 +70,16 @@ typedef struct pc_options {
   /* A run that compared nothing (no tensor took part, or every one was skipped) is PC_EEMPTY
    * unless this is set: a gate that compared nothing must not pass (docs/robustness.md). */
   bool allow_empty;
+  /* B is the file under test: its tolerance-affecting attributes (reduction_length,
+   * accumulation_dtype, module_type and any attribute a rule's match_attr names) are ignored
+   * unless this is set (CLI --trust-b-metadata; docs/robustness.md, "Trust model"). Set, B's
+   * are used where A has none, and a rule's condition holds on either side's value. */
+  bool trust_b_metadata;
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
   {                                                                                                \
     PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false, NULL, 0, NULL, 0, NULL, 0, NULL, 0,      \
-        false                                                                                      \
+        false, false                                                                               \
   }
 
 /** Compare the tensor dumps at path_a (reference) and path_b (candidate). When both are

@@ -25,6 +25,8 @@ typedef struct pc_pair {
   uint64_t max_memory; /* pc_options.max_memory, its default applied */
   bool quantiles;      /* not pc_options.skip_quantiles */
   bool cross;          /* set by pc_pair_setup: A's and B's dtypes are compared in a third */
+  bool trust_b;        /* pc_options.trust_b_metadata: B's attributes may set its tolerance */
+  size_t ignored_b;    /* tensors so far whose B attributes were ignored (trust.h) */
 } pc_pair;
 
 /** What opening a file under o may spend on metadata (pc_options.max_memory, its default

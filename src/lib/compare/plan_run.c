@@ -196,6 +196,7 @@ static bool pc_task_pair(pc_runner *r, const pc_task *k, pc_tensor *t, pc_stream
     return false;
   }
   r->p = (pc_pair){.fa = r->f[0], .fb = r->f[1], .t = t, .block = r->block, .stream = s};
+  r->p.trust_b = r->o->trust_b_metadata;
   r->p.a = pc_file_find(r->f[0], k->a_path);
   r->p.b = pc_file_find(r->f[1], k->b_path);
   r->p.max_memory = r->o->max_memory ? r->o->max_memory : PC_DEFAULT_MAX_MEMORY;

@@ -988,16 +988,30 @@ static FILE *open_no_wait(const char *path) {
   return f;
 }
 
-int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err) {
-  if (!set || !path)
-    return pc_error_set(err, PC_EUSAGE, "pc_tolset_load_file: no set or no path");
+int pc_tolset_read_file(const char *path, char **text, size_t *len, pc_error *err) {
+  *text = NULL;
+  *len = 0;
+  if (!path)
+    return pc_error_set(err, PC_EUSAGE, "pc_tolset_read_file: no path");
   FILE *f = open_no_wait(path);
   if (!f)
     return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
+  int rc = read_stream(f, path, text, len, err);
+  fclose(f);
+  if (rc < 0) {
+    free(*text);
+    *text = NULL;
+    *len = 0;
+  }
+  return rc;
+}
+
+int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err) {
+  if (!set || !path)
+    return pc_error_set(err, PC_EUSAGE, "pc_tolset_load_file: no set or no path");
   char *buf = NULL;
   size_t len = 0;
-  int rc = read_stream(f, path, &buf, &len, err);
-  fclose(f);
+  int rc = pc_tolset_read_file(path, &buf, &len, err);
   if (rc == PC_OK)
     rc = load_text(set, path, buf, len, false, err);
   free(buf);
