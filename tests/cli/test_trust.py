@@ -314,7 +314,7 @@ def test_widening_parameters_have_maxima():
         a, b = random_pair(fresh('bounds/' + key))
         p = run(['-t', tol, a, b])
         expect_exit('%s: %s' % (key, value), p, 2, '%s:%d:%d:' % (tol, line, col),
-                    "'%s' must be at most" % key)
+                    "'%s' must be <= " % key)
 
 
 def test_elementwise_off_needs_a_metric_that_can_fail():
@@ -327,7 +327,7 @@ def test_elementwise_off_needs_a_metric_that_can_fail():
     write_h5(a, {'/x': np.ones((2, 4), np.float32)})
     write_h5(b, {'/x': np.full((2, 4), np.nan, np.float32)})
     expect_exit('elementwise false, top1_agreement min 0', run(['-t', tol, a, b]), 2,
-                '%s:4:5:' % tol, 'cannot fail')
+                '%s:4:18:' % tol, 'cannot fail')
 
 
 def test_float_against_integer_is_a_dtype_mismatch():

@@ -637,10 +637,6 @@ static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
   bool a = e->path[0] != NULL, b = e->path[1] != NULL;
   if (e->bad[0] || e->bad[1])
     return pc_run_bad_entry(c, e, err);
-  if (strchr(e->rel, ':'))
-    return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED,
-                          "its path holds ':', which separates file and tensor in reports", NULL,
-                          err);
   if (!(a && e->dump[0]) && !(b && e->dump[1]))
     return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED, "not a tensor dump", NULL, err);
   if (!a || !b) {
@@ -661,7 +657,7 @@ static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
 static int pc_entry_side(pc_entry *e, int s, const pc_tree_item *it, const char *root) {
   pc_error why = {PC_OK, ""};
   e->rel = it->rel;
-  if (!(e->path[s] = pc_tree_join(root, it->rel)))
+  if (!(e->path[s] = pc_tree_path(root, it->rel)))
     return PC_ENOMEM;
   if (it->why)
     snprintf(why.message, sizeof why.message, "%s: %s", e->path[s], it->why);

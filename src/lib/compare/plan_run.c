@@ -129,7 +129,7 @@ static bool pc_same_file(const char *x, const char *y) {
 }
 
 static int pc_open_side(pc_runner *r, int side, const char *file, pc_error *e) {
-  char *path = file ? pc_tree_join(r->root[side], file) : NULL;
+  char *path = file ? pc_tree_path(r->root[side], file) : NULL;
   if (file && !path)
     return pc_error_set(e, PC_ENOMEM, "out of memory");
   pc_open_limits lim = pc_options_limits(r->o);
