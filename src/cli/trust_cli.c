@@ -76,11 +76,14 @@ static void where(const char *path, char out[WHERE_MAX]) {
     snprintf(out, WHERE_MAX, "%s/%s", resolved, slash ? slash + 1 : path);
 }
 
-/* Whether output `out` names the same file as `other` (an input or another output). */
+/* Whether output `out` names the same file as `other` (an input or another output). A device
+ * (/dev/null, /dev/full) takes any number of reports and holds no input. */
 static bool aliases(const char *out, const char *other) {
   struct stat so, sx;
   char wo[WHERE_MAX], wx[WHERE_MAX];
   if (!other || strcmp(other, "-") == 0)
+    return false;
+  if (stat(out, &so) == 0 && !S_ISREG(so.st_mode))
     return false;
   if (stat(out, &so) == 0 && stat(other, &sx) == 0)
     return same_inode(&so, &sx);

@@ -139,7 +139,9 @@ bool pc_trust_precision(pc_pair *p, double precision_u, int *rc) {
   pc_tensor *t = p->t;
   double u_b = pc_dtype_unit_roundoff(t->dtype_b);
   *rc = PC_OK;
-  if (!(precision_u > 0) || !pc_dtype_is_float(t->dtype_b) || !(u_b > precision_u))
+  /* B as coarse as A is no choice of B's: both runs kept that precision */
+  if (!(precision_u > 0) || !pc_dtype_is_float(t->dtype_b) || !(u_b > precision_u) ||
+      !(u_b > pc_dtype_unit_roundoff(t->dtype_a)))
     return true;
   snprintf(why, sizeof why,
            "B is %s, coarser than the precision its tolerance claims (%s, unit roundoff %.3g): "

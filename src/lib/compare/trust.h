@@ -25,8 +25,8 @@ int pc_trust_add_note(pc_tensor *t, const char *text);
 int pc_trust_metadata(pc_pair *p);
 
 /** A float B whose logical dtype is coarser than the precision its tolerance claims
- * (precision_u, the `precision` key's unit roundoff; 0: none) cannot be judged at that
- * precision, and its coarseness must not widen the model's terms: the tensor is a
+ * (precision_u, the `precision` key's unit roundoff; 0: none) and than A's cannot be judged at
+ * that precision, and its coarseness must not widen the model's terms: the tensor is a
  * dtype_mismatch saying so. False (verdict set, *rc PC_OK or PC_ENOMEM) when it is one. */
 bool pc_trust_precision(pc_pair *p, double precision_u, int *rc);
 
