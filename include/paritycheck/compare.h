@@ -75,11 +75,16 @@ typedef struct pc_options {
    * where there is one. never beside B. no_envelope: none at all. */
   const char *envelope;
   bool no_envelope;
+  /* B is the file under test: its tolerance-affecting attributes (reduction_length,
+   * accumulation_dtype, module_type and any attribute a rule's match_attr names) are ignored
+   * unless this is set (CLI --trust-b-metadata; docs/robustness.md, "Trust model"). Set, B's
+   * are used where A has none, and a rule's condition holds on either side's value. */
+  bool trust_b_metadata;
 } pc_options;
 #define PC_OPTIONS_INIT                                                                            \
   {                                                                                                \
     PC_OPTIONS_VERSION, NULL, 0, 0, NULL, NULL, 0, false, NULL, 0, NULL, 0, NULL, 0, NULL, 0,      \
-        false, NULL, false                                                                         \
+        false, NULL, false, false                                                                  \
   }
 
 /** Compare the tensor dumps at path_a (reference) and path_b (candidate). When both are

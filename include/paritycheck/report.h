@@ -30,10 +30,18 @@ typedef enum pc_sort {
  * pull-request comment. */
 enum { PC_REPORT_MAX_ROWS = 50 };
 
+/* One setting of the run that every report records, as the caller words it: the CLI gives the
+ * tolerance files with their SHA-256, $PARITYCHECK_TOLERANCES when set and whether B's metadata
+ * was trusted (docs/reports.md, "Settings"). */
+typedef struct pc_report_setting {
+  const char *name;
+  const char *value;
+} pc_report_setting;
+
 /* Options of every writer; a NULL pointer means every default (PC_REPORT_OPTIONS_INIT). A
  * writer refuses (PC_EUSAGE) options of another version; version 1 (without `threads`) is still
- * read, as one thread, and version 2 (without `progress`). */
-#define PC_REPORT_OPTIONS_VERSION 3
+ * read, as one thread, and versions 2 (without `progress`) and 3 (without `settings`). */
+#define PC_REPORT_OPTIONS_VERSION 4
 typedef struct pc_report_options {
   int version;         /* PC_REPORT_OPTIONS_VERSION */
   const char *profile; /* tolerance profile named in headers; NULL means "default" */
@@ -52,9 +60,15 @@ typedef struct pc_report_options {
    * tensors) from a stalled one. Several reports written side by side call it side by side. */
   void (*progress)(void *user);
   void *progress_user;
+  /* Settings every report records, in this order (version 4; may be NULL when n is 0). */
+  const pc_report_setting *settings;
+  size_t nsettings;
 } pc_report_options;
 #define PC_REPORT_OPTIONS_INIT                                                                     \
-  { PC_REPORT_OPTIONS_VERSION, NULL, PC_SORT_WORST, 0, NULL, false, false, false, 0, NULL, NULL }
+  {                                                                                                \
+    PC_REPORT_OPTIONS_VERSION, NULL, PC_SORT_WORST, 0, NULL, false, false, false, 0, NULL, NULL,   \
+        NULL, 0                                                                                    \
+  }
 
 /* Each writer below has this signature: it writes to `path`, or to standard output when path
  * is "-", and returns PC_EIO (naming the path) when it cannot write. A report file is written

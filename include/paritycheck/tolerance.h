@@ -110,6 +110,13 @@ int pc_tolset_load_builtin(pc_tolset *set, pc_error *err);
  * set is unchanged and err->message is "path:line:column: why" (1-based). */
 int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err);
 
+/** The bytes of the tolerance file at `path` as pc_tolset_load_file reads them (a FIFO without
+ * a writer reads as empty instead of blocking; more than 16 MiB is PC_EIO) into *text
+ * (malloc'd, the caller frees it; NULL on error) and *len, for a caller that records what it
+ * loads (a digest) and loads exactly those bytes with pc_tolset_load_string, a pipe included.
+ * PC_EIO naming the file. */
+int pc_tolset_read_file(const char *path, char **text, size_t *len, pc_error *err);
+
 /** As pc_tolset_load_file, from `len` bytes of `text`; `name` stands for the file in messages. */
 int pc_tolset_load_string(pc_tolset *set, const char *name, const char *text, size_t len,
                           pc_error *err);

@@ -90,6 +90,7 @@ import datetime
 import importlib
 import math
 import os
+import pickle
 import platform
 import sys
 import tempfile
@@ -781,10 +782,22 @@ def _state_owners(module):
     return owners
 
 
-def convert(src, out):
-    """A torch.save file (a state dict, or any dict/list/tuple of tensors) as an HDF5 dump; a
-    whole pickled module also gives each tensor its owner's module and module_type."""
-    obj = torch.load(src, map_location="cpu")
+PICKLE_WARNING = ("a whole pickled module is Python code: loading it runs whatever the file's "
+                  "author put in it. Only for files you would execute")
+
+
+def convert(src, out, allow_pickle=False):
+    """A torch.save file (a state dict, or any dict/list/tuple of tensors) as an HDF5 dump.
+    It is loaded with torch.load(weights_only=True), which reads tensors and containers and
+    runs no code. allow_pickle=True loads any pickle, a whole pickled module too (which also
+    gives each tensor its owner's module and module_type): that runs the file's code
+    (PICKLE_WARNING)."""
+    try:
+        obj = torch.load(src, map_location="cpu", weights_only=not allow_pickle)
+    except pickle.UnpicklingError:
+        raise ValueError("%s: holds more than tensors and containers (torch.load with "
+                         "weights_only=True refused it); a whole pickled module needs "
+                         "--allow-pickle: %s" % (src, PICKLE_WARNING)) from None
     owners = None
     if hasattr(obj, "state_dict") and not isinstance(obj, dict):
         owners = _state_owners(obj) if isinstance(obj, nn.Module) else None
@@ -802,8 +815,17 @@ def main(argv=None):
                                      description="Convert a torch.save file to an HDF5 dump.")
         ap.add_argument("src", help="a file written by torch.save (state dict or tensors)")
         ap.add_argument("out", help="the HDF5 file to write")
+        ap.add_argument("--allow-pickle", action="store_true",
+                        help="also load a whole pickled module (torch.save(model)). WARNING: "
+                             + PICKLE_WARNING + ". Without it the file is loaded with "
+                             "weights_only=True, which runs no code")
         a = ap.parse_args(argv[1:])
-        print("wrote %s (%d tensors)" % (a.out, convert(a.src, a.out)))
+        try:
+            n = convert(a.src, a.out, allow_pickle=a.allow_pickle)
+        except ValueError as e:
+            print("%s convert: %s" % (PROG, e), file=sys.stderr)
+            return 2
+        print("wrote %s (%d tensors)" % (a.out, n))
         return 0
     ap = argparse.ArgumentParser(
         prog=PROG,

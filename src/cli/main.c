@@ -7,6 +7,7 @@
 #include "mpi_run.h"
 #include "report_files.h"
 #include "tol_record.h"
+#include "trust_cli.h"
 
 #include <paritycheck/paritycheck.h>
 
@@ -46,7 +47,9 @@ enum {
   OPT_ACCEPT_INDETERMINATE,
   OPT_ALLOW_EMPTY,
   OPT_ENVELOPE,
-  OPT_NO_ENVELOPE
+  OPT_NO_ENVELOPE,
+  OPT_TRUST_B_METADATA,
+  OPT_ALLOW_SAME
 };
 
 /* Options of the names: which tensors take part and how B's are renamed. */
@@ -118,6 +121,8 @@ typedef struct cli {
   bool quiet, no_color, debug;
   bool accept_indeterminate; /* --accept-indeterminate */
   bool allow_empty;          /* --allow-empty: a run that compares nothing may pass */
+  bool trust_b_metadata;     /* --trust-b-metadata: B's attributes may set its tolerance */
+  bool allow_same;           /* --allow-same: A and B may be one file */
   bool done;                 /* --help or --version answered: exit 0 without a comparison */
   size_t block_elems;
   outputs out;
@@ -179,7 +184,14 @@ static void usage(FILE *out) {
         "                         (DDP) turns /module.fc/out into /fc/out\n"
         "      --allow-empty      let a run that compares nothing pass (no tensor in the\n"
         "                         dumps, none left by --include/--exclude, every one\n"
-        "                         skipped); without it such a run is an error (exit 2)\n"
+        "                         skipped), or nothing finite (all NaN, 0 elements);\n"
+        "                         without it such a run is an error (exit 2)\n"
+        "      --allow-same       let A and B be one file or folder (else exit 2)\n"
+        "      --trust-b-metadata let B's attributes (reduction_length, accumulation_dtype,\n"
+        "                         module_type, match_attr) set its tolerance where A has\n"
+        "                         none; B is the file under test, so by default only A's\n"
+        "                         count (docs/robustness.md, \"Trust model\"); recorded in\n"
+        "                         every report\n"
         "      --save-baseline FILE\n"
         "                         write this run's per-tensor figures as a baseline (the\n"
         "                         exit status stays the run's: 1 when it drifts)\n"
@@ -314,6 +326,8 @@ static const struct option long_opts[] = {
     {"map", required_argument, NULL, OPT_MAP},
     {"strip-prefix", required_argument, NULL, OPT_STRIP_PREFIX},
     {"allow-empty", no_argument, NULL, OPT_ALLOW_EMPTY},
+    {"trust-b-metadata", no_argument, NULL, OPT_TRUST_B_METADATA},
+    {"allow-same", no_argument, NULL, OPT_ALLOW_SAME},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0}};
@@ -436,6 +450,10 @@ static int parse_args(int argc, char **argv, cli *c) {
       c->no_color = true;
     } else if (opt == OPT_ALLOW_EMPTY) {
       c->allow_empty = true;
+    } else if (opt == OPT_TRUST_B_METADATA) {
+      c->trust_b_metadata = true;
+    } else if (opt == OPT_ALLOW_SAME) {
+      c->allow_same = true;
     } else if (opt == OPT_BLOCK && !parse_count(optarg, &c->block_elems)) {
       return usage_error("--block-elems wants a whole number from 1 to 2^32", optarg);
     } else if (opt == OPT_MAX_MEMORY && !parse_size(optarg, &c->max_memory)) {
@@ -647,16 +665,14 @@ static int load_profile(const char *name, pc_tolset *tols, pc_cli_tols *rec) {
     return usage_error("--profile wants a name from the profile folder, not a path", name);
   if ((size_t)snprintf(path, sizeof path, "%s/%s.yaml", dir, name) >= sizeof path)
     return usage_error("profile path too long", name);
-  FILE *f = fopen(path, "rb");
-  if (!f && errno == ENOENT)
+  struct stat st;
+  if (stat(path, &st) != 0 && errno == ENOENT)
     return unknown_profile(name, dir);
-  if (f)
-    fclose(f);
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return usage_error("--profile: not a regular file", path);
   char layer[300];
   snprintf(layer, sizeof layer, "profile %s", name);
-  if (pc_tolset_load_file(tols, path, &err) < 0 || pc_cli_tols_add(rec, layer, path, &err) < 0)
-    return fail(&err);
-  return PC_OK;
+  return pc_cli_tols_load(rec, tols, layer, path, &err) < 0 ? fail(&err) : PC_OK;
 }
 
 /* The profile first, then the -t files in their order: a later layer wins. Each is added to
@@ -666,8 +682,7 @@ static int load_tolerances(cli *c, pc_tolset *tols) {
   pc_cli_tols_init(&c->tols);
   int rc = c->profile ? load_profile(c->profile, tols, &c->tols) : PC_OK;
   for (size_t i = 0; rc == PC_OK && i < c->n_tol_files; i++)
-    if (pc_tolset_load_file(tols, c->tol_files[i], &err) < 0 ||
-        pc_cli_tols_add(&c->tols, c->tol_files[i], c->tol_files[i], &err) < 0)
+    if (pc_cli_tols_load(&c->tols, tols, c->tol_files[i], c->tol_files[i], &err) < 0)
       rc = fail(&err);
   return rc;
 }
@@ -727,6 +742,25 @@ static int check_outputs(const cli *c) {
   for (size_t i = 0; rc == PC_OK && i < sizeof files / sizeof files[0]; i++)
     rc = check_output(files[i]);
   return rc;
+}
+
+/* The paths before anything is read: A and B not one file, no report over an input or another
+ * report, no FIFO where a file is read whole (trust_cli.h). */
+static int check_io(const cli *c) {
+  const outputs *o = &c->out;
+  const char *files[] = {c->json, o->markdown, o->junit, o->html, o->save_baseline, o->approve};
+  pc_cli_io io = {.a = c->path_a,
+                  .b = c->path_b,
+                  .reference = c->reference,
+                  .baseline = o->baseline,
+                  .approved = o->approved,
+                  .approve = o->approve,
+                  .tol_files = c->tol_files,
+                  .n_tol_files = c->n_tol_files,
+                  .outputs = files,
+                  .noutputs = sizeof files / sizeof *files,
+                  .allow_same = c->allow_same};
+  return pc_cli_check_io(&io);
 }
 
 /* The --reference file must be readable: checked before A and B are compared, since R is read
@@ -840,9 +874,32 @@ static void report_progress(void *user) {
   pc_cli_heartbeat();
 }
 
-/* Every report from the one run. */
-static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
+/* Every report from the one run, with options ro. */
+static int write_all(const cli *c, const pc_run *run, const pc_report_options *ro) {
   pc_error err;
+  const outputs *o = &c->out;
+  if (!stdout_users(c) && report_rc(pc_report_text("-", run, ro, &err), "-") < 0)
+    return fail(&err);
+  if (o->github && report_rc(pc_report_github("-", run, ro, &err), "-") < 0)
+    return fail(&err);
+  /* A stop signal waits while the report files are written: each is then in place or was never
+   * made, and no temporary file stays behind (docs/robustness.md, "Faults"). */
+  const char *files[PC_CLI_FILES_] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
+  int rcs[PC_CLI_FILES_];
+  pc_error errs[PC_CLI_FILES_];
+  pc_tol_record tols = pc_cli_tols_record(&c->tols);
+  pc_cli_write_files(files, run, ro, &tols, rcs, errs);
+  int rc = PC_OK;
+  for (int k = 0; k < PC_CLI_FILES_; k++) /* every file that failed, in this order */
+    if (report_rc(rcs[k], files[k]) < 0) {
+      int code = fail(&errs[k]);
+      rc = rc == PC_OK ? code : rc;
+    }
+  return rc;
+}
+
+/* Every report from the one run, each recording the run's settings (trust_cli.h). */
+static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   const outputs *o = &c->out;
   pc_report_options ro = PC_REPORT_OPTIONS_INIT;
   ro.profile = c->profile;
@@ -855,23 +912,15 @@ static int write_reports(const cli *c, const pc_run *run, const pc_gate *gate) {
   ro.verbose = o->verbose;
   ro.threads = (unsigned)c->jobs; /* -j formats the reports' rows too */
   ro.progress = report_progress;
-  if (!stdout_users(c) && report_rc(pc_report_text("-", run, &ro, &err), "-") < 0)
-    return fail(&err);
-  if (o->github && report_rc(pc_report_github("-", run, &ro, &err), "-") < 0)
-    return fail(&err);
-  /* A stop signal waits while the report files are written: each is then in place or was never
-   * made, and no temporary file stays behind (docs/robustness.md, "Faults"). */
-  const char *files[PC_CLI_FILES_] = {c->json, o->markdown, o->junit, o->html, o->save_baseline};
-  int rcs[PC_CLI_FILES_];
-  pc_error errs[PC_CLI_FILES_];
-  pc_tol_record tols = pc_cli_tols_record(&c->tols);
-  pc_cli_write_files(files, run, &ro, &tols, rcs, errs);
-  int rc = PC_OK;
-  for (int k = 0; k < PC_CLI_FILES_; k++) /* every file that failed, in this order */
-    if (report_rc(rcs[k], files[k]) < 0) {
-      int code = fail(&errs[k]);
-      rc = rc == PC_OK ? code : rc;
-    }
+  pc_report_setting *settings =
+      pc_cli_settings(&c->tols, c->trust_b_metadata, c->allow_same, &ro.nsettings);
+  if (!settings) {
+    fputs("paritycheck: out of memory\n", stderr);
+    return PC_ENOMEM;
+  }
+  ro.settings = settings;
+  int rc = write_all(c, run, &ro);
+  free(settings);
   return rc;
 }
 
@@ -1002,13 +1051,16 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
   opts.allow_empty = c->allow_empty;
   opts.envelope = c->envelope;
   opts.no_envelope = c->no_envelope;
+  opts.trust_b_metadata = c->trust_b_metadata;
   opts.progress = show_progress;
   opts.progress_user = &prog;
   pc_set_debug(c->debug);
   pc_baseline *base = NULL;
   pc_approvals *ap = NULL;
   pc_run *run = NULL;
-  int rc = check_outputs(c);
+  int rc = check_io(c);
+  if (rc == PC_OK)
+    rc = check_outputs(c);
   if (rc == PC_OK)
     rc = check_reference(c->reference);
   if (rc == PC_OK)
@@ -1042,6 +1094,7 @@ static int run_cli(const cli *c, const pc_tolset *tols) {
 }
 
 static void free_cli(cli *c) {
+  pc_cli_tols_free(&c->tols);
   free(c->tol_files);
   free(c->names.include);
   free(c->names.exclude);

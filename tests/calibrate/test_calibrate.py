@@ -145,16 +145,22 @@ def test_too_few():
 
 def test_refuses_structural_pass():
     """A base profile that judges every activation by a probability metric alone, with a limit
-    no tensor can break (max_prob_diff <= 1): elementwise: false switches the structural tests
-    off, so a zeroed activation passes; the command must not write such a profile."""
+    hardly any tensor can break (max_prob_diff <= 0.999): elementwise: false switches the
+    structural tests off, so a zeroed activation passes; the command must not write such a
+    profile. (A limit that no tensor can break, max: 1, paritycheck refuses itself.)"""
     base = os.path.join(WORK, "loose.yaml")
     with open(os.path.join(ROOT, "tolerances", "tf32.yaml")) as f:
         text = f.read()
-    text += ("\nrules:\n  - match: \"/activations/*\"\n    elementwise: false\n"
-             "    metrics:\n      max_prob_diff: {max: 1}\n")
-    with open(base, "w") as f:
-        f.write(text)
+    rule = ("\nrules:\n  - match: \"/activations/*\"\n    elementwise: false\n"
+            "    metrics:\n      max_prob_diff: {max: %s}\n")
     a, b = os.path.join(ZOO, "resnet_cpu_fp32.h5"), os.path.join(ZOO, "resnet_cuda_tf32.h5")
+    with open(base, "w") as f:
+        f.write(text + rule % "1")
+    q = subprocess.run([BIN, "-q", "-t", base, a, b], capture_output=True, text=True)
+    check("a metric that cannot fail beside elementwise: false is refused", q.returncode == 2 and
+          "cannot fail" in q.stderr, (q.returncode, q.stderr[-300:]))
+    with open(base, "w") as f:
+        f.write(text + rule % "0.999")
     zeroed = os.path.join(WORK, "zeroed.h5")
     shutil.copyfile(b, zeroed)
     with h5py.File(zeroed, "r+") as f:

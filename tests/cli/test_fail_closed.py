@@ -277,15 +277,14 @@ def test_integer_vs_float_and_complex_inf():
         f.write('version: 1\ndefaults:\n  float64: {atol: 0.5, rtol: null, max_ulp: null, '
                 'max_mismatch_fraction: 0.0}\n')
     a, b = os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')
-    # |2^53 - (2^53 + 1)| = 1 and |2^63 - (2^63 - 1)| = 1, both lost when the integer is rounded
-    # to double first; 7 vs 7.0 is equal and 3 vs 3.5 within atol 0.5
+    # |2^53 - (2^53 + 1)| = 1 and |2^63 - (2^63 - 1)| = 1 would pass if the integer were rounded
+    # to double first; an integer against a float is not compared at all now (issue 38)
     write_h5(a, {'/i': np.array([2 ** 53 + 1, 2 ** 63 - 1, 7, 3], np.int64)})
     write_h5(b, {'/i': np.array([2.0 ** 53, 2.0 ** 63, 7.0, 3.5], np.float64)})
     p, r = run_json(['-t', tol, a, b])
     t = by_path(r).get('/i', {})
     check('int64 vs float64 beyond 2^53: exit 1', p.returncode == 1, (p.returncode, p.stderr))
-    check('int64 vs float64 beyond 2^53: 2 mismatches of abs 1',
-          t.get('verdict') == 'drift' and t.get('mismatches') == 2 and t.get('max_abs') == 1.0, t)
+    check('int64 vs float64: a dtype_mismatch', t.get('verdict') == 'dtype_mismatch', t)
 
     ca, cb = os.path.join(root, 'ca.h5'), os.path.join(root, 'cb.h5')
     write_h5(ca, {'/c': np.array([complex(np.inf, 0), 1 + 1j], np.complex128)})
@@ -452,7 +451,7 @@ def test_slow_reader_is_not_a_stall():
     root = fresh('slow-reader')
     a = os.path.join(root, 'a.safetensors')
     many_tensors(a, 3000, 1.0)  # a text report of about 200 KB: more than a pipe holds
-    p = subprocess.Popen([BIN, '--stall-timeout', '2', a, a], stdout=subprocess.PIPE,
+    p = subprocess.Popen([BIN, '--allow-same', '--stall-timeout', '2', a, a], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     # Nobody reads for three times the stall timeout; the run blocks writing its report.
     time.sleep(6)
@@ -478,7 +477,7 @@ def test_large_header_is_not_a_stall():
     a, b = os.path.join(root, 'a.safetensors'), os.path.join(root, 'b.safetensors')
     wide_header(a, 1000000)  # 56 MB of header: seconds of parsing, longer than the limit below
     write_safetensors(b, [('0', np.zeros(0))])
-    p = run(['--stall-timeout', '3', '--include', '/0', a, b])
+    p = run(['--stall-timeout', '3', '--allow-empty', '--include', '/0', a, b])  # /0 is empty
     expect_exit('large header: parsing reports progress', p, 0)
     check('large header: not stopped as a stall', 'no progress' not in p.stderr, p.stderr[-400:])
 

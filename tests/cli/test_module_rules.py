@@ -111,7 +111,12 @@ def test_lists_globs_attrs_and_the_path():
                  "  - match_module_type: 'BatchNorm*'\n    float32: {rtol: %r}\n"
                  '  - match_attr: {backend: mps}\n    match: /inputs/*\n'
                  '    float32: {rtol: %r}\n' % (RULE_RTOL, RULE_RTOL, RULE_RTOL))
+    # backend: mps is B's file attribute: B may not choose its own rule (issue 38) ...
     p, r = run_json([a, b, '-t', t])
+    check('attr on B only: the rule does not apply', verdicts(r).get('/inputs/x') == 'drift',
+          verdicts(r))
+    # ... unless the user trusts B's metadata
+    p, r = run_json([a, b, '-t', t, '--trust-b-metadata'])
     check('list, glob, attr: exit 0', p.returncode == 0, (p.stderr, verdicts(r)))
     check('list, glob, attr: all pass', set(verdicts(r).values()) == {'pass'}, verdicts(r))
     # Both the glob and the type must match.

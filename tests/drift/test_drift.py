@@ -246,11 +246,12 @@ def test_tensor_level_criteria():
 
 
 def test_model_inputs():
-    # A = [2, -2, 2, -2]: RMS(A) = 2. u = 2^-8 (bfloat16). K = 16 from the dataset attribute,
+    # A = [2, -2] * 8: RMS(A) = 2. u = 2^-8 (bfloat16). K = 16 from the dataset attribute (16
+    # elements: a K beyond the file's largest tensor would be capped there, docs/robustness.md),
     # u_acc = 2^-11 from its accumulation_dtype float16 (which beats the profile's float32).
     y = write_yaml("inputs", "defaults: {all: {precision: bfloat16, accumulation: float32,"
                              " atol_rms: 4, rtol_u: 0.25, rtol_sqrt_k: 1}}\n")
-    a = [2.0, -2.0, 2.0, -2.0]
+    a = [2.0, -2.0] * 8
     for attrs, rtol in (({"reduction_length": 16, "accumulation_dtype": "float16"}, 2.0 ** -9),
                         ({"reduction_length": 16}, 2.0 ** -10),  # sqrt(16) 2^-24 < 0.25 u
                         ({}, 2.0 ** -10)):

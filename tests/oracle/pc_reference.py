@@ -618,6 +618,8 @@ def pair_figures(ta, tb, tol):
         return dict(verdict='dtype_mismatch')
     if (ta.kind == 'complex') != (tb.kind == 'complex'):
         return dict(verdict='dtype_mismatch')
+    if (ta.kind == 'int') != (tb.kind == 'int'):
+        return dict(verdict='dtype_mismatch')  # a float and an integer (issue 38)
     if ta.shape != tb.shape:
         return dict(verdict='shape_mismatch')
     cd, cross = compare_dtype_of(ta.logical, tb.logical)
@@ -634,6 +636,8 @@ def pair_figures(ta, tb, tol):
                                   if ta.kind == 'float' and ta.logical != ta.stored else 0)
     fig['not_representable_b'] = (not_representable_count(tb.values, tb.logical)
                                   if tb.kind == 'float' and tb.logical != tb.stored else 0)
+    if fig['not_representable_a'] or fig['not_representable_b']:
+        return dict(verdict='error')  # a dtype attribute the values contradict (issue 38)
     return fig
 
 

@@ -8,6 +8,9 @@
  *
  * BLOCK_ELEMS and THREADS as --block-elems and -j (0: the default); QUIET_QUANTILES 1 runs
  * without quantiles, as the CLI does when no report shows them. */
+#include "tol_record.h" /* the CLI's record of the tolerance files, for the same settings */
+#include "trust_cli.h"
+
 #include <paritycheck/paritycheck.h>
 
 #include <stdio.h>  /* fprintf, snprintf */
@@ -44,10 +47,15 @@ static int run_share(pc_plan *plan, unsigned k, const char *a, const char *b, co
   return rc < 0 ? fail("pc_plan_merge", &err) : 0;
 }
 
-static int write_reports(const pc_run *run, const char *dir) {
+/* Every report as the CLI writes it, with the settings the CLI records (trust_cli.h). */
+static int write_reports(const pc_run *run, const char *dir, const pc_cli_tols *rec) {
   pc_error err;
   char path[4096];
   pc_report_options ro = PC_REPORT_OPTIONS_INIT;
+  pc_report_setting *settings = pc_cli_settings(rec, false, false, &ro.nsettings);
+  if (!settings)
+    return fail("settings", &(pc_error){PC_ENOMEM, "out of memory"});
+  ro.settings = settings;
   static const char *const names[] = {"report.txt", "report.json", "report.md",
                                       "report.xml", "report.html", "baseline.json"};
   for (int i = 0; i < 6; i++) {
@@ -58,9 +66,12 @@ static int write_reports(const pc_run *run, const char *dir) {
              : i == 3 ? pc_report_junit(path, run, &ro, &err)
              : i == 4 ? pc_report_html(path, run, &ro, &err)
                       : pc_baseline_save(path, run, NULL, &err);
-    if (rc < 0)
+    if (rc < 0) {
+      free(settings);
       return fail(path, &err);
+    }
   }
+  free(settings);
   return 0;
 }
 
@@ -81,8 +92,10 @@ int main(int argc, char **argv) {
   int rc = !tols                                         ? fail("tolerances", &oom)
            : pc_tolset_load_builtin(tols, &err) != PC_OK ? fail("built-in tolerances", &err)
                                                          : 0;
+  pc_cli_tols rec;
+  pc_cli_tols_init(&rec);
   for (int i = 8; rc == 0 && i < argc; i++)
-    rc = pc_tolset_load_file(tols, argv[i], &err) == PC_OK ? 0 : fail(argv[i], &err);
+    rc = pc_cli_tols_load(&rec, tols, argv[i], argv[i], &err) == PC_OK ? 0 : fail(argv[i], &err);
   pc_plan *plan = NULL;
   pc_run *run = NULL;
   if (rc == 0 && pc_plan_make(&plan, argv[2], argv[3], &o, n, &err) < 0)
@@ -102,7 +115,8 @@ int main(int argc, char **argv) {
     printf("tensors %zu plan bytes %zu results bytes %zu\n", run->ntensors, size, results_bytes);
   }
   if (rc == 0)
-    rc = write_reports(run, argv[4]);
+    rc = write_reports(run, argv[4], &rec);
+  pc_cli_tols_free(&rec);
   pc_run_free(run);
   pc_plan_free(plan);
   pc_tolset_free(tols);

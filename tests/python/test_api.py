@@ -3,6 +3,8 @@ run with pytest on Debian's /usr/bin/python3 against the paritycheck binary in
 $PARITYCHECK_BIN. Expected figures are numpy's, not the binary's."""
 import os
 import re
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -14,6 +16,7 @@ from paritycheck import dump
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "..", "..", "fixtures", "real")
+PYTHON_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
 
 
 def test_paths_and_profile():
@@ -77,7 +80,7 @@ def test_unreadable_input_raises_parity_error(tmp_path):
     junk = tmp_path / "junk.h5"
     junk.write_bytes(b"not a dump at all")
     with pytest.raises(paritycheck.ParityError) as e:
-        paritycheck.compare(str(junk), str(junk))
+        paritycheck.compare(str(junk), str(junk), extra_args=["--allow-same"])
     assert "not a tensor dump" in str(e.value)
 
 
@@ -88,7 +91,7 @@ def test_torch_save_file_gets_the_convert_hint(tmp_path, zipped):
     src, out = tmp_path / "ckpt.pt", tmp_path / "ckpt.h5"
     torch.save({"w": torch.arange(4.0)}, src, _use_new_zipfile_serialization=zipped)
     with pytest.raises(paritycheck.ParityError) as e:
-        paritycheck.compare(str(src), str(src))
+        paritycheck.compare(str(src), str(src), extra_args=["--allow-same"])
     assert "torch.save file" in str(e.value)
     assert "python3 -m paritycheck.dump convert FILE OUT.h5" in str(e.value)
     assert dump.main(["convert", str(src), str(out)]) == 0
@@ -120,7 +123,8 @@ def test_convert_state_dict(tmp_path):
         assert f["extra/1"].attrs["dtype"] == "bfloat16"
     # the converted checkpoint compares with itself through the binary: two Linear layers'
     # weight and bias, and the two extras
-    assert paritycheck.compare(str(out), str(out))["summary"]["tensors"] == 2 * 2 + 2
+    same = ["--allow-same"]  # one file on both sides, on purpose
+    assert paritycheck.compare(str(out), str(out), extra_args=same)["summary"]["tensors"] == 6
 
 
 def test_assert_parity_on_a_torch_model():
@@ -147,3 +151,34 @@ def test_assert_parity_on_a_torch_model():
     # Skipping a layer leaves layer1 no significant digit (rel_rms 0.78): indeterminate, which
     # fails as drift does.
     assert "/layer1: indeterminate" in str(e.value)
+
+
+class _WritesAMarker:
+    """A pickle that opens a file when loaded: what a crafted checkpoint can do."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_convert_runs_no_pickled_code(tmp_path):
+    """convert loads with weights_only=True: a checkpoint that carries code is refused and its
+    code never runs; a whole pickled module needs --allow-pickle, whose help warns (issue 38)."""
+    marker = tmp_path / "marker"
+    src, out = tmp_path / "evil.pt", tmp_path / "evil.h5"
+    torch.save({"w": torch.ones(2), "x": _WritesAMarker(str(marker))}, src)
+    assert dump.main(["convert", str(src), str(out)]) == 2
+    assert not marker.exists() and not out.exists()
+    whole = tmp_path / "whole.pt"
+    torch.save(torch.nn.Sequential(torch.nn.Linear(2, 2)), whole)
+    assert dump.main(["convert", str(whole), str(out)]) == 2
+    assert not out.exists()
+    assert dump.main(["convert", "--allow-pickle", str(whole), str(out)]) == 0
+    with h5py.File(out, "r") as f:
+        assert sorted(f) == ["0.bias", "0.weight"]
+    helptext = subprocess.run([sys.executable, "-m", "paritycheck.dump", "convert", "--help"],
+                              stdout=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONPATH=PYTHON_DIR)).stdout
+    assert "--allow-pickle" in helptext and "WARNING" in helptext

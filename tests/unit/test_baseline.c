@@ -273,7 +273,7 @@ static void test_save_load_extremes(void **state) {
   assert_int_equal(json_integer_value(json_object_get(root, "paritycheck_baseline")), 1);
   assert_string_equal(json_string_value(json_object_get(root, "profile")), "default");
   const json_t *t = json_array_get(json_object_get(root, "tensors"), 0);
-  assert_string_equal(json_string_value(json_object_get(t, "path")), "/bytes?");
+  assert_string_equal(json_string_value(json_object_get(t, "path")), "/bytes\\xff");
   assert_string_equal(json_string_value(json_object_get(t, "max_abs")), "inf");
   assert_string_equal(json_string_value(json_object_get(t, "max_rel")), "nan");
   json_decref(root);

@@ -304,10 +304,11 @@ static void test_json_top_level(void **state) {
   (void)state;
   json_t *root = render_json(&run);
   static const char *const keys[] = {
-      "version",          "a",       "b",       "profile", "provenance", "verdict",
-      "first_divergence", "tensors", "summary", "warnings"};
-  assert_keys(root, keys, 10);
+      "version",          "a",        "b",       "profile", "settings", "provenance",
+      "verdict",          "first_divergence", "tensors", "summary", "warnings"};
+  assert_keys(root, keys, 11);
   assert_string_equal(string_at(root, "profile"), "default"); /* no options: the default */
+  assert_int_equal(json_array_size(json_object_get(root, "settings")), 0); /* none given */
   /* The first failing tensor in run order: /enc/0/out passes, /enc/1/attn drifts. */
   assert_string_equal(string_at(root, "first_divergence"), "/enc/1/attn");
   assert_int_equal(int_at(root, "version"), 2);
@@ -594,7 +595,8 @@ static void test_json_round_trip(void **state) {
   }
 }
 
-/* -inf is a string too; bytes that are not UTF-8 become '?' so the document stays valid. */
+/* -inf is a string too; bytes that are not UTF-8 become \xNN, each its own, so the document
+ * stays valid and two such names stay two; path_bytes holds them exactly. */
 static void test_json_negative_inf_and_bytes(void **state) {
   (void)state;
   pc_tensor t = tensors[T_PASS];
@@ -602,7 +604,8 @@ static void test_json_negative_inf_and_bytes(void **state) {
   t.stats.worst_b[0] = -INFINITY;
   pc_run one = {.path_a = "a", .path_b = "b", .tensors = &t, .ntensors = 1};
   json_t *root = render_json(&one);
-  assert_string_equal(string_at(tensor_at(root, 0), "path"), "/x/??");
+  assert_string_equal(string_at(tensor_at(root, 0), "path"), "/x/\\xff\\xfe");
+  assert_string_equal(string_at(tensor_at(root, 0), "path_bytes"), "2f782ffffe");
   assert_string_equal(string_at(json_object_get(tensor_at(root, 0), "worst"), "b"), "-inf");
   json_decref(root);
 }

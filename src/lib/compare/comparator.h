@@ -27,6 +27,8 @@ typedef struct pc_pair {
   bool quantiles;      /* not pc_options.skip_quantiles */
   bool cross;          /* set by pc_pair_setup: A's and B's dtypes are compared in a third */
   pc_envelope *env;    /* A's file's envelope (pc_pair_envelope_open), or NULL */
+  bool trust_b;        /* pc_options.trust_b_metadata: B's attributes may set its tolerance */
+  size_t ignored_b;    /* tensors so far whose B attributes were ignored (trust.h) */
 } pc_pair;
 
 /** The envelope of the dump of A at a_path (envelope_pair.c): none with o->no_envelope; else

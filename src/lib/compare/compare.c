@@ -17,6 +17,7 @@
 #include "spill.h"
 #include "stream.h"
 #include "tol_resolve.h"
+#include "trust.h"
 
 #include <paritycheck/compare.h>
 
@@ -113,6 +114,10 @@ static bool pc_pre_verdict(pc_tensor *t, const pc_dataset *a, const pc_dataset *
              : pc_is_numeric(b)         ? "real"
                                         : b->reason);
     t->verdict = PC_VERDICT_DTYPE_MISMATCH;
+  } else if ((a->kind == PC_KIND_INTEGER) != (b->kind == PC_KIND_INTEGER)) {
+    snprintf(why, sizeof why, "A is %s, B is %s: a float and an integer", pc_dtype_name(a->logical),
+             pc_dtype_name(b->logical));
+    t->verdict = PC_VERDICT_DTYPE_MISMATCH;
   } else if (!pc_same_shape(a, b)) {
     snprintf(why, sizeof why, "shapes differ");
     t->verdict = PC_VERDICT_SHAPE_MISMATCH;
@@ -163,6 +168,8 @@ static int pc_measure_magnitude(const pc_pair *p, pc_tol_context *ctx) {
 /* pc_tol_attr_fn over a pair: the attributes of side A's or B's dataset, else of its file. */
 static const char *pc_pair_attr(void *user, int side, const char *name, char *buf, size_t size) {
   const pc_pair *p = user;
+  if (side == 1 && !p->trust_b) /* B may not choose its own rule (trust.h) */
+    return NULL;
   return side == 0 ? pc_dataset_attr(p->fa, p->a, name, buf, size)
                    : pc_dataset_attr(p->fb, p->b, name, buf, size);
 }
@@ -256,7 +263,7 @@ static int pc_note(pc_tensor *t, bool cross_grid) {
     return PC_OK;
   snprintf(note, sizeof note, "%s vs %s compared in %s ULPs", pc_dtype_name(t->dtype_a),
            pc_dtype_name(t->dtype_b), pc_dtype_name(t->compare));
-  return pc_set_text(&t->note, note);
+  return pc_trust_add_note(t, note);
 }
 
 /* The pipeline calls this once the tensor's figures are complete. */
@@ -289,15 +296,6 @@ static int pc_nomem(int rc, const pc_tensor *t, pc_error *err) {
   return rc == PC_ENOMEM ? pc_error_set(err, rc, "%s: out of memory", t->path) : rc;
 }
 
-/* t->module_type from A's dataset, else B's, in the run's arena (malloc'd without one). */
-static int pc_keep_module_type(pc_pair *p) {
-  const char *type = p->a->module_type ? p->a->module_type : p->b->module_type;
-  if (!type)
-    return PC_OK;
-  p->t->module_type = p->names ? pc_arena_strdup(p->names, type) : pc_strdup(type);
-  return p->t->module_type ? PC_OK : PC_ENOMEM;
-}
-
 int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
   pc_tensor *t = p->t;
   *data = false;
@@ -312,10 +310,8 @@ int pc_pair_setup(pc_pair *p, bool *data, pc_error *err) {
     return pc_nomem(rc, t, err);
   if (!pc_pre_verdict(t, p->a, p->b, &rc) || !pc_within_memory(p, &rc))
     return pc_nomem(rc, t, err);
-  if ((rc = pc_keep_module_type(p)) < 0)
+  if ((rc = pc_trust_metadata(p)) < 0)
     return pc_nomem(rc, t, err);
-  t->reduction_length = p->a->reduction_length ? p->a->reduction_length : p->b->reduction_length;
-  t->accumulation = p->a->accumulation ? p->a->accumulation : p->b->accumulation;
   t->is_complex = p->a->kind == PC_KIND_COMPLEX;
   t->compare = pc_dtype_compare(t->dtype_a, t->dtype_b, &p->cross);
   *data = true;
@@ -327,6 +323,10 @@ int pc_pair_data(pc_pair *p, const pc_tolset *tols, uint64_t from, uint64_t to, 
   int rc;
   if ((rc = pc_resolve_tol(p, tols)) < 0 || t->verdict == PC_VERDICT_ERROR ||
       (rc = pc_note(t, p->cross)) < 0)
+    return pc_nomem(rc, t, err);
+  pc_tol_context ctx = pc_pair_context(p);
+  double precision_u = pc_tolset_precision_u(tols, pc_tensor_dataset(t), t->compare, &ctx);
+  if (!pc_trust_precision(p, precision_u, &rc))
     return pc_nomem(rc, t, err);
   if (t->tol.metrics.set && ((rc = pc_compute_metrics(p)) < 0 || t->verdict == PC_VERDICT_ERROR))
     return pc_nomem(rc, t, err);
@@ -649,10 +649,6 @@ static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
     return PC_OK;
   if (e->bad[0] || e->bad[1])
     return pc_run_bad_entry(c, e, err);
-  if (strchr(e->rel, ':'))
-    return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED,
-                          "its path holds ':', which separates file and tensor in reports", NULL,
-                          err);
   if (!(a && e->dump[0]) && !(b && e->dump[1]))
     return pc_file_tensor(c, e->rel, PC_VERDICT_SKIPPED, "not a tensor dump", NULL, err);
   if (!a || !b) {
@@ -673,7 +669,7 @@ static int pc_run_entry(pc_cmp *c, const pc_entry *e, pc_error *err) {
 static int pc_entry_side(pc_entry *e, int s, const pc_tree_item *it, const char *root) {
   pc_error why = {PC_OK, ""};
   e->rel = it->rel;
-  if (!(e->path[s] = pc_tree_join(root, it->rel)))
+  if (!(e->path[s] = pc_tree_path(root, it->rel)))
     return PC_ENOMEM;
   if (it->why)
     snprintf(why.message, sizeof why.message, "%s: %s", e->path[s], it->why);
@@ -851,15 +847,29 @@ static int pc_warn_order(pc_run *run, const pc_order_doubt *d, pc_error *err) {
 
 int pc_run_conclude(pc_run *run, const pc_tolset *tols, bool allow_empty, pc_error *err) {
   pc_order_doubt doubt;
-  int rc = pc_judge_run(run, &doubt);
+  int rc = pc_trust_claims(run);
+  if (rc == PC_OK)
+    rc = pc_judge_run(run, &doubt);
   pc_heap_release(); /* the judge's keys lie below the order it keeps: 9 MB at 200,000 tensors */
   if (rc < 0)
     return pc_error_set(err, rc, "out of memory");
-  if (!allow_empty && (rc = pc_check_compared(run, err)) < 0)
+  if (!allow_empty &&
+      ((rc = pc_check_compared(run, err)) < 0 || (rc = pc_trust_check_finite(run, err)) < 0))
     return rc;
   if ((rc = pc_warn_order(run, &doubt, err)) < 0)
     return rc;
   return pc_warn_unused_rules(run, tols, err);
+}
+
+/* Once a run: B's tolerance-affecting attributes were ignored somewhere (trust.h). */
+static int pc_warn_ignored_b(pc_run *run, size_t n, pc_error *err) {
+  char text[PC_ERROR_MESSAGE_MAX];
+  snprintf(text, sizeof text,
+           "B's tolerance-affecting attributes (reduction_length, accumulation_dtype, "
+           "module_type) were ignored on %zu tensors where A has none (each tensor's note names "
+           "them): B may not set its own tolerance; --trust-b-metadata uses them",
+           n);
+  return pc_run_warn(run, text) < 0 ? pc_error_set(err, PC_ENOMEM, "out of memory") : PC_OK;
 }
 
 static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool dirs, pc_error *err) {
@@ -875,13 +885,16 @@ static int pc_run_all(pc_cmp *c, const char *path_a, const char *path_b, bool di
   c->p = (pc_pair){.names = c->run->names,
                    .block = block,
                    .max_memory = o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY,
-                   .quantiles = !o->skip_quantiles};
+                   .quantiles = !o->skip_quantiles,
+                   .trust_b = o->trust_b_metadata};
   int rc = c->sink ? PC_OK : pc_stream_new(&c->p.stream, &cfg, err); /* a sink reads nothing */
   if (rc == PC_OK)
     rc = dirs ? pc_run_folders(c, path_a, path_b, err) : pc_run_single(c, path_a, path_b, err);
   pc_stream_free(c->p.stream);
   if (rc == PC_OK)
     rc = pc_check_common(c, err);
+  if (rc == PC_OK && c->p.ignored_b)
+    rc = pc_warn_ignored_b(c->run, c->p.ignored_b, err);
   if (rc == PC_OK && !c->sink)
     rc = pc_run_conclude(c->run, o->tols, o->allow_empty, err);
   return rc;

@@ -1,6 +1,7 @@
 /* Content hashes (content_hash.h). */
 #include "content_hash.h"
 
+#include "folder.h"
 #include "loader.h"
 #include "pc_internal.h"
 
@@ -67,14 +68,17 @@ static int hash_in_folder(const char *root, const char *path, pc_file **f, char 
   *found = false;
   if (!colon)
     return PC_OK;
-  size_t nr = strlen(root), nf = (size_t)(colon - path);
-  char *file = malloc(nr + nf + 2);
+  size_t nf = (size_t)(colon - path);
+  char *name = malloc(nf + 1);
+  char *file = NULL;
+  if (name) {
+    memcpy(name, path, nf);
+    name[nf] = '\0';
+    file = pc_tree_path(root, name); /* FILE is escaped as in tensor paths (folder.h) */
+    free(name);
+  }
   if (!file)
     return pc_error_set(err, PC_ENOMEM, "out of memory hashing %s", path);
-  memcpy(file, root, nr);
-  file[nr] = '/';
-  memcpy(file + nr + 1, path, nf);
-  file[nr + 1 + nf] = '\0';
   struct stat st;
   int rc = PC_OK;
   if (*at && strcmp(*at, file) == 0) {

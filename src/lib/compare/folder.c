@@ -29,9 +29,51 @@ char *pc_tree_join(const char *root, const char *rel) {
   return s;
 }
 
-/* Adds rel with why (a constant, copied; NULL for a file); the tree owns rel from here on,
- * even on failure. */
-static int pc_tree_add(pc_tree *t, char *rel, const char *why) {
+/* rel with '%' written "%25" and ':' "%3A" (folder.h), malloc'd; NULL when out of memory. */
+static char *pc_tree_escape(const char *rel) {
+  size_t n = 0;
+  for (const char *p = rel; *p; p++)
+    n += *p == '%' || *p == ':' ? 3 : 1;
+  char *s = malloc(n + 1), *q = s;
+  for (const char *p = rel; s && *p; p++)
+    if (*p == '%' || *p == ':') {
+      memcpy(q, *p == '%' ? "%25" : "%3A", 3);
+      q += 3;
+    } else {
+      *q++ = *p;
+    }
+  if (s)
+    *q = '\0';
+  return s;
+}
+
+char *pc_tree_path(const char *root, const char *name) {
+  size_t lr = strlen(root), ln = strlen(name);
+  char *s = malloc(lr + ln + 2), *q = s;
+  if (!s)
+    return NULL;
+  memcpy(q, root, lr);
+  q += lr;
+  *q++ = '/';
+  for (const char *p = name; *p; p++)
+    if (p[0] == '%' && p[1] == '2' && p[2] == '5') {
+      *q++ = '%';
+      p += 2;
+    } else if (p[0] == '%' && p[1] == '3' && p[2] == 'A') {
+      *q++ = ':';
+      p += 2;
+    } else {
+      *q++ = *p;
+    }
+  *q = '\0';
+  return s;
+}
+
+/* Adds rel, escaped, with why (a constant, copied; NULL for a file); the tree owns rel from
+ * here on, even on failure. */
+static int pc_tree_add(pc_tree *t, char *raw, const char *why) {
+  char *rel = pc_tree_escape(raw);
+  free(raw);
   char *w = why ? pc_strdup(why) : NULL;
   if (t->n == t->cap) {
     size_t cap = t->cap ? 2 * t->cap : 16;
@@ -41,7 +83,7 @@ static int pc_tree_add(pc_tree *t, char *rel, const char *why) {
       t->cap = cap;
     }
   }
-  if (t->n == t->cap || (why && !w)) {
+  if (t->n == t->cap || !rel || (why && !w)) {
     free(rel);
     free(w);
     return PC_ENOMEM;

@@ -11,7 +11,9 @@
  * could be but cannot be compared (why says what: a FIFO, a dangling link, a link loop), which
  * the comparator reports rather than drops (docs/robustness.md, "Fail closed"). */
 typedef struct pc_tree_item {
-  char *rel; /* the path relative to the folder */
+  char *rel; /* the path relative to the folder, escaped for tensor paths "FILE:DATASET": '%' as
+                "%25" and ':' as "%3A", so that the first ':' of a tensor path ends FILE; join
+                it to its folder with pc_tree_path */
   char *why; /* malloc'd, or NULL */
 } pc_tree_item;
 
@@ -30,7 +32,11 @@ int pc_tree_list(pc_tree *t, const char *root, pc_error *err);
 
 void pc_tree_free(pc_tree *t);
 
-/** "root/rel", malloc'd; NULL when out of memory. */
+/** "root/rel", malloc'd; NULL when out of memory. rel as the file system spells it. */
 char *pc_tree_join(const char *root, const char *rel);
+
+/** "root/" and the file that escaped name (pc_tree_item.rel) stands for, malloc'd; NULL when
+ * out of memory. */
+char *pc_tree_path(const char *root, const char *name);
 
 #endif

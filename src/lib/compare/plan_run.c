@@ -130,7 +130,7 @@ static bool pc_same_file(const char *x, const char *y) {
 }
 
 static int pc_open_side(pc_runner *r, int side, const char *file, pc_error *e) {
-  char *path = file ? pc_tree_join(r->root[side], file) : NULL;
+  char *path = file ? pc_tree_path(r->root[side], file) : NULL;
   if (file && !path)
     return pc_error_set(e, PC_ENOMEM, "out of memory");
   pc_open_limits lim = pc_options_limits(r->o);
@@ -202,6 +202,7 @@ static bool pc_task_pair(pc_runner *r, const pc_task *k, pc_tensor *t, pc_stream
   }
   r->p = (pc_pair){
       .fa = r->f[0], .fb = r->f[1], .t = t, .block = r->block, .stream = s, .env = r->env};
+  r->p.trust_b = r->o->trust_b_metadata;
   r->p.a = pc_file_find(r->f[0], k->a_path);
   r->p.b = pc_file_find(r->f[1], k->b_path);
   r->p.max_memory = r->o->max_memory ? r->o->max_memory : PC_DEFAULT_MAX_MEMORY;

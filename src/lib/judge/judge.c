@@ -812,6 +812,10 @@ static void pc_tally(pc_run *run) {
     if (run->by_verdict[v] && pc_verdict_is_failure((pc_verdict)v) &&
         !(v == PC_VERDICT_INDETERMINATE && run->accept_indeterminate))
       run->verdict = PC_RUN_DRIFT;
+  /* Accepting indeterminate tensors never makes a pass of a run with none within tolerance:
+   * a B of random values is indeterminate everywhere (docs/robustness.md, "Trust model"). */
+  if (run->by_verdict[PC_VERDICT_INDETERMINATE] && !run->by_verdict[PC_VERDICT_PASS])
+    run->verdict = PC_RUN_DRIFT;
   if (run->by_verdict[PC_VERDICT_ERROR])
     run->verdict = PC_RUN_ERROR;
 }

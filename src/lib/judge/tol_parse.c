@@ -115,6 +115,7 @@ typedef struct tol_parser {
   size_t max_rules; /* how many rules this file may still add to the set */
   tol_file *file;
   pc_error *err;
+  yaml_mark_t elementwise_at; /* the last `elementwise` value read */
 } tol_parser;
 
 /* ---- Messages ---------------------------------------------------------------------------- */
@@ -576,6 +577,35 @@ static int parse_format(tol_parser *p, const char *what, bool tf32_ok, double *u
                  what, tf32_ok ? "tf32, " : "", TOL_QUOTE_MAX, scalar_text(ev));
 }
 
+/* The largest value of each of the model's widening coefficients (docs/tolerances.md,
+ * "Maxima"): about a hundred times the loosest shipped profile's, so that a calibrated profile
+ * fits and a file cannot open a gate wide (noise_floor_u: 1e300 passed unrelated tensors).
+ * atol and rtol are the user's own plain figures: unbounded. */
+static double criterion_max(size_t key) {
+  switch (key) {
+  case CRIT_ATOL_RMS:
+  case CRIT_MAX_REL_RMS_U:
+  case CRIT_MAX_SCALE_U:
+  case CRIT_MAX_SCALE_U_SQRT_N:
+    return 1e6;
+  case CRIT_RTOL_U:
+  case CRIT_NOISE_FLOOR_U:
+  case CRIT_TREND_CREST:
+    return 1e4;
+  case CRIT_RTOL_SQRT_K:
+    return 1e3;
+  case CRIT_TREND_GROWTH:
+  case CRIT_TREND_GROWTH_BACKWARD:
+    /* G multiplies the run's own trend, which against a float64 reference is ~2^-53: calibrate
+     * fits G of 10^14 there; 10^16 * 2^-53 ~ 1 keeps G trend within the value's size */
+    return 1e16;
+  case CRIT_SCALE_Z:
+    return 100;
+  default: /* trend_window is clamped to PC_TREND_WINDOW_MAX where it is applied */
+    return INFINITY;
+  }
+}
+
 static int on_criterion(tol_parser *p, size_t key, void *arg) {
   tol_entry *entry = arg;
   unsigned bit = 1u << key;
@@ -598,7 +628,7 @@ static int on_criterion(tol_parser *p, size_t key, void *arg) {
     rc = parse_format(p, what, key == CRIT_PRECISION, value);
     break;
   default: /* atol, rtol and the model's coefficients */
-    rc = parse_double(p, what, INFINITY, value);
+    rc = parse_double(p, what, criterion_max(key), value);
     break;
   }
   if (rc == PC_OK)
@@ -709,6 +739,28 @@ static int parse_elementwise(tol_parser *p, tol_metrics *tm) {
     return fail_at(p, ev->start_mark, "'elementwise' must be true or false, got %s", node_kind(ev));
   tm->has_elementwise = true;
   tm->elementwise = t;
+  p->elementwise_at = ev->start_mark;
+  return PC_OK;
+}
+
+/* A metric whose limit every value meets: a floor of 0 or less, max_prob_diff up to 1 (a
+ * difference of probabilities never exceeds it). */
+static bool metric_cannot_fail(pc_metric m, double limit) {
+  return pc_metric_is_floor(m) ? limit <= 0 : m == PC_METRIC_MAX_PROB_DIFF && limit >= 1;
+}
+
+/* `elementwise: false` judges a tensor on the rule's metrics alone: one of them that cannot
+ * fail would pass whatever B holds (docs/tolerances.md, "Product metrics"). */
+static int check_elementwise_off(tol_parser *p, const tol_metrics *tm) {
+  if (!tm->has_elementwise || tm->elementwise)
+    return PC_OK;
+  for (int m = 0; m < PC_METRIC_COUNT_; m++)
+    if ((tm->set >> m & 1u) && metric_cannot_fail((pc_metric)m, tm->limit[m]))
+      return fail_at(p, p->elementwise_at,
+                     "'elementwise: false' with metric '%s' %s %g, which cannot fail: the "
+                     "tensor would pass whatever B holds",
+                     pc_metric_name((pc_metric)m), pc_metric_is_floor((pc_metric)m) ? "min" : "max",
+                     tm->limit[m]);
   return PC_OK;
 }
 
@@ -770,7 +822,7 @@ static int parse_rule(tol_parser *p) {
   unsigned selectors = 1u << KEY_MATCH | 1u << KEY_MATCH_MODULE_TYPE | 1u << KEY_MATCH_ATTR;
   if (rc == PC_OK && !(seen & selectors))
     return fail_at(p, at, "a rule must have 'match', 'match_module_type' or 'match_attr'");
-  return rc;
+  return rc == PC_OK ? check_elementwise_off(p, &rule->metrics) : rc;
 }
 
 static int parse_rules(tol_parser *p) {
@@ -988,16 +1040,30 @@ static FILE *open_no_wait(const char *path) {
   return f;
 }
 
-int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err) {
-  if (!set || !path)
-    return pc_error_set(err, PC_EUSAGE, "pc_tolset_load_file: no set or no path");
+int pc_tolset_read_file(const char *path, char **text, size_t *len, pc_error *err) {
+  *text = NULL;
+  *len = 0;
+  if (!path)
+    return pc_error_set(err, PC_EUSAGE, "pc_tolset_read_file: no path");
   FILE *f = open_no_wait(path);
   if (!f)
     return pc_error_set(err, PC_EIO, "%s: %s", path, strerror(errno));
+  int rc = read_stream(f, path, text, len, err);
+  fclose(f);
+  if (rc < 0) {
+    free(*text);
+    *text = NULL;
+    *len = 0;
+  }
+  return rc;
+}
+
+int pc_tolset_load_file(pc_tolset *set, const char *path, pc_error *err) {
+  if (!set || !path)
+    return pc_error_set(err, PC_EUSAGE, "pc_tolset_load_file: no set or no path");
   char *buf = NULL;
   size_t len = 0;
-  int rc = read_stream(f, path, &buf, &len, err);
-  fclose(f);
+  int rc = pc_tolset_read_file(path, &buf, &len, err);
   if (rc == PC_OK)
     rc = load_text(set, path, buf, len, false, err);
   free(buf);

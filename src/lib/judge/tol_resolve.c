@@ -160,6 +160,14 @@ static void apply_model(pc_tol *tol, const tol_entry *e, pc_dtype compare,
   apply_run_model(tol, e, u);
 }
 
+double pc_tolset_precision_u(const pc_tolset *set, const char *path, pc_dtype compare,
+                             const pc_tol_context *ctx) {
+  if (!pc_dtype_is_float(compare))
+    return 0;
+  tol_entry e = resolve_entry(set, path, compare, ctx);
+  return has(&e, CRIT_PRECISION) ? e.value[CRIT_PRECISION] : 0;
+}
+
 static const char *const metric_names[PC_METRIC_COUNT_] = {
     "top1_agreement", "topk_overlap", "kl_divergence", "max_prob_diff", "scalar_abs", "scalar_rel"};
 

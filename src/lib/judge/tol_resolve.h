@@ -47,6 +47,13 @@ bool pc_tolset_needs_magnitude(const pc_tolset *set, const char *path, pc_dtype 
 pc_tol pc_tolset_resolve_ctx(const pc_tolset *set, const char *path, pc_dtype compare,
                              const pc_tol_context *ctx);
 
+/** The unit roundoff of the `precision` key that applies to this tensor (its layers resolved as
+ * pc_tolset_resolve_ctx does), or 0 when none sets it or compare is not a float: the precision
+ * the profile claims, which a B stored coarser cannot be judged at (docs/robustness.md, "Trust
+ * model"). */
+double pc_tolset_precision_u(const pc_tolset *set, const char *path, pc_dtype compare,
+                             const pc_tol_context *ctx);
+
 /** The tolerance for dataset `path` (e.g. "/enc/layer0/out") compared in dtype `compare`
  * (the component dtype for complex data); pc_tolset_resolve_ctx with nothing known. */
 pc_tol pc_tolset_resolve(const pc_tolset *set, const char *path, pc_dtype compare);

@@ -147,8 +147,13 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
   if (!f->sorted)
     return pc_error_set(err, PC_ENOMEM, "%s: out of memory", f->path);
   for (size_t i = 0; i < f->n; i++) {
-    pc_spill_touch(&f->ds[i]);
-    f->sorted[i] = (pc_file_entry){f->ds[i].path, &f->ds[i]};
+    const pc_dataset *d = &f->ds[i];
+    pc_spill_touch(d);
+    f->sorted[i] = (pc_file_entry){d->path, d};
+    bool numeric =
+        d->kind == PC_KIND_FLOAT || d->kind == PC_KIND_COMPLEX || d->kind == PC_KIND_INTEGER;
+    if (numeric && d->count > f->max_count)
+      f->max_count = d->count;
   }
   qsort(f->sorted, f->n, sizeof *f->sorted, pc_by_path);
   for (size_t i = 1; i < f->n; i++)
@@ -156,6 +161,10 @@ static int pc_file_sort(pc_file *f, pc_error *err) {
       return pc_error_set(err, PC_EIO, "%s: two tensors have the path %s", f->path,
                           f->sorted[i].path);
   return PC_OK;
+}
+
+uint64_t pc_file_max_count(const pc_file *f) {
+  return f->max_count;
 }
 
 /* The format whose magic bytes f starts with, or f->format NULL for none. A read error is said

@@ -35,6 +35,7 @@ struct pc_file {
   size_t nattrs;
   pc_open_limits lim;  /* as opened */
   uint64_t meta_bytes; /* metadata counted against lim.max_memory so far (pc_file_charge) */
+  uint64_t max_count;  /* elements of its largest numeric dataset (pc_file_max_count) */
 };
 
 /* One block: the row-major run of elements [first, first + n). Unless `whole` (the dataset in

@@ -102,6 +102,10 @@ int pc_file_sniff(const char *path, bool *dump, pc_error *err);
 size_t pc_file_count(const pc_file *f);
 const pc_dataset *pc_file_dataset(const pc_file *f, size_t i);
 
+/** The element count of the file's largest numeric dataset (0 when it has none): the bound of
+ * a plausible reduction_length (docs/robustness.md, "Trust model"). */
+uint64_t pc_file_max_count(const pc_file *f);
+
 /** The dataset at `path`, or NULL. */
 const pc_dataset *pc_file_find(const pc_file *f, const char *path);
 

@@ -73,12 +73,26 @@ json_t *pc_json_string(const char *s) {
   json_t *j = json_string(s);
   if (j || !s || pc_json_valid_utf8(s)) /* a valid string refused: out of memory */
     return j;
-  char *copy = pc_strdup(s);
+  /* Each byte outside a valid sequence as the four characters \xNN, never one replacement
+   * character for all: b"/x\xff" and b"/x\xfe" stay two names (docs/report-json.md). */
+  static const char digits[] = "0123456789abcdef";
+  char *copy = malloc(4 * strlen(s) + 1), *q = copy;
   if (!copy)
     return NULL;
-  for (char *p = copy; *p; p++)
-    if ((unsigned char)*p >= 0x80)
-      *p = '?';
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    size_t n = pc_report_utf8_len(p);
+    if (n) {
+      memcpy(q, p, n);
+      q += n;
+      p += n;
+      continue;
+    }
+    *q++ = '\\';
+    *q++ = 'x';
+    *q++ = digits[*p >> 4];
+    *q++ = digits[*p++ & 15];
+  }
+  *q = '\0';
   j = json_string(copy);
   free(copy);
   return j;

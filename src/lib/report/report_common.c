@@ -586,7 +586,7 @@ int pc_report_check(const pc_run *run, const pc_report_options *opts, const char
   const pc_gate *gate = opts ? opts->gate : NULL;
   if (!run)
     return pc_error_set(err, PC_EUSAGE, "%s: a run is required", who);
-  if (opts && opts->version != PC_REPORT_OPTIONS_VERSION && opts->version != 1)
+  if (opts && (opts->version < 1 || opts->version > PC_REPORT_OPTIONS_VERSION))
     return pc_error_set(err, PC_EUSAGE, "%s: options of version %d, not %d", who, opts->version,
                         PC_REPORT_OPTIONS_VERSION);
   if (gate && gate->ntensors != run->ntensors)
@@ -617,6 +617,10 @@ unsigned pc_report_threads(const pc_report_options *opts) {
 void pc_report_beat(const pc_report_options *opts) {
   if (opts && opts->version >= 3 && opts->progress)
     opts->progress(opts->progress_user);
+}
+
+size_t pc_report_nsettings(const pc_report_options *opts) {
+  return opts && opts->version >= 4 && opts->settings ? opts->nsettings : 0;
 }
 
 const char *pc_report_profile(const pc_report_options *opts) {

@@ -221,6 +221,9 @@ int pc_report_check(const pc_run *run, const pc_report_options *opts, const char
 /** The profile name for headers. */
 const char *pc_report_profile(const pc_report_options *opts);
 
+/** How many of opts->settings the writers show: 0 without options or before version 4. */
+size_t pc_report_nsettings(const pc_report_options *opts);
+
 /** Length of the valid UTF-8 sequence at p (1 to 4), or 0 when the bytes there are not one. */
 size_t pc_report_utf8_len(const unsigned char *p);
 

@@ -197,6 +197,13 @@ static void put_summary(FILE *out, const page *pg, const pc_report_options *opts
   put_summary_row(out, "A (reference)", run->path_a);
   put_summary_row(out, "B (candidate)", run->path_b);
   put_summary_row(out, "profile", pc_report_profile(opts));
+  for (size_t i = 0; i < pc_report_nsettings(opts); i++) {
+    fputs("<tr><th>", out);
+    put_text(out, opts->settings[i].name);
+    fputs("</th><td>", out);
+    put_text(out, opts->settings[i].value);
+    fputs("</td></tr>\n", out);
+  }
   fprintf(out, "<tr><th>verdict</th><td><span class=\"v-%s\">%s</span>; ",
           pc_run_verdict_name(run->verdict), pc_run_verdict_name(run->verdict));
   pc_report_put_tally(out, run);

@@ -176,6 +176,8 @@ static int put_stats(json_t *o, const pc_tensor *t) {
 
 static int put_identity(json_t *o, const pc_tensor *t) {
   int rc = json_object_set_new(o, "path", pc_json_string(t->path));
+  if (!pc_json_valid_utf8(t->path)) /* the exact bytes beside the escaped spelling */
+    rc |= json_object_set_new(o, "path_bytes", pc_json_hex(t->path));
   if (t->file)
     rc |= json_object_set_new(o, "file", pc_json_string(t->file));
   rc |= json_object_set_new(o, "verdict", json_string(pc_verdict_name(t->verdict)));
@@ -466,6 +468,20 @@ static json_t *attrs_json(const pc_provenance *p) {
   return pc_json_finish(o, rc);
 }
 
+/* [{"name": ..., "value": ...}, ...]: the caller's settings (docs/report-json.md). */
+static json_t *settings_json(const pc_report_options *opts) {
+  json_t *a = json_array();
+  int rc = a ? 0 : -1;
+  for (size_t i = 0; a && i < pc_report_nsettings(opts); i++) {
+    json_t *s = json_object();
+    rc |= s ? 0 : -1;
+    rc |= json_object_set_new(s, "name", pc_json_string(opts->settings[i].name));
+    rc |= json_object_set_new(s, "value", pc_json_string(opts->settings[i].value));
+    rc |= json_array_append_new(a, s);
+  }
+  return pc_json_finish(a, rc);
+}
+
 /* {"a": {...}, "b": {...}, "differs": [names]} (docs/report-json.md, "Provenance"). */
 static json_t *provenance_json(const pc_run *run) {
   pc_prov_row *rows;
@@ -493,6 +509,7 @@ static json_t *run_json(const pc_run *run, const pc_report_options *opts) {
   if (run->path_ref)
     rc |= json_object_set_new(o, "reference", pc_json_string(run->path_ref));
   rc |= json_object_set_new(o, "profile", pc_json_string(pc_report_profile(opts)));
+  rc |= json_object_set_new(o, "settings", settings_json(opts));
   rc |= json_object_set_new(o, "provenance", provenance_json(run));
   rc |= json_object_set_new(o, "verdict", json_string(pc_run_verdict_name(run->verdict)));
   rc |= json_object_set_new(o, "first_divergence", first_divergence_json(run));

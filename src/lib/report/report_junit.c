@@ -108,6 +108,11 @@ static void put_properties(FILE *out, const pc_run *run, const pc_report_options
   put_property(out, "a", run->path_a);
   put_property(out, "b", run->path_b);
   put_property(out, "profile", pc_report_profile(opts));
+  for (size_t i = 0; i < pc_report_nsettings(opts); i++) {
+    char key[128];
+    snprintf(key, sizeof key, "setting.%s", opts->settings[i].name);
+    put_property(out, key, opts->settings[i].value);
+  }
   put_property(out, "verdict", pc_run_verdict_name(run->verdict));
   put_property(out, "first_divergence", first ? first->path : "");
   if (run->path_ref) {

@@ -249,6 +249,12 @@ static void put_header(FILE *out, const pc_run *run, const pc_report_options *op
   put_code(out, run->path_b);
   fputs("\n- **profile**: ", out);
   put_code(out, pc_report_profile(opts));
+  for (size_t i = 0; i < pc_report_nsettings(opts); i++) {
+    fputs("\n- **", out);
+    pc_escape_put(out, opts->settings[i].name, strlen(opts->settings[i].name), PC_ESCAPE_MARKDOWN);
+    fputs("**: ", out);
+    put_code(out, opts->settings[i].value);
+  }
   fprintf(out, "\n- **verdict**: %s; ", pc_run_verdict_name(run->verdict));
   pc_report_put_tally(out, run);
   fputs("\n- **first divergence**: ", out);

@@ -379,6 +379,16 @@ static int put_row(FILE *out, size_t k, void *ctx) {
  * every line (a dump's model_repr is a thousand characters). */
 enum { PROV_WIDTH_MAX = 40 };
 
+/* The caller's settings, one "name: value" a line (docs/reports.md, "Settings"). */
+static void put_settings(FILE *out, const pc_report_options *opts) {
+  for (size_t i = 0; i < pc_report_nsettings(opts); i++) {
+    put_untrusted(out, opts->settings[i].name);
+    fputs(": ", out);
+    put_untrusted(out, opts->settings[i].value);
+    fputc('\n', out);
+  }
+}
+
 /* The files' attributes side by side, a differing one marked '*' (docs/reports.md,
  * "Provenance"); nothing when neither side has any. */
 static int put_provenance(FILE *out, const pc_run *run) {
@@ -509,6 +519,9 @@ static void put_fail_summary(FILE *out, const pc_run *run, bool color, const pc_
     }
     if (fails)
       fprintf(out, "; %zu fail%s", fails, fails == 1 ? "s" : "");
+  } else if (fails == 0) { /* indeterminate accepted, but nothing passed (judge.c, pc_tally) */
+    put_summary_word(out, "FAIL", PC_VERDICT_DRIFT, color, gate);
+    fprintf(out, "no tensor within tolerance of %zu", run->ntensors);
   } else {
     put_summary_word(out, "FAIL", PC_VERDICT_DRIFT, color, gate);
     fprintf(out, "%zu of %zu tensor%s fail%s", fails, run->ntensors, plural(run->ntensors),
@@ -573,6 +586,8 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   view v = {run, opts, &cascades};
   size_t shown = 0;
   widths w = measure(&v, &shown);
+  if (!opts->quiet)
+    put_settings(out, opts);
   if (!opts->quiet && put_provenance(out, run) < 0) { /* quiet: failures and the summary only */
     pc_report_cascades_free(&cascades);
     return PC_ENOMEM;
