@@ -8,7 +8,8 @@ binary, and assert parity in pytest.
 a and b are paths (HDF5, safetensors, npy, npz, or folders of them) or dicts name -> numpy array
 or torch tensor, written to a temporary HDF5 dump first (torch bfloat16 as float32 tagged
 dtype="bfloat16", as the dumper writes it). The binary is $PARITYCHECK_BIN, else the one
-installed with this package (PREFIX/bin), else `paritycheck` on PATH.
+installed with this package (PREFIX/bin), else the source tree's build/paritycheck, else
+`paritycheck` on PATH (binary()).
 """
 import json
 import os
@@ -26,20 +27,41 @@ class ParityError(RuntimeError):
     """paritycheck could not compare (exit 2): bad input, unreadable file, bad tolerances."""
 
 
+def _source_tree():
+    """The source tree whose build/ may hold the binary: the one `pip install ./python`
+    recorded (setup.py writes _install.py), else the tree this package is imported from
+    (PYTHONPATH=python in a checkout: python/paritycheck -> the checkout), else None."""
+    try:
+        from ._install import SOURCE_TREE
+        return SOURCE_TREE
+    except ImportError:
+        here = os.path.dirname(os.path.abspath(__file__))
+        tree = os.path.dirname(os.path.dirname(here))
+        if os.path.isfile(os.path.join(tree, "python", "pyproject.toml")):
+            return tree
+        return None
+
+
 def binary():
-    """The paritycheck executable this package runs."""
+    """The paritycheck executable this package runs, the first of (docs/python.md,
+    "Which binary"): $PARITYCHECK_BIN; PREFIX/bin/paritycheck when the package was installed
+    by `cmake --install` (PREFIX/lib/python3/dist-packages/paritycheck); build/paritycheck in
+    the source tree (README command 1's build, found from the tree `pip install ./python` ran
+    in, or the checkout the package is imported from); `paritycheck` on PATH."""
     env = os.environ.get("PARITYCHECK_BIN")
     if env:
         return env
-    # PREFIX/lib/python3/dist-packages/paritycheck/__init__.py -> PREFIX/bin/paritycheck
     here = os.path.dirname(os.path.abspath(__file__))
     prefix = os.path.normpath(os.path.join(here, "..", "..", "..", ".."))
-    installed = os.path.join(prefix, "bin", "paritycheck")
-    if os.access(installed, os.X_OK):
-        return installed
+    tree = _source_tree()
+    for candidate in (os.path.join(prefix, "bin", "paritycheck"),
+                      tree and os.path.join(tree, "build", "paritycheck")):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
     found = shutil.which("paritycheck")
     if not found:
-        raise ParityError("no paritycheck binary: set PARITYCHECK_BIN or put it on PATH")
+        raise ParityError("no paritycheck binary: build it (README command 1), set "
+                          "PARITYCHECK_BIN, or put it on PATH")
     return found
 
 
