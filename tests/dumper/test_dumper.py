@@ -496,12 +496,41 @@ def test_trio():
           np.array_equal(inputs["a.h5"], inputs["ref.h5"]) and
           np.array_equal(inputs["a.h5"], inputs["b.h5"]))
     cmd = p.stdout.strip().splitlines()[-1]
-    check("--trio prints the comparison", cmd == "compare: paritycheck --reference %s %s %s" % (
-        os.path.join(folder, "ref.h5"), os.path.join(folder, "a.h5"),
-        os.path.join(folder, "b.h5")), cmd)
+    check("--trio prints the comparison", cmd == "compare: paritycheck --profile bf16-autocast "
+          "--reference %s %s %s" % (os.path.join(folder, "ref.h5"), os.path.join(folder, "a.h5"),
+                                    os.path.join(folder, "b.h5")), cmd)
     q = subprocess.run([BIN] + cmd.split()[2:], stdout=subprocess.PIPE, text=True)
     check("the printed comparison runs: three-way line", q.returncode in (0, 1) and
           "REFERENCE %s" % os.path.join(folder, "ref.h5") in q.stdout, q.stdout[-400:])
+
+
+MLP_FACTORY = '''
+import torch.nn as nn
+def build():
+    return nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 128), nn.GELU(),
+                         nn.Linear(128, 10))
+'''
+
+
+def test_trio_next_step_passes():
+    """The command --trio prints passes an honest run of what it just dumped (issue 39): it
+    names the profile calibrated for B's policy (tolerances/NAME.yaml), which the defaults are
+    not; an MLP with gradients, as a new user would dump it, for each policy the CPU runs."""
+    with open(os.path.join(WORK, "mlp_factory.py"), "w") as f:
+        f.write(MLP_FACTORY)
+    for policy, profile in (("bf16-autocast", "bf16-autocast"), ("tf32", "tf32"),
+                            ("fp32", "cpu-vs-cuda-fp32")):
+        folder = os.path.join(WORK, "trio_" + policy)
+        p = dump_cli("--model", "mlp_factory:build", "--trio", folder, "--policy", policy,
+                     "--input-shape", "8,64", "--grad")
+        if not check("--trio %s: exit 0" % policy, p.returncode == 0, p.stderr[-500:]):
+            continue
+        cmd = p.stdout.strip().splitlines()[-1].split()
+        check("--trio %s: the printed command names --profile %s" % (policy, profile),
+              cmd[:4] == ["compare:", "paritycheck", "--profile", profile], cmd)
+        q = subprocess.run([BIN] + cmd[2:], stdout=subprocess.PIPE, text=True)
+        check("--trio %s: the printed command passes the honest run (exit 0)" % policy,
+              q.returncode == 0, q.stdout[-1500:])
 
 
 def test_docs_example():
@@ -669,6 +698,7 @@ def main():
     test_failed_forward_writes_nothing()
     test_incomplete_dump_refused()
     test_trio()
+    test_trio_next_step_passes()
     test_docs_example()
     test_mps_fp64_runs_on_cpu()
     test_mps_mocked()
