@@ -320,7 +320,11 @@ def test_provenance_every_format():
     text = run([a, b]).stdout.splitlines()
     check('provenance: text marks a difference',
           any(ln.startswith('* backend') and 'cpu' in ln and 'cuda' in ln for ln in text), text)
-    check('provenance: text leaves an equal one unmarked',
+    check('provenance: text shows only the differing attributes by default',
+          not any('torch_version' in ln for ln in text) and
+          'provenance: 4 of 6 attributes differ (A | B; -v shows all)' in text, text)
+    text = run([a, b, '-v']).stdout.splitlines()
+    check('provenance: -v shows an equal one too, unmarked',
           any(ln.startswith('  torch_version') for ln in text), text)
     with open(md) as f:
         m = f.read()

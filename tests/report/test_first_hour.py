@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""What a new user reads first (issue 39): the text report top-down (the verdict, the first
+divergence and its diagnosis, then the provenance that differs, then the table), why a pass with an
+alarming max_rel passes, "did you mean" for a misspelt option, columns aligned by display width
+(CJK names), and folder runs in step order with the trajectory view of docs/training-runs.md.
+
+    /usr/bin/python3 tests/report/test_first_hour.py PATH/TO/paritycheck WORK_DIR
+
+Expected values come from the dumps (h5py, numpy) and from unicodedata, not from the binary's
+own output; the JSON report is read only for what the judge decided (verdicts, the first
+divergence, the tolerance it applied)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import unicodedata
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, 'tests'))
+from checks import check, run_tests  # noqa: E402
+
+BIN = WORK = None
+REAL = os.path.join(ROOT, 'fixtures', 'real')
+
+
+def run(args, cwd=None):
+    return subprocess.run([BIN, '--no-color'] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=cwd)
+
+
+def report_json(args):
+    p = subprocess.run([BIN, '--json', '-'] + list(args), stdout=subprocess.PIPE, text=True)
+    return json.loads(p.stdout)
+
+
+def fresh(name):
+    d = os.path.join(WORK, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+# --- the text report, top-down ------------------------------------------------------------------
+
+def test_top_down():
+    """The real CPU vs CUDA TF32 pair under the defaults: the summary line first, then the first
+    divergence with the judge's diagnosis, then the provenance (the differing attributes only:
+    their number from the files), then the table."""
+    a, b = (os.path.join(REAL, 'attention_%s.h5' % s) for s in ('cpu_fp32', 'cuda_tf32'))
+    r = report_json([a, b])
+    first = r['first_divergence']
+    diag = next(t for t in r['tensors'] if t['path'] == first)['diagnosis']['text']
+    with h5py.File(a, 'r') as fa, h5py.File(b, 'r') as fb:
+        attrs_a, attrs_b = dict(fa.attrs), dict(fb.attrs)
+    names = list(attrs_a) + [k for k in attrs_b if k not in attrs_a]
+    differ = [k for k in names if k not in attrs_a or k not in attrs_b or
+              str(attrs_a[k]) != str(attrs_b[k])]
+    lines = run([a, b]).stdout.splitlines()
+    check('top-down: the summary line first', lines[0].startswith('FAIL: ') and
+          lines[0].endswith('; first divergence: %s' % first), lines[:2])
+    check('top-down: the first divergence and its diagnosis second',
+          lines[1].startswith('first divergence: %s (drift): ' % first) and
+          ('diagnosis: ' + diag) in lines[1], lines[1])
+    at = {key: next((k for k, ln in enumerate(lines) if ln.startswith(key)), None)
+          for key in ('provenance', 'verdict ')}
+    check('top-down: provenance after the verdict, before the table',
+          None not in at.values() and 1 < at['provenance'] < at['verdict '], at)
+    shown = [ln.split()[1] for ln in lines[at['provenance'] + 1:at['verdict ']] if ln.strip()]
+    check('top-down: only the %d differing attributes, each marked' % len(differ),
+          lines[at['provenance']] == 'provenance: %d of %d attributes differ (A | B; -v shows '
+          'all)' % (len(differ), len(names)) and shown == differ, (shown, differ))
+    v = run(['-v', a, b]).stdout
+    check('top-down: -v shows every attribute, model_repr whole (escaped)',
+          all(re.search(r'^[* ] %s ' % re.escape(k), v, re.M) for k in names) and
+          str(attrs_a['model_repr']).replace('\n', '\\n') in v, v[:400])
+
+
+def test_pass_says_why():
+    """/gradients/qkv.bias of the TF32 pair passes its profile with max_rel inf (A has zeros):
+    its line says it is within the absolute floor, with max_abs (numpy) against the profile's
+    atol, and how many zeros A holds (numpy)."""
+    a, b = (os.path.join(REAL, 'attention_%s.h5' % s) for s in ('cpu_fp32', 'cuda_tf32'))
+    name = '/gradients/qkv.bias'
+    with h5py.File(a, 'r') as fa, h5py.File(b, 'r') as fb:
+        xa, xb = fa[name][()].astype(np.float64), fb[name][()].astype(np.float64)
+    max_abs, zeros = float(np.max(np.abs(xb - xa))), int(np.sum(xa == 0))
+    t = next(t for t in report_json(['--profile', 'tf32', a, b])['tensors'] if t['path'] == name)
+    lines = run(['--profile', 'tf32', a, b]).stdout.splitlines()
+    k = next(k for k, ln in enumerate(lines) if ln.split()[1:2] == [name])
+    want = ('passes: within the absolute floor (max_abs %.3g <= atol %.3g); max_rel inf where '
+            'A = 0 (A has %d zeros)' % (max_abs, t['tolerance']['atol'], zeros))
+    check('pass with max_rel inf says why', t['verdict'] == 'pass' and zeros > 0 and
+          max_abs <= t['tolerance']['atol'] and lines[k + 1].strip() == want,
+          (lines[k:k + 2], want))
+    quiet = [ln for ln in lines if ln.split()[:1] == ['pass'] and
+             ln.split()[1] in ('/activations/003_softmax', '/inputs/0')]
+    nxt = [lines[lines.index(ln) + 1] for ln in quiet]
+    check('a pass with a small max_rel has no such line', len(quiet) == 2 and
+          not any('passes:' in ln for ln in nxt), nxt)
+
+
+# --- did you mean, for options ------------------------------------------------------------------
+
+def test_option_suggestions():
+    """An unknown option names the option of --help a few edits away; one far from all none."""
+    cases = {'--proflie': '--profile', '--profle=tf32': '--profile', '-profile': '--profile',
+             '--jsno': '--json', '--refernce': '--reference', '--exlude': '--exclude',
+             '--stall-timout': '--stall-timeout', '--max-memroy': '--max-memory'}
+    for given, meant in cases.items():
+        p = run([given, 'a.h5', 'b.h5'])
+        want = "paritycheck: unknown option: %s (did you mean '%s'?)" % (given, meant)
+        check('option %s: exit 2, did you mean %s' % (given, meant),
+              p.returncode == 2 and p.stderr.splitlines()[:1] == [want], p.stderr)
+    p = run(['--frobnicate', 'a.h5', 'b.h5'])
+    check('option far from every name: no suggestion', p.returncode == 2 and
+          p.stderr.splitlines()[:1] == ['paritycheck: unknown option: --frobnicate'], p.stderr)
+    # every long option of --help is in the table the suggestions come from
+    helped = set(re.findall(r'^\s+(?:-\w, )?(--[a-z][a-z-]+)', run(['--help']).stdout, re.M))
+    for opt in sorted(helped):
+        typo = opt[:3] + opt[4] + opt[3] + opt[5:] if len(opt) > 5 else None  # swap 2 letters
+        if not typo or typo == opt:
+            continue
+        p = run([typo, 'a.h5', 'b.h5'])
+        check('--help option %s: a transposition suggests it' % opt,
+              "(did you mean '%s'?)" % opt in p.stderr, p.stderr)
+
+
+# --- display width ------------------------------------------------------------------------------
+
+def columns(text):
+    """Terminal columns of text: East Asian wide and fullwidth characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in 'WF' else
+               0 if unicodedata.combining(c) else 1 for c in text)
+
+
+def test_cjk_alignment():
+    """Dataset names in CJK and ASCII: the dtype column starts at the same display column on
+    every line of the table (widths by unicodedata)."""
+    root = fresh('cjk')
+    names = ['/层/输出', '/ascii/x', '/注意力/权重矩阵', '/ｆｕｌｌ/ｗｉｄｔｈ']
+    for side, scale in (('a', 1.0), ('b', 1.0)):
+        with h5py.File(os.path.join(root, side + '.h5'), 'w') as f:
+            for k, n in enumerate(names):
+                f[n] = np.arange(4, dtype=np.float32) * scale + k
+    p = run([os.path.join(root, 'a.h5'), os.path.join(root, 'b.h5')])
+    rows = [ln for ln in p.stdout.splitlines() if ln.startswith(('verdict ', 'pass '))]
+    starts = {columns(ln[:ln.index('float32' if not ln.startswith('verdict') else 'dtype')])
+              for ln in rows}
+    check('CJK names: every dtype cell at one display column', p.returncode == 0 and
+          len(rows) == 1 + len(names) and len(starts) == 1, p.stdout)
+
+
+TESTS = [test_top_down, test_pass_says_why, test_option_suggestions, test_cjk_alignment]
+
+
+def main(argv):
+    global BIN, WORK
+    if len(argv) != 2:
+        sys.exit(__doc__)
+    BIN, WORK = os.path.abspath(argv[0]), os.path.abspath(argv[1])
+    os.makedirs(WORK, exist_ok=True)
+    return run_tests(TESTS)
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
