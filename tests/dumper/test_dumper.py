@@ -628,7 +628,7 @@ def test_training_runs_doc():
     yml = re.findall(r"```yaml\n(.*?)```", text, re.S)
     sh = [l for b in re.findall(r"```sh\n(.*?)```", text, re.S) for l in b.splitlines() if l]
     if not check("training-runs.md: one script, one tolerance file, commands",
-                 len(py) == 1 and len(yml) == 1 and len(sh) == 3, (len(py), len(yml), sh)):
+                 len(py) == 1 and len(yml) == 1 and len(sh) == 4, (len(py), len(yml), sh)):
         return
     folder = os.path.join(WORK, "training")
     os.makedirs(os.path.join(folder, "bin"), exist_ok=True)
@@ -653,6 +653,28 @@ def test_training_runs_doc():
             if t["path"].endswith(":/outputs/loss")}
     check("training-runs.md: the loss drift grows, step 19 > 100 x step 0",
           len(loss) == 20 and loss["step_019"] > 100 * loss["step_000"] > 0, loss)
+
+    def summary(*args):
+        r = json.loads(subprocess.run([BIN, "--json", "-"] + list(args), cwd=folder,
+                                      stdout=subprocess.PIPE, text=True).stdout)
+        return r["summary"], r["first_divergence"]
+    # section 2's figures: 167 tensors, all pass three-way; 69 fail the profile alone, from
+    # step 0's weight gradient; 165 the defaults, the first step's first activation first
+    three, _ = summary("--profile", "bf16-autocast", "--reference", "runs/ref", "runs/a", "runs/b")
+    alone, first_alone = summary("--profile", "bf16-autocast", "runs/a", "runs/b")
+    plain, first_plain = summary("runs/a", "runs/b")
+    check("training-runs.md: 167 tensors pass three-way, 69 fail the profile alone, 165 the "
+          "defaults; first divergences at step 0",
+          three["tensors"] == 167 and three["pass"] == 167 and alone["failures"] == 69 and
+          first_alone == "step_000/train.h5:/gradients/0.weight" and plain["failures"] == 165 and
+          first_plain == "step_000/train.h5:/activations/000_0",
+          (three, alone, first_alone, plain, first_plain))
+    md = open(os.path.join(folder, "report.md")).read()
+    rows = re.findall(r"^\| `step_(\d{3})/train\.h5:/outputs/loss`", md, re.M)
+    check("training-runs.md: the Markdown trajectory, one row per step in step order",
+          rows == ["%03d" % k for k in range(20)], rows)
+    check("training-runs.md: the HTML trajectory plot",
+          '<svg class="trajectory"' in open(os.path.join(folder, "report.html")).read())
 
 
 def test_convert_module_types():

@@ -156,7 +156,138 @@ def test_cjk_alignment():
           len(rows) == 1 + len(names) and len(starts) == 1, p.stdout)
 
 
-TESTS = [test_top_down, test_pass_says_why, test_option_suggestions, test_cjk_alignment]
+# --- training runs: step order and the trajectory view ------------------------------------------
+
+STEPS = [0, 1, 2, 9, 10, 11]  # unpadded: a byte order would put 10 and 11 before 2
+DRIFT_FROM = 2                # B's loss is 1 % off from this step on
+
+
+def make_training(root):
+    """A/ and B/: step_N/train.h5 (a loss, a weight gradient) and step_N/rank_M.h5 shards (M 2 and
+    10), plus a summary final.h5 that drifts too; B's loss is 1 % off from step DRIFT_FROM."""
+    rng = np.random.default_rng(5)
+    grads = {s: rng.standard_normal(16).astype(np.float32) for s in STEPS}
+    losses = {s: np.float32(2.0 / (1 + s)) for s in STEPS}
+    for side in ('a', 'b'):
+        for s in STEPS:
+            d = os.path.join(root, side, 'step_%d' % s)
+            os.makedirs(d, exist_ok=True)
+            off = np.float32(1.01) if side == 'b' and s >= DRIFT_FROM else np.float32(1)
+            with h5py.File(os.path.join(d, 'train.h5'), 'w') as f:
+                f['outputs/loss'] = np.float32(losses[s] * off)
+                f['gradients/w'] = grads[s]
+            for rank in (10, 2):
+                with h5py.File(os.path.join(d, 'rank_%d.h5' % rank), 'w') as f:
+                    f['x'] = np.full(4, rank, np.float32)
+        with h5py.File(os.path.join(root, side, 'final.h5'), 'w') as f:
+            f['loss_curve'] = np.array([losses[s] for s in STEPS], np.float64) * (
+                1.5 if side == 'b' else 1)
+    return losses
+
+
+def test_step_order():
+    """Files in step order, step_2 before step_10 and rank_2 before rank_10, the summary
+    final.h5 after every step; that is the execution order, so the first divergence is the first
+    drifting step's loss, not final.h5 (whose name sorts first byte by byte)."""
+    root = fresh('steps')
+    make_training(root)
+    r = report_json([os.path.join(root, 'a'), os.path.join(root, 'b')])
+    files = []
+    for t in r['tensors']:
+        f = t['path'].split(':')[0]
+        if not files or files[-1] != f:
+            files.append(f)
+    want = [('step_%d/%s' % (s, n)) for s in STEPS for n in ('rank_2.h5', 'rank_10.h5',
+                                                              'train.h5')] + ['final.h5']
+    check('steps: files in step order, summaries last', files == want, files)
+    check('steps: the first divergence is step_%d\'s loss' % DRIFT_FROM,
+          r['first_divergence'] == 'step_%d/train.h5:/outputs/loss' % DRIFT_FROM,
+          r['first_divergence'])
+
+
+def trajectory_rows(md):
+    at = md.index('### Trajectory: the loss per step')
+    rows = []
+    for ln in md[at:].splitlines()[4:]:
+        if not ln.startswith('| `'):
+            break
+        rows.append([c.strip() for c in ln.strip('|').split(' | ')])
+    return rows
+
+
+def test_trajectory_markdown():
+    """The Markdown trajectory table: a row per step in step order, the float32 losses as stored
+    (h5py; 9 digits give them back exactly),
+    the relative gap |b - a| / |a| (numpy), the verdict, the first divergent step marked, the
+    envelope column empty; the loss is the step file's scalar named *loss*."""
+    root = fresh('traj_md')
+    losses = make_training(root)
+    md_path = os.path.join(root, 'r.md')
+    run(['--markdown', md_path, os.path.join(root, 'a'), os.path.join(root, 'b')])
+    with open(md_path, encoding='utf-8') as f:
+        rows = trajectory_rows(f.read())
+    check('trajectory table: one row per step', len(rows) == len(STEPS), rows)
+    for s, row in zip(STEPS, rows):
+        a = float(losses[s])
+        b = float(np.float32(losses[s] * np.float32(1.01))) if s >= DRIFT_FROM else a
+        gap = abs(b - a) / abs(a)
+        mark = ' (first divergence)' if s == DRIFT_FROM else ''
+        ok = (len(row) == 6 and row[0] == '`step_%d/train.h5:/outputs/loss`%s' % (s, mark) and
+              np.float32(row[1]) == np.float32(a) and np.float32(row[2]) == np.float32(b) and
+              abs(float(row[3]) - gap) <= 1e-3 * max(gap, 1e-30) and
+              row[4] == ('**drift**' if s >= DRIFT_FROM else 'pass') and row[5] == '\u2014')
+        check('trajectory table: step %d' % s, ok, (row, a, b, gap))
+
+
+def test_trajectory_svg():
+    """The HTML plot: A's and B's curves draw the stored losses (each point's y a linear map of
+    the loss, the same map for both; x evenly spaced in step order), and the first divergent
+    step's x is marked."""
+    root = fresh('traj_svg')
+    losses = make_training(root)
+    html_path = os.path.join(root, 'r.html')
+    run(['--html', html_path, os.path.join(root, 'a'), os.path.join(root, 'b')])
+    with open(html_path, encoding='utf-8') as f:
+        page = f.read()
+    svg = re.search(r'<svg class="trajectory".*?</svg>', page, re.S)
+    if not check('trajectory SVG: present', svg is not None, page[:2000]):
+        return
+    svg = svg.group(0)
+    pts = {side: [tuple(map(float, p.split(','))) for p in
+                  re.search(r'class="loss-%s"[^>]*points="([^"]*)"' % side, svg).group(1).split()]
+           for side in 'ab'}
+    va = [float(losses[s]) for s in STEPS]
+    vb = [float(np.float32(losses[s] * np.float32(1.01))) if s >= DRIFT_FROM else float(losses[s])
+          for s in STEPS]
+    xs = [x for x, _ in pts['a']]
+    steps = np.diff(xs)
+    check('trajectory SVG: a point per step, evenly spaced, the same x on both curves',
+          len(xs) == len(STEPS) and np.allclose(steps, steps[0]) and steps[0] > 0 and
+          xs == [x for x, _ in pts['b']], pts)
+    # y = c0 + c1 * loss, fitted on A's points, must give every point of A and B (2-digit print)
+    c1, c0 = np.polyfit(va, [y for _, y in pts['a']], 1)
+    ys = [y for _, y in pts['a']] + [y for _, y in pts['b']]
+    check('trajectory SVG: y is one linear map of the loss, higher loss higher up',
+          c1 < 0 and max(abs(c0 + c1 * v - y) for v, y in zip(va + vb, ys)) < 0.011, (c0, c1, ys))
+    mark = re.search(r'<line class="first-divergence" x1="([\d.]+)"', svg)
+    check('trajectory SVG: the first divergent step (step_%d) marked at its x' % DRIFT_FROM,
+          mark and float(mark.group(1)) == xs[STEPS.index(DRIFT_FROM)] and
+          'first divergence: step_%d/train.h5' % DRIFT_FROM in svg, svg[-800:])
+
+
+def test_no_trajectory_without_steps():
+    """Two files: no trajectory view in either report."""
+    a, b = (os.path.join(REAL, 'attention_%s.h5' % s) for s in ('cpu_fp32', 'cuda_tf32'))
+    root = fresh('no_traj')
+    run(['--markdown', os.path.join(root, 'r.md'), '--html', os.path.join(root, 'r.html'), a, b])
+    with open(os.path.join(root, 'r.md'), encoding='utf-8') as f, \
+            open(os.path.join(root, 'r.html'), encoding='utf-8') as g:
+        check('no steps: no trajectory', 'Trajectory' not in f.read() + g.read())
+
+
+TESTS = [test_top_down, test_pass_says_why, test_option_suggestions, test_cjk_alignment,
+         test_step_order, test_trajectory_markdown, test_trajectory_svg,
+         test_no_trajectory_without_steps]
 
 
 def main(argv):

@@ -221,6 +221,19 @@ int pc_report_check(const pc_run *run, const pc_report_options *opts, const char
 /** The profile name for headers. */
 const char *pc_report_profile(const pc_report_options *opts);
 
+/* One step of a folder run's trajectory (docs/training-runs.md, "The trajectory view"). */
+typedef struct pc_traj_step {
+  size_t tensor; /* the step's loss: an index into run->tensors */
+  double a, b;   /* its value on A and on B */
+  double gap;    /* |b - a| / |a|; inf where a = 0 and b is not, 0 where both are */
+} pc_traj_step;
+
+/** The loss of each step of a folder run, in run order, which is step order: for each step's
+ * file (pc_tree_is_step), its first compared scalar whose dataset path holds "loss" in any case.
+ * *first: the index of the step whose file holds the run's first divergence, or -1. Fewer than
+ * two steps give *n = 0 (no view). *steps is malloc'd (free it); PC_ENOMEM. */
+int pc_report_trajectory(const pc_run *run, pc_traj_step **steps, size_t *n, long *first);
+
 /** Length of the valid UTF-8 sequence at p (1 to 4), or 0 when the bytes there are not one. */
 size_t pc_report_utf8_len(const unsigned char *p);
 
