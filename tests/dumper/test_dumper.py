@@ -564,6 +564,32 @@ def test_docs_example():
               list(f))
 
 
+def test_torch113_layernorm_doc():
+    """docs/python.md's torch 1.13 note: on this torch a LayerNorm after a Linear under CPU bf16
+    autocast fails with the message the page quotes (checked on torch 1.x only), and the page's
+    Float32LayerNorm block runs as written."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "python.md")).read()
+    block = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "Float32LayerNorm" in b]
+    if not check("docs/python.md has the Float32LayerNorm block", len(block) == 1):
+        return
+    m = nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16))
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            m(torch.randn(4, 16))
+        failed = None
+    except RuntimeError as e:
+        failed = str(e)
+    if torch.__version__.startswith("1."):
+        check("torch 1.x: Linear -> LayerNorm under CPU bf16 autocast fails as the page says",
+              failed is not None and "expected scalar type BFloat16 but found Float" in failed
+              and "expected scalar type BFloat16 but found Float" in text, failed)
+    p = subprocess.run([sys.executable, "-c", block[0]], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check("docs/python.md: the Float32LayerNorm block runs", p.returncode == 0 and
+          p.stdout.strip() == "torch.float32", p.stdout + p.stderr[-500:])
+
+
 def test_mps_fp64_runs_on_cpu():
     """--device mps --policy fp64: MPS has no float64, so the run is on the CPU (for real, here),
     the CLI says so once, and the file records the device asked for."""
@@ -722,6 +748,7 @@ def main():
     test_trio()
     test_trio_next_step_passes()
     test_docs_example()
+    test_torch113_layernorm_doc()
     test_mps_fp64_runs_on_cpu()
     test_mps_mocked()
     test_training_runs_doc()

@@ -285,9 +285,34 @@ def test_no_trajectory_without_steps():
         check('no steps: no trajectory', 'Trajectory' not in f.read() + g.read())
 
 
+# --- docs true to the code ----------------------------------------------------------------------
+
+def test_scaled_threshold():
+    """README's "scaled ... fails under every profile" states the threshold of
+    docs/tolerance-model.md (|c - 1| >= 1/4), and it holds: a tensor scaled by 1.3 fails as
+    "scaled" under the defaults and every shipped profile."""
+    readme = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
+    model = open(os.path.join(ROOT, 'docs', 'tolerance-model.md'), encoding='utf-8').read()
+    check('README states the scaled threshold of tolerance-model.md',
+          readme.count('|c − 1| ≥ ¼') == 2 and '\\|c − 1\\| ≥ ¼' in model)  # '|' escaped in its table
+    root = fresh('scaled')
+    x = np.random.default_rng(2).standard_normal(4096).astype(np.float32)
+    for side, c in (('a', 1.0), ('b', 1.3)):
+        with h5py.File(os.path.join(root, side + '.h5'), 'w') as f:
+            f['y'] = (x * np.float32(c)).astype(np.float32)
+    profiles = [None] + sorted(n[:-5] for n in os.listdir(os.path.join(ROOT, 'tolerances'))
+                               if n.endswith('.yaml') and n != 'default.yaml')
+    for prof in profiles:
+        args = (['--profile', prof] if prof else []) + [os.path.join(root, 'a.h5'),
+                                                        os.path.join(root, 'b.h5')]
+        t = report_json(args)['tensors'][0]
+        check('scaled by 1.3 fails under %s' % (prof or 'the defaults'),
+              t['verdict'] == 'drift' and t['diagnosis']['kind'] == 'scaled', t.get('diagnosis'))
+
+
 TESTS = [test_top_down, test_pass_says_why, test_option_suggestions, test_cjk_alignment,
          test_step_order, test_trajectory_markdown, test_trajectory_svg,
-         test_no_trajectory_without_steps]
+         test_no_trajectory_without_steps, test_scaled_threshold]
 
 
 def main(argv):
