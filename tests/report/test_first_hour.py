@@ -294,7 +294,8 @@ def test_scaled_threshold():
     readme = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
     model = open(os.path.join(ROOT, 'docs', 'tolerance-model.md'), encoding='utf-8').read()
     check('README states the scaled threshold of tolerance-model.md',
-          readme.count('|c − 1| ≥ ¼') == 2 and '\\|c − 1\\| ≥ ¼' in model)  # '|' escaped in its table
+          # the model's table escapes its '|'
+          readme.count('|c − 1| ≥ ¼') == 2 and '\\|c − 1\\| ≥ ¼' in model)
     root = fresh('scaled')
     x = np.random.default_rng(2).standard_normal(4096).astype(np.float32)
     for side, c in (('a', 1.0), ('b', 1.3)):
@@ -310,9 +311,25 @@ def test_scaled_threshold():
               t['verdict'] == 'drift' and t['diagnosis']['kind'] == 'scaled', t.get('diagnosis'))
 
 
+def test_readme_setup_commands():
+    """README's first code block is still the two set-up commands (build and compare; the tests),
+    with the time of command 2 on a 2-core machine."""
+    readme = open(os.path.join(ROOT, 'README.md'), encoding='utf-8').read()
+    block = re.search(r'```sh\n(.*?)```', readme, re.S).group(1)
+    commands = [ln for ln in block.splitlines() if ln.strip() and not ln.startswith('#')]
+    check('README: two set-up commands first',
+          readme.index('```sh') < 1000 and len(commands) == 2 and
+          commands[0].startswith('bash scripts/install-deps.sh && cmake -S . -B build ') and
+          commands[0].endswith('&& ./build/paritycheck fixtures/real/attention_cpu_fp32.h5 '
+                               'fixtures/real/attention_cuda_fp32.h5') and
+          commands[1] == 'bash scripts/install-deps.sh --test && bash .ci/test.sh', commands)
+    check('README: command 2 timed on a 2-core machine',
+          re.search(r'about \d+ minutes on a 2-core machine', block) is not None, block)
+
+
 TESTS = [test_top_down, test_pass_says_why, test_option_suggestions, test_cjk_alignment,
          test_step_order, test_trajectory_markdown, test_trajectory_svg,
-         test_no_trajectory_without_steps, test_scaled_threshold]
+         test_no_trajectory_without_steps, test_scaled_threshold, test_readme_setup_commands]
 
 
 def main(argv):
