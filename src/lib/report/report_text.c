@@ -345,7 +345,7 @@ static void put_pass_cause(FILE *out, const pc_tensor *t) {
 }
 
 /* Under a pass whose max_rel is inf or at least ALARMING_REL: why it passes (docs/reports.md,
- * "Passing rows"), and where such a relative error comes from. */
+ * "The text report"), and where such a relative error comes from. */
 static void put_pass_why(FILE *out, const pc_tensor *t, size_t indent) {
   const pc_stats *s = &t->stats;
   if (t->verdict != PC_VERDICT_PASS || !(s->max_rel >= ALARMING_REL))
@@ -667,7 +667,7 @@ static void put_root_line(FILE *out, const view *v, size_t i, const char *lead) 
 static void put_roots(FILE *out, const view *v) {
   const pc_run *run = v->run;
   const pc_tensor *first = pc_report_first_divergence(run);
-  size_t first_i = first ? (size_t)(first - pc_run_at(run, 0)) : run->ntensors, shown = 0, more = 0;
+  size_t first_i = first ? (size_t)(first - run->tensors) : run->ntensors, shown = 0, more = 0;
   if (first)
     put_root_line(out, v, first_i, "first divergence: ");
   for (size_t k = 0; k < run->ntensors; k++) {
