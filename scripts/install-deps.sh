@@ -4,7 +4,8 @@
 #                                         libraries (a few hundred MB at most)
 #   bash scripts/install-deps.sh --test   also everything the tests use: cmocka, clang and its
 #                                         sanitizer runtime, valgrind, h5py/numpy/torch/pytest
-#                                         for the Python tests and the dumper, Chromium for the
+#                                         for the Python tests and the dumper, setuptools and venv
+#                                         for `pip install ./python`, Chromium for the
 #                                         HTML report test, help2man for the man page,
 #                                         OpenMPI for the MPI build's tests
 #   bash scripts/install-deps.sh --mpi    what to build with -DPC_MPI=ON: OpenMPI's library
@@ -16,6 +17,7 @@ pkgs=(build-essential cmake pkg-config
 if [[ ${1:-} == --test ]]; then
   pkgs+=(clang clang-format libclang-rt-14-dev libcmocka-dev hdf5-tools valgrind
          python3-h5py python3-numpy python3-yaml python3-pytest
+         python3-setuptools python3-venv # pip install ./python, offline, in a venv (its pip)
          python3-torch               # the dumper and the Python package's tests (CPU)
          libxml2-utils chromium python3-pil # report tests: xmllint, headless Chromium, PNG decoding
          help2man man-db             # the man page, built from --help, rendered by man -l

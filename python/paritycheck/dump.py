@@ -904,10 +904,22 @@ def main(argv=None):
                                                                runs[0].out), file=sys.stderr)
             return 1
     if a.trio:
-        print("compare: paritycheck %s--reference %s %s %s"
-              % ((("--envelope %s " % env) if env else "",)
+        # the shipped profile calibrated for B's policy (tolerances/*.yaml): without one the
+        # defaults judge B as another fp32 run, and an honest low-precision run fails; with an
+        # envelope, the envelope judges every tensor it holds
+        profile = "mps" if a.device.startswith("mps") and a.policy in ("fp32", "fp64") else \
+            TRIO_PROFILES[a.policy]
+        print("compare: paritycheck --profile %s %s--reference %s %s %s"
+              % ((profile, ("--envelope %s " % env) if env else "")
                  + tuple(os.path.join(a.trio, n) for n in ("ref.h5", "a.h5", "b.h5"))))
     return 0
+
+
+# --trio's printed comparison: B's policy -> the profile calibrated for it. A whole-model bf16
+# or fp16 cast has none of its own; the autocast profile of its dtype is the nearest.
+TRIO_PROFILES = {"fp64": "cpu-vs-cuda-fp32", "fp32": "cpu-vs-cuda-fp32", "tf32": "tf32",
+                 "bf16-autocast": "bf16-autocast", "fp16-autocast": "fp16-autocast",
+                 "bf16": "bf16-autocast", "fp16": "fp16-autocast"}
 
 
 def _run(a, factory, ap):

@@ -423,6 +423,31 @@ static bool first_time(int opt, uint64_t *seen) {
   return true;
 }
 
+static const char *closest_profile(const char *name, const char *const *names, size_t n);
+
+/* "unknown option" and the option of long_opts probably meant, by the rule of profile names
+ * (closest_profile): --proflie gives --profile, -profile --profile, --jsno --json. The word is
+ * the argument that holds the option: getopt has moved past it, unless an unknown short option
+ * is one of several letters of it ("-profile"). */
+static int unknown_option(int argc, char **argv) {
+  const char *word = optind < argc && optopt && argv[optind][0] == '-' && argv[optind][1] == optopt
+                         ? argv[optind]
+                         : argv[optind - 1];
+  const char *names[sizeof long_opts / sizeof long_opts[0]];
+  size_t n = 0, skip = strspn(word, "-");
+  for (; long_opts[n].name; n++)
+    names[n] = long_opts[n].name;
+  char name[64];
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(word + skip, "="), word + skip);
+  const char *meant = strlen(name) > 2 ? closest_profile(name, names, n) : NULL; /* not -qz */
+  fputs("paritycheck: unknown option: ", stderr);
+  put_untrusted(optopt && word[1] != optopt ? (char[]){'-', (char)optopt, '\0'} : word);
+  if (meant)
+    fprintf(stderr, " (did you mean '--%s'?)", meant);
+  fputs("\nTry 'paritycheck --help'.\n", stderr);
+  return PC_EUSAGE;
+}
+
 /* Tolerance files are only collected here: load_tolerances() loads them after the profile,
  * wherever --profile stands. --help and --version set c->done. */
 static int parse_args(int argc, char **argv, cli *c) {
@@ -484,7 +509,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     } else if (opt == ':') {
       return usage_error("option needs a value", argv[optind - 1]);
     } else if (opt == '?') {
-      return usage_error("unknown option", argv[optind - 1]);
+      return unknown_option(argc, argv);
     }
   }
   if (argc - optind != 2)

@@ -493,7 +493,8 @@ def test_text_order():
     for pair in ('order', 'order_plain'):
         a, b = pair_paths(pair)
         p = run(['-t', STRICT, a, b])
-        pos = [_path_line(p.stdout, q) for q in EXPECTED['pairs'][pair]['order']]
+        table = p.stdout[p.stdout.find('\nverdict '):]  # the headline names failures first
+        pos = [_path_line(table, q) for q in EXPECTED['pairs'][pair]['order']]
         check('%s: text lists every tensor' % pair, None not in pos, p.stdout)
         if None not in pos:
             check('%s: text order' % pair, pos == sorted(pos), p.stdout)
@@ -509,8 +510,8 @@ def test_quiet():
     check('-q: omits passing /x', _path_line(q.stdout, '/x') is None, q.stdout)
     check('-q: summary line', q.stdout.strip() != '' and len(q.stdout.strip().splitlines()) <
           len(p.stdout.strip().splitlines()), q.stdout)
-    check('-q: last line is the same summary', q.stdout.strip().splitlines()[-1:] ==
-          p.stdout.strip().splitlines()[-1:], '%r vs %r' % (q.stdout, p.stdout))
+    check('-q: first line is the same summary', q.stdout.strip().splitlines()[:1] ==
+          p.stdout.strip().splitlines()[:1], '%r vs %r' % (q.stdout, p.stdout))
     q = run(['-t', STRICT, '--quiet', *pair_paths('pass')])
     check('--quiet on a passing run: no tensor lines',
           all(_path_line(q.stdout, t) is None for t in ('/x', '/y', '/z')), q.stdout)
@@ -524,15 +525,20 @@ def test_quiet_no_provenance():
     q = run(['-q', os.path.join(real, 'attention_cpu_fp32.h5'),
              os.path.join(real, 'attention_cuda_tf32.h5')])
     lines = [ln for ln in q.stdout.splitlines() if ln.strip()]
-    rows = [ln for ln in lines if ln.startswith('DRIFT ')]
-    details = [ln for ln in lines if ln.startswith(' ')]
+    at = next((k for k, ln in enumerate(lines) if ln.startswith('verdict ')), len(lines))
+    head, table = lines[:at], lines[at:]
+    rows = [ln for ln in table if ln.startswith('DRIFT ')]
+    details = [ln for ln in table if ln.startswith(' ')]
     check('-q, real pair: exit 1', q.returncode == 1, short(q))
     check('-q, real pair: no provenance', 'provenance' not in q.stdout and
           'model_repr' not in q.stdout and 'torch_version' not in q.stdout, q.stdout[:600])
-    check('-q, real pair: header, 9 drifting activations with a detail line each, the summary',
+    first = head[0].rsplit('; first divergence: ', 1)[-1] if head else None
+    check('-q, real pair: the summary and the first divergence first, then the header and 9 '
+          'drifting activations with a detail line each',
           len(rows) == 9 and all('/activations/' in r for r in rows) and len(details) == 9 and
-          lines[0].split()[:2] == ['verdict', 'tensor'] and lines[-1].startswith('FAIL: 9 of ') and
-          len(lines) == 1 + 9 + 9 + 1, q.stdout)
+          head[0].startswith('FAIL: 9 of ') and
+          head[1].startswith('first divergence: %s (drift): ' % first) and
+          table[0].split()[:2] == ['verdict', 'tensor'] and len(table) == 1 + 9 + 9, q.stdout)
 
 
 def _run_pty(args):

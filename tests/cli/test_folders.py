@@ -64,8 +64,9 @@ def test_folders_pair_shards():
         return
     check('folders: exit 1 (drift, missing files)', p.returncode == 1, p.returncode)
     t = by_path(r)
-    expected_paths = ['README.txt'] + ['%s:/%s' % (rel, n) for rel in SHARDS[:3] for n in 'xy'] + \
-        ['step_2/rank_1.h5', 'step_2/rank_2.h5']
+    # step order (README, "Folders"): the step files, then README.txt, which holds no number
+    expected_paths = ['%s:/%s' % (rel, n) for rel in SHARDS[:3] for n in 'xy'] + \
+        ['step_2/rank_1.h5', 'step_2/rank_2.h5', 'README.txt']
     check('folders: tensors in file order', [x['path'] for x in r['tensors']] == expected_paths,
           [x['path'] for x in r['tensors']])
     check('folders: file field', t['step_1/rank_0.h5:/x'].get('file') == 'step_1/rank_0.h5',
@@ -84,7 +85,7 @@ def test_folders_pair_shards():
           (got.get('max_abs'), want))
     passing = [k for k, v in t.items() if v['verdict'] == 'pass']
     check('folders: the other five pairs pass', len(passing) == 5, passing)
-    # execution order: file by file in path order, A's order within a file
+    # execution order: file by file in step order, A's order within a file
     order = sorted(r['tensors'], key=lambda x: x['execution_index'])
     check('folders: execution order follows the files',
           [x['path'] for x in order] == expected_paths, [x['path'] for x in order])
@@ -320,7 +321,11 @@ def test_provenance_every_format():
     text = run([a, b]).stdout.splitlines()
     check('provenance: text marks a difference',
           any(ln.startswith('* backend') and 'cpu' in ln and 'cuda' in ln for ln in text), text)
-    check('provenance: text leaves an equal one unmarked',
+    check('provenance: text shows only the differing attributes by default',
+          not any('torch_version' in ln for ln in text) and
+          'provenance: 4 of 6 attributes differ (A | B; -v shows all)' in text, text)
+    text = run([a, b, '-v']).stdout.splitlines()
+    check('provenance: -v shows an equal one too, unmarked',
           any(ln.startswith('  torch_version') for ln in text), text)
     with open(md) as f:
         m = f.read()

@@ -497,37 +497,98 @@ def test_trio():
           np.array_equal(inputs["a.h5"], inputs["ref.h5"]) and
           np.array_equal(inputs["a.h5"], inputs["b.h5"]))
     cmd = p.stdout.strip().splitlines()[-1]
-    check("--trio prints the comparison", cmd == "compare: paritycheck --reference %s %s %s" % (
-        os.path.join(folder, "ref.h5"), os.path.join(folder, "a.h5"),
-        os.path.join(folder, "b.h5")), cmd)
+    check("--trio prints the comparison", cmd == "compare: paritycheck --profile bf16-autocast "
+          "--reference %s %s %s" % (os.path.join(folder, "ref.h5"), os.path.join(folder, "a.h5"),
+                                    os.path.join(folder, "b.h5")), cmd)
     q = subprocess.run([BIN] + cmd.split()[2:], stdout=subprocess.PIPE, text=True)
     check("the printed comparison runs: three-way line", q.returncode in (0, 1) and
           "REFERENCE %s" % os.path.join(folder, "ref.h5") in q.stdout, q.stdout[-400:])
 
 
+MLP_FACTORY = '''
+import torch.nn as nn
+def build():
+    return nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 128), nn.GELU(),
+                         nn.Linear(128, 10))
+'''
+
+
+def test_trio_next_step_passes():
+    """The command --trio prints passes an honest run of what it just dumped (issue 39): it
+    names the profile calibrated for B's policy (tolerances/NAME.yaml), which the defaults are
+    not; an MLP with gradients, as a new user would dump it, for each policy the CPU runs."""
+    with open(os.path.join(WORK, "mlp_factory.py"), "w") as f:
+        f.write(MLP_FACTORY)
+    for policy, profile in (("bf16-autocast", "bf16-autocast"), ("tf32", "tf32"),
+                            ("fp32", "cpu-vs-cuda-fp32")):
+        folder = os.path.join(WORK, "trio_" + policy)
+        p = dump_cli("--model", "mlp_factory:build", "--trio", folder, "--policy", policy,
+                     "--input-shape", "8,64", "--grad")
+        if not check("--trio %s: exit 0" % policy, p.returncode == 0, p.stderr[-500:]):
+            continue
+        cmd = p.stdout.strip().splitlines()[-1].split()
+        check("--trio %s: the printed command names --profile %s" % (policy, profile),
+              cmd[:4] == ["compare:", "paritycheck", "--profile", profile], cmd)
+        q = subprocess.run([BIN] + cmd[2:], stdout=subprocess.PIPE, text=True)
+        check("--trio %s: the printed command passes the honest run (exit 0)" % policy,
+              q.returncode == 0, q.stdout[-1500:])
+
+
 def test_docs_example():
-    """docs/python.md's complete example, run as written (paritycheck on the PATH)."""
+    """docs/python.md's complete example, run as written after README command 1: from the top of
+    a checkout (a copy of python/ and build/paritycheck, a link to the binary under test), with
+    PYTHONPATH=python and no paritycheck on the PATH; paritycheck.binary() finds build/."""
     import re
+    import shutil
     text = open(os.path.join(ROOT, "docs", "python.md")).read()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     check("docs/python.md has the example", len(blocks) >= 2)
     folder = os.path.join(WORK, "docs_example")
-    os.makedirs(os.path.join(folder, "bin"), exist_ok=True)
-    link = os.path.join(folder, "bin", "paritycheck")
-    if not os.path.lexists(link):
-        os.symlink(BIN, link)
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(os.path.join(ROOT, "python"), os.path.join(folder, "python"),
+                    ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info",
+                                                  "_install.py"))
+    os.makedirs(os.path.join(folder, "build"))
+    os.symlink(BIN, os.path.join(folder, "build", "paritycheck"))
     with open(os.path.join(folder, "example.py"), "w") as f:
         f.write(blocks[-1])
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"),
-               PATH=os.path.join(folder, "bin") + os.pathsep + os.environ["PATH"])
+    env = {k: v for k, v in os.environ.items() if k != "PARITYCHECK_BIN"}
+    env.update(PYTHONPATH="python", PATH="/usr/bin:/bin")
     p = subprocess.run([sys.executable, "example.py"], cwd=folder, env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    check("docs example runs, and its paritycheck passes (exit 0)", p.returncode == 0 and
-          "paritycheck exit status 0" in p.stdout, p.stdout[-800:] + p.stderr[-800:])
+    check("docs example runs after README command 1, and its paritycheck passes (exit 0)",
+          p.returncode == 0 and "paritycheck exit status 0" in p.stdout,
+          p.stdout[-800:] + p.stderr[-800:])
     with h5py.File(os.path.join(folder, "ref.h5"), "r") as f:
         check("docs example: ref.h5 in float64, with gradients",
               f["activations/000_0"].dtype == np.float64 and "0.weight" in f["gradients"],
               list(f))
+
+
+def test_torch113_layernorm_doc():
+    """docs/python.md's torch 1.13 note: on this torch a LayerNorm after a Linear under CPU bf16
+    autocast fails with the message the page quotes (checked on torch 1.x only), and the page's
+    Float32LayerNorm block runs as written."""
+    import re
+    text = open(os.path.join(ROOT, "docs", "python.md")).read()
+    block = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "Float32LayerNorm" in b]
+    if not check("docs/python.md has the Float32LayerNorm block", len(block) == 1):
+        return
+    m = nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16))
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            m(torch.randn(4, 16))
+        failed = None
+    except RuntimeError as e:
+        failed = str(e)
+    if torch.__version__.startswith("1."):
+        check("torch 1.x: Linear -> LayerNorm under CPU bf16 autocast fails as the page says",
+              failed is not None and "expected scalar type BFloat16 but found Float" in failed
+              and "expected scalar type BFloat16 but found Float" in text, failed)
+    p = subprocess.run([sys.executable, "-c", block[0]], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    check("docs/python.md: the Float32LayerNorm block runs", p.returncode == 0 and
+          p.stdout.strip() == "torch.float32", p.stdout + p.stderr[-500:])
 
 
 def test_mps_fp64_runs_on_cpu():
@@ -594,7 +655,7 @@ def test_training_runs_doc():
     yml = re.findall(r"```yaml\n(.*?)```", text, re.S)
     sh = [l for b in re.findall(r"```sh\n(.*?)```", text, re.S) for l in b.splitlines() if l]
     if not check("training-runs.md: one script, one tolerance file, commands",
-                 len(py) == 1 and len(yml) == 1 and len(sh) == 3, (len(py), len(yml), sh)):
+                 len(py) == 1 and len(yml) == 1 and len(sh) == 4, (len(py), len(yml), sh)):
         return
     folder = os.path.join(WORK, "training")
     os.makedirs(os.path.join(folder, "bin"), exist_ok=True)
@@ -619,6 +680,28 @@ def test_training_runs_doc():
             if t["path"].endswith(":/outputs/loss")}
     check("training-runs.md: the loss drift grows, step 19 > 100 x step 0",
           len(loss) == 20 and loss["step_019"] > 100 * loss["step_000"] > 0, loss)
+
+    def summary(*args):
+        r = json.loads(subprocess.run([BIN, "--json", "-"] + list(args), cwd=folder,
+                                      stdout=subprocess.PIPE, text=True).stdout)
+        return r["summary"], r["first_divergence"]
+    # section 2's figures: 167 tensors, all pass three-way; 69 fail the profile alone, from
+    # step 0's weight gradient; 165 the defaults, the first step's first activation first
+    three, _ = summary("--profile", "bf16-autocast", "--reference", "runs/ref", "runs/a", "runs/b")
+    alone, first_alone = summary("--profile", "bf16-autocast", "runs/a", "runs/b")
+    plain, first_plain = summary("runs/a", "runs/b")
+    check("training-runs.md: 167 tensors pass three-way, 69 fail the profile alone, 165 the "
+          "defaults; first divergences at step 0",
+          three["tensors"] == 167 and three["pass"] == 167 and alone["failures"] == 69 and
+          first_alone == "step_000/train.h5:/gradients/0.weight" and plain["failures"] == 165 and
+          first_plain == "step_000/train.h5:/activations/000_0",
+          (three, alone, first_alone, plain, first_plain))
+    md = open(os.path.join(folder, "report.md")).read()
+    rows = re.findall(r"^\| `step_(\d{3})/train\.h5:/outputs/loss`", md, re.M)
+    check("training-runs.md: the Markdown trajectory, one row per step in step order",
+          rows == ["%03d" % k for k in range(20)], rows)
+    check("training-runs.md: the HTML trajectory plot",
+          '<svg class="trajectory"' in open(os.path.join(folder, "report.html")).read())
 
 
 def test_convert_module_types():
@@ -664,7 +747,9 @@ def main():
     test_failed_forward_writes_nothing()
     test_incomplete_dump_refused()
     test_trio()
+    test_trio_next_step_passes()
     test_docs_example()
+    test_torch113_layernorm_doc()
     test_mps_fp64_runs_on_cpu()
     test_mps_mocked()
     test_training_runs_doc()

@@ -109,16 +109,50 @@ def test_c_client_with_pkg_config():
     check('the client uses the shared library', 'libparitycheck.so' in ldd.stdout, ldd.stdout)
 
 
+def install_doc_block(lang):
+    """docs/install.md's one code block in lang ("cmake", "sh") under "Building a program
+    against the installed library": what a user copies, run here as written."""
+    import re
+    with open(os.path.join(SRC, 'docs', 'install.md')) as fh:
+        text = fh.read()
+    section = text.split('## Building a program against the installed library', 1)[-1]
+    section = section.split('\n## ', 1)[0]
+    blocks = re.findall(r'```%s\n(.*?)```' % lang, section, re.S)
+    check('docs/install.md: one %s block for building a program' % lang, len(blocks) == 1, blocks)
+    return blocks[0] if blocks else ''
+
+
+def test_pkg_config_rpath_doc():
+    """docs/install.md's pkg-config line with its rpath: the program runs from the moved prefix
+    without LD_LIBRARY_PATH (the loader does not know the prefix)."""
+    line = install_doc_block('sh').strip()
+    folder = os.path.join(TMP, 'rpath_client')
+    os.makedirs(folder)
+    with open(os.path.join(folder, 'app.c'), 'w') as fh:
+        fh.write(CLIENT)
+    env = env_without_overrides()
+    env.pop('LD_LIBRARY_PATH', None)
+    env['PKG_CONFIG_PATH'] = os.path.join(prefix(), 'lib', 'pkgconfig')
+    if SANITIZED:
+        env['CFLAGS'] = '-fsanitize=address,undefined'
+        line = line.replace('cc app.c', 'cc $CFLAGS app.c')
+    cc = sh(['bash', '-c', line], env=env, cwd=folder)
+    check('install.md: the pkg-config line builds', cc.returncode == 0, cc.stderr[-500:])
+    run = sh([os.path.join(folder, 'app'), fixture('attention_cpu_fp32.h5'),
+              fixture('attention_cpu_fp32.h5')], env=env)
+    check('install.md: the program runs without LD_LIBRARY_PATH (rpath): pass',
+          run.returncode == 0 and run.stdout.split()[1:] == ['pass'], run.stdout + run.stderr)
+
+
 def test_c_client_with_find_package():
-    """A CMake project finds the moved install with find_package(paritycheck)."""
+    """A CMake project finds the moved install with find_package(paritycheck): docs/install.md's
+    CMakeLists.txt, as written."""
     proj = os.path.join(TMP, 'cmake_client')
     os.makedirs(proj)
-    with open(os.path.join(proj, 'client.c'), 'w') as fh:
+    with open(os.path.join(proj, 'app.c'), 'w') as fh:
         fh.write(CLIENT)
     with open(os.path.join(proj, 'CMakeLists.txt'), 'w') as fh:
-        fh.write('cmake_minimum_required(VERSION 3.18)\nproject(client C)\n'
-                 'find_package(paritycheck 0.1 REQUIRED)\nadd_executable(client client.c)\n'
-                 'target_link_libraries(client PRIVATE paritycheck::paritycheck)\n')
+        fh.write(install_doc_block('cmake'))
     flags = '-fsanitize=address,undefined' if SANITIZED else ''
     env = env_without_overrides()
     conf = sh(['cmake', '-S', proj, '-B', os.path.join(proj, 'b'), '-DCMAKE_PREFIX_PATH=' + prefix(),
@@ -128,7 +162,7 @@ def test_c_client_with_find_package():
     build = sh(['cmake', '--build', os.path.join(proj, 'b')], env=env)
     check('the find_package client builds', build.returncode == 0, build.stderr[-500:])
     a = fixture('attention_cpu_fp32.h5')
-    run = sh([os.path.join(proj, 'b', 'client'), a, a], env=env)
+    run = sh([os.path.join(proj, 'b', 'app'), a, a], env=env)
     check('the find_package client runs (the library found by its RPATH): pass',
           run.returncode == 0 and run.stdout.split()[1:] == ['pass'], run.stdout + run.stderr)
 
@@ -163,6 +197,7 @@ def main(argv):
         TMP = tmp
         install_and_move()
         return run_tests([test_profile_from_moved_install, test_c_client_with_pkg_config,
+                          test_pkg_config_rpath_doc,
                           test_c_client_with_find_package, test_man_page, test_python_package])
 
 

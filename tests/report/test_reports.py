@@ -297,8 +297,8 @@ def test_verbose_text():
     check('-v: quantile line', 'p50/p90/p99/p99.9: abs 0/0/0/' in p.stdout, p.stdout)
     q = run(['-t', TOL, 'ra.h5', 'rb.h5'])
     check('without -v: no statistics', 'ulp histogram' not in q.stdout, q.stdout)
-    header = next((ln for ln in q.stdout.splitlines() if ln.startswith('verdict')), '')
-    check('key figures: an snr_db column', 'snr_db' in header, q.stdout)
+    header = [ln for ln in q.stdout.splitlines() if ln.startswith('verdict ')]
+    check('key figures: an snr_db column', header and 'snr_db' in header[0], q.stdout)
 
 
 # ------------------------------------------------------------------------------------------
@@ -773,8 +773,10 @@ def test_cascade():
         p = run(tol + (['-q'] if quiet else []) + [a, b])
         lines = p.stdout.splitlines()
         label = 'cascade text%s' % (' -q' if quiet else '')
+        # top-down: the summary line first, then the first divergence with its reasons
         check('%s: first divergence' % label,
-              lines and lines[-1].endswith('; first divergence: %s' % first), lines[-1:])
+              len(lines) > 1 and lines[0].endswith('; first divergence: %s' % first) and
+              lines[1].startswith('first divergence: %s (drift): ' % first), lines[:2])
         where = {}
         for k, ln in enumerate(lines):
             f = ln.split()

@@ -796,7 +796,12 @@ static void test_text_lines(void **state) {
   for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
     if (!strstr(text, wanted[i]))
       fail_msg("missing line:\n%s\nin:\n%s", wanted[i], text);
-  assert_true(strncmp(text, "verdict  ", 9) == 0); /* the header comes first */
+  /* top-down: the verdict line first, then the first divergence, then the table's header */
+  assert_true(strncmp(text, "ERROR: 1 of 8 tensors", 21) == 0);
+  assert_non_null(strstr(text, "\nfirst divergence: /enc/1/attn (drift): nan_mismatch 1 > limit "
+                               "0; inf_mismatch 2 > limit 0; mismatch_fraction 0.117 > limit "
+                               "0.01 (7 of 60 elements); root cause of 1 tensor\n"));
+  assert_true(strstr(text, "\nfirst divergence") < strstr(text, "\nverdict  "));
   assert_null(strchr(text, '\033'));
   assert_null(strstr(text, "differences"));
   assert_null(strstr(text, "  \n")); /* no trailing blanks */
@@ -824,11 +829,14 @@ static void test_text_quiet(void **state) {
   for (int i = 0; i < T_COUNT; i++)
     if (i != T_PASS && i != T_SKIP)
       assert_non_null(strstr(text, tensors[i].path));
-  assert_non_null(strstr(text, "\nERROR: 1 of 8 tensors"));
-  /* the root causes (and the error) first, in run order, then the tensor attn explains */
+  assert_true(strncmp(text, "ERROR: 1 of 8 tensors", 21) == 0); /* the verdict first */
+  /* in the table: the root causes (and the error) first, in run order, then the tensor attn
+   * explains */
+  const char *table = strstr(text, "\nverdict  ");
+  assert_non_null(table);
   const char *at[T_COUNT] = {0};
   for (int i = 0; i < T_COUNT; i++)
-    at[i] = strstr(text, tensors[i].path);
+    at[i] = strstr(table, tensors[i].path);
   assert_true(at[T_DRIFT] < at[T_ONLY_B] && at[T_ONLY_B] < at[T_ONLY_A] &&
               at[T_ONLY_A] < at[T_SHAPE] && at[T_SHAPE] < at[T_ERROR] &&
               at[T_ERROR] < at[T_COMPLEX]);
@@ -848,14 +856,14 @@ static void test_text_summaries(void **state) {
   pc_run r = {.path_a = "a", .path_b = "b", .tensors = some, .ntensors = 2, .first_divergence = -1};
   r.by_verdict[PC_VERDICT_PASS] = r.by_verdict[PC_VERDICT_SKIPPED] = 1;
   char *text = render_text(&r, false, false);
-  assert_non_null(strstr(text, "\nPASS: 1 tensor within tolerance (1 skipped)\n"));
+  assert_true(strstr(text, "PASS: 1 tensor within tolerance (1 skipped)\n") == text);
   free(text);
   r.ntensors = 3;
   r.first_divergence = 2;
   r.by_verdict[PC_VERDICT_MISSING_IN_B] = 1;
   r.verdict = PC_RUN_DRIFT;
   text = render_text(&r, false, false);
-  assert_non_null(strstr(text, "\nFAIL: 1 of 3 tensors fails (1 missing_in_b), 1 skipped; "
+  assert_non_null(strstr(text, "FAIL: 1 of 3 tensors fails (1 missing_in_b), 1 skipped; "
                                "first divergence: /dec/only_a\n"));
   free(text);
 }
@@ -966,7 +974,7 @@ static void test_text_gate(void **state) {
       "\nDRIFT           WORSE      /enc/1/attn    float32/bfloat16",
       "\nMISSING_IN_A    NEW        /dec/only_b    -/float16",
       "\nERROR           new        /enc/3/broken  float32",
-      ("\nGATE ERROR: 2 tensors fail the baseline base.json at factor 2 (first: /enc/1/attn); "
+      ("GATE ERROR: 2 tensors fail the baseline base.json at factor 2 (first: /enc/1/attn); "
        "2 new, 1 worse, 0 better, 5 unchanged, 1 only in the baseline\n")};
   assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
   free(text);
@@ -1450,31 +1458,54 @@ static void test_report_threads(void **state) {
     }
 }
 
-/* The provenance block: a value of A longer than 40 characters does not widen A's column; the
- * other lines align on the widest short value. Expected lines written out by hand. */
+/* The provenance block, after the verdict line: by default only the attributes that differ, a
+ * long value cut to 60 columns with its length; with -v every attribute whole, a value of A
+ * longer than 40 characters not widening A's column. Expected lines written out by hand. */
 static void test_text_provenance_width(void **state) {
   (void)state;
-  char repr[61];
+  char repr[61], long_a[1062], long_b[1062];
   memset(repr, 'x', 60);
   repr[60] = '\0';
+  memset(long_a, 'a', 1061);
+  long_a[1061] = '\0';
+  memset(long_b, 'b', 1061);
+  long_b[1061] = '\0';
   pc_attr a[] = {{"backend", "cpu", PC_ATTR_STRING},
                  {"model_repr", repr, PC_ATTR_STRING},
-                 {"device", "x86", PC_ATTR_STRING}};
+                 {"device", "x86", PC_ATTR_STRING},
+                 {"long", long_a, PC_ATTR_STRING}};
   pc_attr b[] = {{"backend", "cuda", PC_ATTR_STRING},
                  {"model_repr", repr, PC_ATTR_STRING},
-                 {"device", "x86", PC_ATTR_STRING}};
+                 {"device", "x86", PC_ATTR_STRING},
+                 {"long", long_b, PC_ATTR_STRING}};
   pc_run r = run;
-  r.provenance[0] = (pc_provenance){a, 3};
-  r.provenance[1] = (pc_provenance){b, 3};
+  r.provenance[0] = (pc_provenance){a, 4};
+  r.provenance[1] = (pc_provenance){b, 4};
   char *text = render_text(&r, false, false);
-  char want[512];
+  char want[4096];
+  /* 60 columns of the value, "...", its length: A's column is 63 wide, over 40, so it does not
+   * widen the column (3 for "cpu"), and its own line runs on */
   snprintf(want, sizeof want,
-           "provenance (A | B; * differs)\n"
+           "\nprovenance: 2 of 4 attributes differ (A | B; -v shows all)\n"
+           "* backend  cpu | cuda\n"
+           "* long     %.60s... (1061 characters; -v or JSON for all) | "
+           "%.60s... (1061 characters; -v or JSON for all)\n\n",
+           long_a, long_b);
+  assert_non_null(strstr(text, want));
+  assert_true(strstr(text, want) > strstr(text, "ERROR: 1 of 8")); /* after the verdict */
+  assert_null(strstr(text, "model_repr"));
+  free(text);
+  pc_report_options opts = PC_REPORT_OPTIONS_INIT;
+  opts.verbose = true;
+  text = render_text_with(&r, &opts);
+  snprintf(want, sizeof want,
+           "\nprovenance (A | B; * differs: 2 of 4)\n"
            "* backend     cpu | cuda\n"
            "  model_repr  %s | %s\n"
-           "  device      x86 | x86\n\n",
-           repr, repr);
-  assert_int_equal(strncmp(text, want, strlen(want)), 0);
+           "  device      x86 | x86\n"
+           "* long        %s | %s\n\n",
+           repr, repr, long_a, long_b);
+  assert_non_null(strstr(text, want));
   free(text);
 }
 
@@ -1555,7 +1586,7 @@ static void test_text_diagnosis(void **state) {
         DETAIL "structure 0.01 < limit 0.25; diagnosis: shifted by +1 along the last axis "
                "(row-major order)\n",
         DETAIL "structure 60 > limit 3; diagnosis: 12.0 % of elements zeroed\n",
-        "\nFAIL: 4 of 5 tensors fail (3 drift, 1 indeterminate); first divergence: /l1/grad\n"};
+        "FAIL: 4 of 5 tensors fail (3 drift, 1 indeterminate); first divergence: /l1/grad\n"};
     assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
     free(text);
   }
@@ -1574,7 +1605,7 @@ static void test_text_indeterminate_accepted(void **state) {
     static const char *const wanted[] = {
         "\nindeterminate  /l1/grad ",
         DETAIL INDET_WHY "; accepted: the run accepts indeterminate tensors\n",
-        ("\nFAIL: 3 of 5 tensors fail (3 drift); 1 indeterminate accepted (first: /l1/grad); "
+        ("FAIL: 3 of 5 tensors fail (3 drift); 1 indeterminate accepted (first: /l1/grad); "
          "first divergence: /l2/scaled\n")};
     assert_lines(text, wanted, sizeof wanted / sizeof wanted[0]);
     assert_null(strstr(text, "INDETERMINATE"));
@@ -1584,13 +1615,13 @@ static void test_text_indeterminate_accepted(void **state) {
   assert_int_equal(r.verdict, PC_RUN_PASS);
   char *text = render_text(&r, false, false);
   assert_non_null(strstr(
-      text, "\nPASS: 1 tensor within tolerance; 1 indeterminate accepted (first: /l1/grad)\n"));
+      text, "PASS: 1 tensor within tolerance; 1 indeterminate accepted (first: /l1/grad)\n"));
   free(text);
   r = diag_run(2, false);
   assert_int_equal(r.verdict, PC_RUN_DRIFT);
   text = render_text(&r, false, false);
   assert_non_null(
-      strstr(text, "\nFAIL: 1 of 2 tensors fails (1 indeterminate); first divergence: /l1/grad\n"));
+      strstr(text, "FAIL: 1 of 2 tensors fails (1 indeterminate); first divergence: /l1/grad\n"));
   free(text);
 }
 

@@ -685,7 +685,9 @@ static int pc_merge_trees(pc_entry **out, size_t *n, const pc_tree t[2], const c
   *out = v;
   *n = 0;
   while (v && (i[0] < t[0].n || i[1] < t[1].n)) {
-    int cmp = i[0] == t[0].n ? 1 : i[1] == t[1].n ? -1 : strcmp(t[0].v[i[0]].rel, t[1].v[i[1]].rel);
+    int cmp = i[0] == t[0].n   ? 1
+              : i[1] == t[1].n ? -1
+                               : pc_tree_cmp(t[0].v[i[0]].rel, t[1].v[i[1]].rel);
     pc_entry *e = &v[(*n)++];
     for (int s = 0; s < 2; s++)
       if (!((s == 0 && cmp > 0) || (s == 1 && cmp < 0)) &&

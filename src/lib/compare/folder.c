@@ -6,7 +6,7 @@
 #include <errno.h>    /* errno, ENOENT */
 #include <stdio.h>    /* snprintf */
 #include <stdlib.h>   /* malloc, realloc, qsort, free */
-#include <string.h>   /* strcmp, strlen, strerror */
+#include <string.h>   /* strcmp, strncmp, strrchr, strlen, strerror */
 #include <sys/stat.h> /* stat, lstat, S_ISDIR, S_ISREG, S_ISLNK */
 
 enum { PC_TREE_DEPTH_MAX = 64 };
@@ -166,8 +166,58 @@ static int pc_tree_walk(pc_walk *w, const char *sub, const struct stat *st, pc_e
   return rc;
 }
 
+static bool pc_is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+bool pc_tree_is_step(const char *s) {
+  const char *base = strrchr(s, '/'), *dot = strrchr(base ? base : s, '.');
+  for (const char *p = s; *p && p != dot; p++)
+    if (pc_is_digit(*p))
+      return true;
+  return false;
+}
+
+/* Two runs of digits by value (leading zeros aside: "2" before "010"); equal values are 0. */
+static int pc_cmp_number(const char **x, const char **y) {
+  while (**x == '0' && pc_is_digit((*x)[1]))
+    ++*x;
+  while (**y == '0' && pc_is_digit((*y)[1]))
+    ++*y;
+  size_t nx = 0, ny = 0;
+  while (pc_is_digit((*x)[nx]))
+    nx++;
+  while (pc_is_digit((*y)[ny]))
+    ny++;
+  int c = nx != ny ? (nx > ny) - (nx < ny) : strncmp(*x, *y, nx);
+  *x += nx;
+  *y += ny;
+  return c;
+}
+
+int pc_tree_cmp(const char *x, const char *y) {
+  bool step_x = pc_tree_is_step(x), step_y = pc_tree_is_step(y);
+  if (step_x != step_y)
+    return step_x ? -1 : 1; /* summaries (no number) after the steps */
+  const char *p = x, *q = y;
+  while (*p && *q) {
+    int c;
+    if (pc_is_digit(*p) && pc_is_digit(*q)) {
+      c = pc_cmp_number(&p, &q);
+    } else {
+      c = (unsigned char)*p - (unsigned char)*q;
+      p++, q++;
+    }
+    if (c)
+      return c < 0 ? -1 : 1;
+  }
+  if (*p || *q)
+    return *p ? 1 : -1;
+  return strcmp(x, y); /* equal but for leading zeros ("step_01", "step_1"): still two files */
+}
+
 static int pc_cmp_rel(const void *x, const void *y) {
-  return strcmp(((const pc_tree_item *)x)->rel, ((const pc_tree_item *)y)->rel);
+  return pc_tree_cmp(((const pc_tree_item *)x)->rel, ((const pc_tree_item *)y)->rel);
 }
 
 int pc_tree_list(pc_tree *t, const char *root, pc_error *err) {

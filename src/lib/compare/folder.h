@@ -5,7 +5,8 @@
 
 #include <paritycheck/error.h>
 
-#include <stddef.h> /* size_t */
+#include <stdbool.h> /* bool */
+#include <stddef.h>  /* size_t */
 
 /* One entry under the folder: a regular file (why NULL), or something that stands where a file
  * could be but cannot be compared (why says what: a FIFO, a dangling link, a link loop), which
@@ -17,7 +18,7 @@ typedef struct pc_tree_item {
   char *why; /* malloc'd, or NULL */
 } pc_tree_item;
 
-/* Entries sorted by strcmp of rel. */
+/* Entries sorted by pc_tree_cmp of rel. */
 typedef struct pc_tree {
   pc_tree_item *v;
   size_t n, cap;
@@ -31,6 +32,17 @@ typedef struct pc_tree {
 int pc_tree_list(pc_tree *t, const char *root, pc_error *err);
 
 void pc_tree_free(pc_tree *t);
+
+/** Whether rel is a step's file: a digit in its path but for the file name's extension
+ * (step_2/rank_0.h5, epoch10.h5; not final.h5, whose ".h5" holds one). */
+bool pc_tree_is_step(const char *rel);
+
+/** The order of a folder run's files, which is its execution order (README, "Folders"): files
+ * whose relative path holds a digit outside the file name's extension (steps: step_2/rank_0.h5,
+ * epoch10.h5; not final.h5) first, in natural order
+ * (runs of digits compared by value, step_2 before step_10; the rest byte by byte), then the
+ * others (summaries: final.h5) byte by byte. A total order: distinct paths never compare equal. */
+int pc_tree_cmp(const char *x, const char *y);
 
 /** "root/rel", malloc'd; NULL when out of memory. rel as the file system spells it. */
 char *pc_tree_join(const char *root, const char *rel);

@@ -203,19 +203,102 @@ void pc_escape_put(FILE *out, const char *s, size_t len, pc_escape_context ctx) 
     fputs(BDI_CLOSE, out);
 }
 
+/* The code point of a UTF-8 sequence of n bytes (1 to 4) at p. */
+static unsigned long decode(const unsigned char *p, size_t n) {
+  static const unsigned char lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  unsigned long cp = p[0] & lead_mask[n];
+  for (size_t i = 1; i < n; i++)
+    cp = cp << 6 | (p[i] & 0x3F);
+  return cp;
+}
+
+/* Columns a terminal gives a printable character (docs/reports.md, "Display width"): 0 for
+ * combining marks and zero-width characters, 2 for the East Asian wide and fullwidth blocks
+ * (CJK, Hangul, kana, fullwidth forms, emoji), 1 otherwise; a compact form of Unicode's
+ * EastAsianWidth W/F classes, as wcwidth() gives them in a UTF-8 locale. */
+static size_t char_columns(unsigned long cp) {
+  static const unsigned long zero[][2] = {{0x0300, 0x036F}, {0x0483, 0x0489}, {0x0591, 0x05BD},
+                                          {0x0610, 0x061A}, {0x064B, 0x065F}, {0x1AB0, 0x1AFF},
+                                          {0x1DC0, 0x1DFF}, {0x200B, 0x200D}, {0x20D0, 0x20FF},
+                                          {0xFE00, 0xFE0F}, {0xFE20, 0xFE2F}};
+  static const unsigned long wide[][2] = {
+      {0x1100, 0x115F},   {0x231A, 0x231B},  {0x2E80, 0x303E},   {0x3041, 0x33FF},
+      {0x3400, 0x4DBF},   {0x4E00, 0x9FFF},  {0xA000, 0xA4CF},   {0xA960, 0xA97F},
+      {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},  {0xFE10, 0xFE19},   {0xFE30, 0xFE6F},
+      {0xFF00, 0xFF60},   {0xFFE0, 0xFFE6},  {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF},
+      {0x20000, 0x2FFFD}, {0x30000, 0x3FFFD}};
+  for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+    if (cp >= zero[i][0] && cp <= zero[i][1])
+      return 0;
+  for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+    if (cp >= wide[i][0] && cp <= wide[i][1])
+      return 2;
+  return 1;
+}
+
+/* Columns of a rendered unit or run: escapes and plain runs are ASCII, one column a byte; a
+ * character that stands for itself is valid UTF-8 (render_unit). */
+static size_t unit_columns(const char *u, size_t len) {
+  const unsigned char *p = (const unsigned char *)u;
+  size_t cols = 0;
+  for (size_t i = 0; i < len;) {
+    size_t n = p[i] < 0x80 ? 1 : pc_report_utf8_len(p + i);
+    n = n ? n : 1;
+    cols += n == 1 ? 1 : char_columns(decode(p + i, n));
+    i += n;
+  }
+  return cols;
+}
+
+size_t pc_report_columns(const char *s, pc_escape_context ctx) {
+  const unsigned char *start = (const unsigned char *)s, *p = start, *end = p + strlen(s);
+  char unit[UNIT_MAX];
+  size_t cols = 0;
+  while (p < end) {
+    size_t k = plain_run(start, p, end, ctx);
+    if (k) {
+      cols += k;
+      p += k;
+    } else {
+      p += render_unit(unit, start, p, end, ctx);
+      cols += unit_columns(unit, strlen(unit));
+    }
+  }
+  return cols;
+}
+
 size_t pc_report_escape_tail(const char *s, size_t width, pc_escape_context ctx) {
   const unsigned char *start = (const unsigned char *)s, *p = start, *end = p + strlen(s);
   char unit[UNIT_MAX];
   size_t total = 0;
   while (p < end) {
     p += render_unit(unit, start, p, end, ctx);
-    total += strlen(unit);
+    total += unit_columns(unit, strlen(unit));
   }
   /* the first character from which the rest of the rendering fits */
   size_t before = 0;
   for (p = start; p < end && total - before > width;) {
     p += render_unit(unit, start, p, end, ctx);
-    before += strlen(unit);
+    before += unit_columns(unit, strlen(unit));
   }
   return (size_t)(p - start);
+}
+
+size_t pc_report_escape_head(char *buf, size_t size, const char *s, size_t width,
+                             pc_escape_context ctx) {
+  const unsigned char *start = (const unsigned char *)s, *p = start, *end = p + strlen(s);
+  char unit[UNIT_MAX];
+  size_t used = 0, cols = 0;
+  while (p < end) {
+    p += render_unit(unit, start, p, end, ctx);
+    size_t n = strlen(unit), c = unit_columns(unit, n);
+    if (cols + c > width || used + n >= size)
+      break;
+    memcpy(buf + used, unit, n);
+    used += n;
+    cols += c;
+  }
+  if (size)
+    buf[used] = '\0';
+  return cols;
 }

@@ -224,6 +224,19 @@ const char *pc_report_profile(const pc_report_options *opts);
 /** How many of opts->settings the writers show: 0 without options or before version 4. */
 size_t pc_report_nsettings(const pc_report_options *opts);
 
+/* One step of a folder run's trajectory (docs/training-runs.md, "The trajectory view"). */
+typedef struct pc_traj_step {
+  size_t tensor; /* the step's loss: an index into run->tensors */
+  double a, b;   /* its value on A and on B */
+  double gap;    /* |b - a| / |a|; inf where a = 0 and b is not, 0 where both are */
+} pc_traj_step;
+
+/** The loss of each step of a folder run, in run order, which is step order: for each step's
+ * file (pc_tree_is_step), its first compared scalar whose dataset path holds "loss" in any case.
+ * *first: the index of the step whose file holds the run's first divergence, or -1. Fewer than
+ * two steps give *n = 0 (no view). *steps is malloc'd (free it); PC_ENOMEM. */
+int pc_report_trajectory(const pc_run *run, pc_traj_step **steps, size_t *n, long *first);
+
 /** Length of the valid UTF-8 sequence at p (1 to 4), or 0 when the bytes there are not one. */
 size_t pc_report_utf8_len(const unsigned char *p);
 
@@ -233,9 +246,18 @@ void pc_report_put_xml(FILE *out, const char *s);
 /** Untrusted s as text for ctx (pc_escape_put of all of s). */
 void pc_report_put_escaped(FILE *out, const char *s, pc_escape_context ctx);
 
-/** Where the longest tail of s whose rendering for ctx is at most width bytes starts (an offset
- * into s at a character's start; strlen(s) when not even its last character fits). */
+/** Where the longest tail of s whose rendering for ctx is at most width columns wide starts (an
+ * offset into s at a character's start; strlen(s) when not even its last character fits). */
 size_t pc_report_escape_tail(const char *s, size_t width, pc_escape_context ctx);
+
+/** The display width of s's rendering for ctx, in terminal columns: a CJK character takes two, a
+ * combining mark none (docs/reports.md, "Display width"). What aligns the text report's columns. */
+size_t pc_report_columns(const char *s, pc_escape_context ctx);
+
+/** The longest head of s's rendering for ctx that is at most width columns wide and fits size
+ * bytes with its NUL, whole characters only, into buf; returns its width in columns. */
+size_t pc_report_escape_head(char *buf, size_t size, const char *s, size_t width,
+                             pc_escape_context ctx);
 
 /** A report file being written (pc_report_open, pc_report_close). A regular file, or a path that
  * does not exist yet, is written to a temporary file ".NAME.XXXXXX" in the same folder (a

@@ -10,7 +10,7 @@
 #include <paritycheck/report.h>
 
 #include <inttypes.h> /* PRIu64 */
-#include <math.h>     /* isnan, isinf, log2, lround */
+#include <math.h>     /* isnan, isinf, isfinite, log2, lround, INFINITY */
 #include <stdio.h>    /* fprintf */
 #include <stdlib.h>   /* calloc, free */
 
@@ -188,6 +188,93 @@ static void put_provenance(FILE *out, const pc_run *run) {
   free(rows);
 }
 
+/* The trajectory plot's frame, in pixels: the plot area is inside the margins. */
+enum { PLOT_W = 640, PLOT_H = 240, PLOT_L = 80, PLOT_R = 20, PLOT_T = 20, PLOT_B = 40 };
+
+typedef struct plot {
+  const pc_traj_step *steps;
+  size_t n;
+  double lo, hi; /* the finite losses' range, widened when flat */
+} plot;
+
+static double plot_x(const plot *p, size_t k) {
+  return PLOT_L + (double)k * (PLOT_W - PLOT_L - PLOT_R) / (double)(p->n - 1);
+}
+
+static double plot_y(const plot *p, double v) {
+  return PLOT_H - PLOT_B - (v - p->lo) / (p->hi - p->lo) * (PLOT_H - PLOT_T - PLOT_B);
+}
+
+/* One side's curve (0: A, 1: B) through its finite losses. */
+static void put_curve(FILE *out, const plot *p, int side) {
+  fprintf(out,
+          "<polyline class=\"loss-%c\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s "
+          "points=\"",
+          side ? 'b' : 'a', side ? "#cf222e" : "#0969da", side ? " stroke-dasharray=\"5 3\"" : "");
+  for (size_t k = 0; k < p->n; k++) {
+    double v = side ? p->steps[k].b : p->steps[k].a;
+    if (isfinite(v))
+      fprintf(out, "%s%.2f,%.2f", k ? " " : "", plot_x(p, k), plot_y(p, v));
+  }
+  fputs("\"/>\n", out);
+}
+
+/* An SVG plot of A's and B's loss per step, the first divergent step marked (docs/
+ * training-runs.md, "The trajectory view"); nothing for a run without two steps. The
+ * envelope band waits for an envelope (issue 36). Out of memory: no plot. */
+static void put_trajectory(FILE *out, const pc_run *run) {
+  pc_traj_step *steps;
+  plot p = {NULL, 0, INFINITY, -INFINITY};
+  long first;
+  if (pc_report_trajectory(run, &steps, &p.n, &first) < 0)
+    return;
+  p.steps = steps;
+  for (size_t k = 0; k < p.n; k++)
+    for (int side = 0; side < 2; side++) {
+      double v = side ? steps[k].b : steps[k].a;
+      p.lo = isfinite(v) && v < p.lo ? v : p.lo;
+      p.hi = isfinite(v) && v > p.hi ? v : p.hi;
+    }
+  if (p.n && !(p.hi > p.lo)) { /* flat, or no finite value: a band around it */
+    p.lo = isfinite(p.lo) ? p.lo - 1 : -1;
+    p.hi = p.lo + 2;
+  }
+  if (p.n) {
+    fprintf(out,
+            "<h2>Trajectory</h2>\n<svg class=\"trajectory\" xmlns=\"http://www.w3.org/2000/svg\" "
+            "width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
+            "aria-label=\"loss per step of A and B\">\n"
+            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n"
+            "<line class=\"axis\" x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n"
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.4g</text>\n"
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.4g</text>\n"
+            "<text x=\"%d\" y=\"%d\">step 1 of %zu</text>\n"
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">step %zu</text>\n",
+            PLOT_W, PLOT_H, PLOT_W, PLOT_H, PLOT_L, PLOT_H - PLOT_B, PLOT_W - PLOT_R,
+            PLOT_H - PLOT_B, PLOT_L, PLOT_T, PLOT_L, PLOT_H - PLOT_B, PLOT_L - 6, PLOT_T + 4, p.hi,
+            PLOT_L - 6, PLOT_H - PLOT_B, p.lo, PLOT_L, PLOT_H - PLOT_B + 16, p.n, PLOT_W - PLOT_R,
+            PLOT_H - PLOT_B + 16, p.n);
+    put_curve(out, &p, 0);
+    put_curve(out, &p, 1);
+  }
+  if (first >= 0) {
+    double x = plot_x(&p, (size_t)first);
+    fprintf(out,
+            "<line class=\"first-divergence\" x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" "
+            "stroke=\"#cf222e\" stroke-dasharray=\"2 2\"/>\n<text x=\"%.2f\" y=\"%d\">"
+            "first divergence: ",
+            x, PLOT_T, x, PLOT_H - PLOT_B, x + 4, PLOT_T + 12);
+    pc_report_put_xml(out, pc_run_at(run, steps[first].tensor)->file);
+    fputs("</text>\n", out);
+  }
+  if (p.n)
+    fprintf(out,
+            "<text x=\"%d\" y=\"%d\" fill=\"#0969da\">A (reference)</text>\n"
+            "<text x=\"%d\" y=\"%d\" fill=\"#cf222e\">B (candidate, dashed)</text>\n</svg>\n",
+            PLOT_L + 120, PLOT_H - 6, PLOT_L + 240, PLOT_H - 6);
+  free(steps);
+}
+
 static void put_summary(FILE *out, const page *pg, const pc_report_options *opts) {
   const pc_run *run = pg->run;
   const pc_tensor *first = pc_report_first_divergence(run);
@@ -219,6 +306,7 @@ static void put_summary(FILE *out, const page *pg, const pc_report_options *opts
   if (pg->gate)
     put_gate_row(out, pg->gate);
   fputs("</table>\n", out);
+  put_trajectory(out, run);
   put_provenance(out, run);
 }
 

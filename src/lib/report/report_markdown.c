@@ -293,6 +293,32 @@ static void put_rest(FILE *out, const table *tb) {
             rest == 1 ? "" : "s", failing);
 }
 
+/* The per-step loss table of a training run compared as folders (docs/training-runs.md, "The
+ * trajectory view"); nothing for a run without two steps. The envelope column waits for an
+ * envelope (issue 36): "—" until a tensor carries one. Out of memory: no table. */
+static void put_trajectory(FILE *out, const pc_run *run) {
+  pc_traj_step *steps;
+  size_t n;
+  long first;
+  if (pc_report_trajectory(run, &steps, &n, &first) < 0)
+    return;
+  if (n)
+    fputs("\n### Trajectory: the loss per step\n\n"
+          "| step | loss A | loss B | relative gap | verdict | envelope |\n"
+          "|---|---:|---:|---:|---|---|\n",
+          out);
+  for (size_t k = 0; k < n; k++) {
+    const pc_tensor *t = pc_run_at(run, steps[k].tensor);
+    const char *bold = pc_verdict_is_failure(t->verdict) ? "**" : "";
+    fputs("| ", out);
+    put_code(out, t->path);
+    fprintf(out, "%s | %.9g | %.9g | %.3g | %s%s%s | \xE2\x80\x94 |\n",
+            (long)k == first ? " (first divergence)" : "", steps[k].a, steps[k].b, steps[k].gap,
+            bold, pc_verdict_name(t->verdict), bold);
+  }
+  free(steps);
+}
+
 /* One row per tensor but the cascade members, which are folded into their root's row. */
 static void put_markdown(FILE *out, const pc_run *run, const pc_report_options *opts,
                          const size_t *order, const pc_cascades *cascades, bool *shown) {
@@ -304,6 +330,7 @@ static void put_markdown(FILE *out, const pc_run *run, const pc_report_options *
               shown};
   put_header(out, run, opts);
   put_provenance(out, run); /* out of memory: no provenance rather than no report */
+  put_trajectory(out, run);
   if (!run->ntensors)
     return;
   fputc('\n', out);

@@ -1,9 +1,11 @@
-/* Text report: a header, one aligned line per tensor (failures in upper case, coloured on a
- * terminal), a detail line under each drift or indeterminate tensor (its reasons and diagnosis),
- * and a one-line summary; with a baseline, a column of changes and a gate line. Verbose mode adds
- * the error statistics under every compared tensor. Every figure is defined in docs/metrics.md.
- * Passing tensors print their figures, never "0 differences": a line always says how close the
- * tensor came. */
+/* Text report, top-down (docs/reports.md, "The text report"): the verdict and what a reader acts
+ * on first (the summary line, the first divergence with its reasons and diagnosis, the other root
+ * causes), then the provenance (the attributes that differ; -v all), then one aligned line per
+ * tensor (failures in upper case, coloured on a terminal) with a detail line under each drift or
+ * indeterminate tensor; with a baseline, a column of changes and a gate line at the top. Verbose
+ * mode adds the error statistics under every compared tensor. Every figure is defined in
+ * docs/metrics.md. Passing tensors print their figures, never "0 differences": a line always says
+ * how close the tensor came, and why a pass whose max_rel looks alarming passes. */
 #include "pc_internal.h"
 #include "report_common.h"
 
@@ -11,6 +13,7 @@
 
 #include <errno.h>    /* errno */
 #include <inttypes.h> /* PRIu64 */
+#include <math.h>     /* isinf */
 #include <stdio.h>    /* fprintf, snprintf */
 #include <stdlib.h>   /* free */
 #include <string.h>   /* strlen, strerror */
@@ -104,8 +107,9 @@ static void put_untrusted(FILE *out, const char *s) {
   pc_report_put_escaped(out, s, PC_ESCAPE_TERMINAL);
 }
 
+/* Columns, not bytes: a CJK name takes two a character (docs/reports.md, "Display width"). */
 static size_t rendered_len(const char *s) {
-  return pc_escape(NULL, 0, s, PC_ESCAPE_TERMINAL);
+  return pc_report_columns(s, PC_ESCAPE_TERMINAL);
 }
 
 /* The tail of path whose rendering fits PATH_WIDTH_MAX together with the ellipsis, starting at a
@@ -315,6 +319,46 @@ static void put_statistics(FILE *out, const pc_stats *s, size_t indent) {
   fputs(used ? "\n" : " empty\n", out);
 }
 
+/* A relative error from this up (B 100 % off at some element) reads as alarming on a passing
+ * line, as does an infinite one; such a line says why it passes. */
+static const double ALARMING_REL = 1.0;
+
+/* Why the element test, or the judge's tensor criteria, let a pass's worst elements through. */
+static void put_pass_cause(FILE *out, const pc_tensor *t) {
+  const pc_stats *s = &t->stats;
+  const pc_vs_reference *r = &t->vs_reference;
+  if (t->tol.metrics.elementwise_off)
+    fputs("judged on its product metrics (elementwise: false)", out);
+  else if (!s->mismatches && (t->tol.set & PC_TOL_ATOL) && s->max_abs <= t->tol.atol)
+    fprintf(out, "within the absolute floor (max_abs %.3g <= atol %.3g)", s->max_abs, t->tol.atol);
+  else if (!s->mismatches)
+    fputs("every element within atol, rtol or max_ulp", out);
+  else if (t->context.noise_level)
+    fputs("both sides are rounding noise at their neighbours' scale (noise floor)", out);
+  else if (r->present && r->b.rel_rms <= t->context.reference_limit)
+    fprintf(out,
+            "B's distance to R (rel_rms %.3g) is within what the tensor's conditioning explains",
+            r->b.rel_rms);
+  else
+    fprintf(out, "%" PRIu64 " elements beyond atol/rtol, which the tensor criteria allow",
+            s->mismatches);
+}
+
+/* Under a pass whose max_rel is inf or at least ALARMING_REL: why it passes (docs/reports.md,
+ * "The text report"), and where such a relative error comes from. */
+static void put_pass_why(FILE *out, const pc_tensor *t, size_t indent) {
+  const pc_stats *s = &t->stats;
+  if (t->verdict != PC_VERDICT_PASS || !(s->max_rel >= ALARMING_REL))
+    return;
+  fprintf(out, "%*spasses: ", (int)indent, "");
+  put_pass_cause(out, t);
+  if (isinf(s->max_rel))
+    fprintf(out, "; max_rel inf where A = 0 (A has %" PRIu64 " zero%s)\n", s->ev.zeros_a,
+            s->ev.zeros_a == 1 ? "" : "s");
+  else
+    fputs("; max_rel large where |A| is near 0\n", out);
+}
+
 /* Three-way mode: which side is closer to the reference R. */
 static void put_closer(FILE *out, const pc_tensor *t, size_t indent) {
   char text[PC_REASON_MAX];
@@ -352,6 +396,7 @@ static void put_tensor(FILE *out, const view *v, size_t i, const widths *w) {
     return;
   size_t indent = w->verdict + strlen(GAP);
   put_details(out, v, i, indent);
+  put_pass_why(out, t, indent);
   put_closer(out, t, indent);
   if (v->opts->verbose)
     put_statistics(out, &t->stats, indent);
@@ -389,32 +434,63 @@ static void put_settings(FILE *out, const pc_report_options *opts) {
   }
 }
 
+/* Without -v a value is cut to this many columns, followed by its whole length: the report is
+ * read top-down, and the full text is in JSON and under -v. */
+enum { PROV_CUT = 60 };
+
+/* One value of a provenance line: whole under -v or when short, else its head and length. */
+static void put_prov_value(FILE *out, const char *value, bool verbose) {
+  size_t len = rendered_len(value);
+  if (verbose || len <= PROV_CUT) {
+    put_untrusted(out, value);
+    return;
+  }
+  char head[PROV_CUT * 8 + 1]; /* a rendered character is at most 8 bytes */
+  pc_report_escape_head(head, sizeof head, value, PROV_CUT, PC_ESCAPE_TERMINAL);
+  fprintf(out, "%s... (%zu characters; -v or JSON for all)", head, len);
+}
+
+/* The width a value takes in A's column. */
+static size_t prov_width(const char *value, bool verbose) {
+  size_t len = rendered_len(value);
+  return verbose || len <= PROV_CUT ? len : PROV_CUT + 3;
+}
+
 /* The files' attributes side by side, a differing one marked '*' (docs/reports.md,
- * "Provenance"); nothing when neither side has any. */
-static int put_provenance(FILE *out, const pc_run *run) {
+ * "Provenance"): only those that differ unless verbose; nothing when neither side has any. */
+static int put_provenance(FILE *out, const pc_run *run, bool verbose) {
   pc_prov_row *rows;
-  size_t n, wn = 0, wa = 1;
+  size_t n, wn = 0, wa = 1, ndiff = 0;
   if (pc_report_provenance(run, &rows, &n) < 0)
     return PC_ENOMEM;
   for (size_t i = 0; i < n; i++) {
-    size_t la = rendered_len(pc_report_prov_value(&rows[i], 0));
+    ndiff += rows[i].differs;
+    if (!verbose && !rows[i].differs)
+      continue;
+    size_t la = prov_width(pc_report_prov_value(&rows[i], 0), verbose);
     wn = max_size(wn, rendered_len(rows[i].name));
     wa = la <= PROV_WIDTH_MAX ? max_size(wa, la) : wa;
   }
   if (n)
-    fputs("provenance (A | B; * differs)\n", out);
+    fputc('\n', out); /* after the verdict lines */
+  if (n && verbose)
+    fprintf(out, "provenance (A | B; * differs: %zu of %zu)\n", ndiff, n);
+  else if (n && ndiff)
+    fprintf(out, "provenance: %zu of %zu attributes differ (A | B; -v shows all)\n", ndiff, n);
+  else if (n)
+    fprintf(out, "provenance: A and B agree on all %zu attributes (-v shows them)\n", n);
   for (size_t i = 0; i < n; i++) {
-    size_t la = rendered_len(pc_report_prov_value(&rows[i], 0));
+    if (!verbose && !rows[i].differs)
+      continue;
+    size_t la = prov_width(pc_report_prov_value(&rows[i], 0), verbose);
     fputs(rows[i].differs ? "* " : "  ", out);
     put_untrusted(out, rows[i].name);
     fprintf(out, "%*s", (int)(wn - rendered_len(rows[i].name) + 2), "");
-    put_untrusted(out, pc_report_prov_value(&rows[i], 0));
+    put_prov_value(out, pc_report_prov_value(&rows[i], 0), verbose);
     fprintf(out, "%*s| ", (int)(la < wa ? wa - la + 1 : 1), "");
-    put_untrusted(out, pc_report_prov_value(&rows[i], 1));
+    put_prov_value(out, pc_report_prov_value(&rows[i], 1), verbose);
     fputc('\n', out);
   }
-  if (n)
-    fputc('\n', out);
   free(rows);
   return PC_OK;
 }
@@ -578,29 +654,53 @@ static void put_gate_summary(FILE *out, const pc_run *run, const pc_gate *gate, 
   fputc('\n', out);
 }
 
-/* The whole report to out. PC_ENOMEM. */
-static int put_report(FILE *out, const pc_run *run, const pc_report_options *opts) {
-  pc_cascades cascades;
-  if (pc_report_cascades(&cascades, run) < 0)
-    return PC_ENOMEM;
-  view v = {run, opts, &cascades};
-  size_t shown = 0;
-  widths w = measure(&v, &shown);
-  if (!opts->quiet)
-    put_settings(out, opts);
-  if (!opts->quiet && put_provenance(out, run) < 0) { /* quiet: failures and the summary only */
-    pc_report_cascades_free(&cascades);
-    return PC_ENOMEM;
+/* Root causes the headline names besides the first divergence; the table has the rest. */
+enum { HEADLINE_ROOTS = 5 };
+
+/* "  PATH (VERDICT): why; root cause of N tensors": a root cause as the headline states it. */
+static void put_root_line(FILE *out, const view *v, size_t i, const char *lead) {
+  const pc_tensor *t = pc_run_at(v->run, i);
+  char reason[PC_REASON_MAX];
+  size_t caused = pc_report_caused_count(v->cascades, i);
+  pc_report_reason(reason, sizeof reason, t);
+  fputs(lead, out);
+  put_untrusted(out, t->path);
+  fprintf(out, " (%s)", pc_verdict_name(t->verdict));
+  if (reason[0]) {
+    fputs(": ", out);
+    put_untrusted(out, reason); /* a message may name the dataset */
   }
-  if (shown)
-    put_header(out, &w, opts->gate);
-  /* run order; quiet: the root causes (and errors) first, then the tensors they explain */
-  text_rows rows = {&v, &w};
-  size_t n = run->ntensors * (opts->quiet ? 2 : 1);
-  int rc = pc_report_put_ordered(out, n, opts, put_row, &rows);
-  pc_report_cascades_free(&cascades);
-  if (rc < 0)
-    return rc;
+  if (caused)
+    fprintf(out, "; root cause of %zu tensor%s", caused, plural(caused));
+  fputc('\n', out);
+}
+
+/* Under the summary line of a failing run: the first divergence and why, then the other root
+ * causes in execution order (HEADLINE_ROOTS at most), each with what it explains. */
+static void put_roots(FILE *out, const view *v) {
+  const pc_run *run = v->run;
+  const pc_tensor *first = pc_report_first_divergence(run);
+  size_t first_i = first ? (size_t)(first - run->tensors) : run->ntensors, shown = 0, more = 0;
+  if (first)
+    put_root_line(out, v, first_i, "first divergence: ");
+  for (size_t k = 0; k < run->ntensors; k++) {
+    size_t i = pc_report_exec_at(run, k);
+    if (i == first_i || !pc_report_is_root(run, i) || !pc_report_fails(run, NULL, i))
+      continue;
+    if (shown == HEADLINE_ROOTS) {
+      more++;
+      continue;
+    }
+    if (!shown++)
+      fputs("other root causes, in execution order:\n", out);
+    put_root_line(out, v, i, "  ");
+  }
+  if (more)
+    fprintf(out, "  and %zu more root cause%s (the table below)\n", more, plural(more));
+}
+
+/* The run's verdict lines: the summary, the three-way tally, the gate's line. */
+static void put_verdict_lines(FILE *out, const pc_run *run, const pc_report_options *opts) {
   if (run->verdict == PC_RUN_PASS)
     put_pass_summary(out, run, opts->color, opts->gate);
   else
@@ -614,7 +714,36 @@ static int put_report(FILE *out, const pc_run *run, const pc_report_options *opt
   }
   if (opts->gate)
     put_gate_summary(out, run, opts->gate, opts->color);
-  return PC_OK;
+}
+
+/* The whole report to out, top-down: the verdict lines and root causes, the provenance (not in
+ * quiet mode), then the table. Each verdict line is printed once (a CI reads one). PC_ENOMEM. */
+static int put_report(FILE *out, const pc_run *run, const pc_report_options *opts) {
+  pc_cascades cascades;
+  if (pc_report_cascades(&cascades, run) < 0)
+    return PC_ENOMEM;
+  view v = {run, opts, &cascades};
+  size_t shown = 0;
+  widths w = measure(&v, &shown);
+  put_verdict_lines(out, run, opts);
+  if (run->verdict != PC_RUN_PASS)
+    put_roots(out, &v);
+  if (!opts->quiet)
+    put_settings(out, opts);
+  if (!opts->quiet && put_provenance(out, run, opts->verbose) < 0) {
+    pc_report_cascades_free(&cascades);
+    return PC_ENOMEM;
+  }
+  if (shown) {
+    fputc('\n', out);
+    put_header(out, &w, opts->gate);
+  }
+  /* run order; quiet: the root causes (and errors) first, then the tensors they explain */
+  text_rows rows = {&v, &w};
+  size_t n = run->ntensors * (opts->quiet ? 2 : 1);
+  int rc = pc_report_put_ordered(out, n, opts, put_row, &rows);
+  pc_report_cascades_free(&cascades);
+  return rc < 0 ? rc : PC_OK;
 }
 
 static int put_text(FILE *out, const pc_run *run, const pc_report_options *opts) {
