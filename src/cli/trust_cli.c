@@ -46,14 +46,20 @@ static int check_same(const pc_cli_io *io) {
 }
 
 /* A file read whole that exists must be a regular file: opening a FIFO would wait for a
- * writer. A missing one is left to its reader, which names it. */
-static int check_regular(const char *path, const char *what) {
+ * writer. A missing one is left to its reader, which names it. `folder_ok`: a folder is
+ * accepted too (a reference for a folder run: its files are opened one by one, each checked as
+ * the run's own are). */
+static int check_regular_or(const char *path, const char *what, bool folder_ok) {
   struct stat st;
   char why[128];
-  if (!path || stat(path, &st) != 0 || S_ISREG(st.st_mode))
+  if (!path || stat(path, &st) != 0 || S_ISREG(st.st_mode) || (folder_ok && S_ISDIR(st.st_mode)))
     return PC_OK;
   snprintf(why, sizeof why, "not a regular file (%s is read whole)", what);
   return refuse(path, why, NULL);
+}
+
+static int check_regular(const char *path, const char *what) {
+  return check_regular_or(path, what, false);
 }
 
 enum { WHERE_MAX = 2 * PATH_MAX };
@@ -114,7 +120,7 @@ static int check_output(const pc_cli_io *io, size_t k) {
 int pc_cli_check_io(const pc_cli_io *io) {
   int rc = check_same(io);
   if (rc == PC_OK)
-    rc = check_regular(io->reference, "--reference");
+    rc = check_regular_or(io->reference, "--reference", true);
   if (rc == PC_OK)
     rc = check_regular(io->baseline, "--baseline");
   if (rc == PC_OK)

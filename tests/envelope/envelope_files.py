@@ -7,11 +7,13 @@ import numpy as np
 
 
 def f16_up(x):
-    """x >= 0 rounded up to float16."""
-    h = x.astype(np.float16)
-    low = h.astype(np.float64) < x
+    """x >= 0 (an array of any rank, a scalar's too) rounded up to float16."""
+    x = np.asarray(x, np.float64)
+    flat = x.reshape(-1)
+    h = flat.astype(np.float16)
+    low = h.astype(np.float64) < flat
     h[low] = np.nextafter(h[low], np.float16(np.inf))
-    return h
+    return h.reshape(x.shape)
 
 
 def write_envelope(path, a, members, tensors=None, version=1, emulate="float32"):

@@ -246,6 +246,36 @@ def test_folders_pair_no_sidecar():
     check("each step judged with its envelope", all("envelope" in t for t in rep["tensors"]))
 
 
+def test_trajectory_band():
+    """A folder of 3 steps whose A carries a loss scalar and a K = 2 envelope: the Markdown
+    trajectory's envelope column is the pass bound on |b - a| of the loss, factor x floor, with
+    factor 3 t_2(alpha_t / 2) (nu = 1: one element) and floor sqrt(mean d_k^2 + (u_A a)^2); the
+    HTML plot draws that band around A."""
+    d = fresh("trajband")
+    bands = []
+    for step in (1, 2, 3):
+        a = {"/loss": np.float32(2.0 / step), "/x": A["/x"]}
+        mem = [{"/loss": np.float32(a["/loss"] + 1e-4 * (k + 1)), "/x": MEMBERS[k]["/x"]}
+               for k in range(2)]
+        write(os.path.join(d, "A", "step_%d.h5" % step), a)
+        write(os.path.join(d, "B", "step_%d.h5" % step),
+              {"/loss": np.float32(a["/loss"] + 1e-4), "/x": noisy(SIGMA, 40 + step)["/x"]})
+        write_envelope(os.path.join(d, "A", "step_%d.envelope.h5" % step), a, mem)
+        la = float(a["/loss"])
+        d2 = np.mean([(float(m["/loss"]) - la) ** 2 for m in mem])
+        floor = math.sqrt(d2 + (U32 * abs(la)) ** 2)
+        bands.append(GAP * t2_upper(ALPHA / (2 * 2) / 2) * floor)
+    md, html = os.path.join(d, "r.md"), os.path.join(d, "r.html")
+    p = subprocess.run([BIN, "-q", "--markdown", md, "--html", html, os.path.join(d, "A"),
+                        os.path.join(d, "B")], capture_output=True, text=True)
+    text = open(md).read()
+    rows = [ln for ln in text.splitlines() if ln.startswith("| `step_")]
+    for k, band in enumerate(bands):
+        check("step %d: envelope column +-%.3g" % (k + 1, band),
+              len(rows) == 3 and rows[k].rstrip().endswith("\u00b1%.3g |" % band), rows)
+    check("HTML: the envelope band is drawn", 'class="envelope"' in open(html).read())
+
+
 def test_threads_and_blocks_identical():
     b = noisy(SIGMA, 11)
     b["/y"][5, 5] += 0.3
@@ -268,4 +298,5 @@ if __name__ == "__main__":
                         test_exact_structure_within_a_wide_envelope,
                         test_indeterminate_only_where_spread_has_no_digits, test_another_a,
                         test_b_sidecar_ignored_and_no_envelope, test_bad_envelope_fails_closed,
-                        test_folders_pair_no_sidecar, test_threads_and_blocks_identical]))
+                        test_folders_pair_no_sidecar, test_trajectory_band,
+                        test_threads_and_blocks_identical]))

@@ -118,7 +118,7 @@ def test_constructed():
 
 def test_indeterminate():
     """B keeps no digit (A plus noise of A's size). Where the tensor's own allowance reaches half
-    the value (max_rel_rms_u 2^23 u = 0.5 in float32): indeterminate, exit 1; accepted, exit 0.
+    the value (max_rel_rms_u 150 at bfloat16's u = 0.586): indeterminate, exit 1; accepted, exit 0.
     Under the default tolerance (atol 1e-5, rtol 1.3e-6: B was allowed its digits) the same B
     is drift, which --accept-indeterminate does not pass (issue 36: the allowance decides
     indeterminate, never the size of the error)."""
@@ -128,7 +128,7 @@ def test_indeterminate():
     fa, fb = os.path.join(WORK, "ia.h5"), os.path.join(WORK, "ib.h5")
     wide = os.path.join(WORK, "wide.yaml")
     with open(wide, "w") as f:
-        f.write("version: 1\ndefaults:\n  float32: {max_rel_rms_u: 8388608, "
+        f.write("version: 1\ndefaults:\n  float32: {precision: bfloat16, max_rel_rms_u: 150, "
                 "max_mismatch_fraction: 1.0}\n")
     write(fa, {"x": a, "y": a})
     write(fb, {"x": b, "y": a})

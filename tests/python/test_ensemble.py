@@ -431,7 +431,7 @@ def test_cli_trio_envelope(tmp_path):
         assert f.attrs["emulate"] == "tf32" and f.attrs["reference"] == "a.h5"
         assert f["gradients/0.weight"].attrs["scale"] > 0
     last = p.stdout.strip().splitlines()[-1]
-    assert last == "compare: paritycheck --envelope %s --reference %s %s %s" % (
+    assert last == "compare: paritycheck --profile tf32 --envelope %s --reference %s %s %s" % (
         env, os.path.join(d, "ref.h5"), os.path.join(d, "a.h5"), os.path.join(d, "b.h5"))
     assert re.search(r"wrote .*a\.envelope\.h5 \(3 members emulating tf32: "
                      r"[0-9.]+ s, [0-9]+ bytes\)", p.stdout)

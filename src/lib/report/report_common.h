@@ -229,6 +229,7 @@ typedef struct pc_traj_step {
   size_t tensor; /* the step's loss: an index into run->tensors */
   double a, b;   /* its value on A and on B */
   double gap;    /* |b - a| / |a|; inf where a = 0 and b is not, 0 where both are */
+  double band;   /* the envelope's pass bound on |b - a| (factor x floor), 0 without one */
 } pc_traj_step;
 
 /** The loss of each step of a folder run, in run order, which is step order: for each step's

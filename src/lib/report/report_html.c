@@ -205,6 +205,25 @@ static double plot_y(const plot *p, double v) {
   return PLOT_H - PLOT_B - (v - p->lo) / (p->hi - p->lo) * (PLOT_H - PLOT_T - PLOT_B);
 }
 
+/* The envelope's band around A's curve, A +- its pass bound (docs/envelope.md), over the
+ * steps that carry one; nothing when none does. */
+static void put_band(FILE *out, const plot *p) {
+  size_t with = 0;
+  for (size_t k = 0; k < p->n; k++)
+    with += p->steps[k].band > 0 && isfinite(p->steps[k].a);
+  if (!with)
+    return;
+  fputs("<polygon class=\"envelope\" fill=\"#0969da\" fill-opacity=\"0.15\" points=\"", out);
+  for (size_t k = 0, i = 0; k < p->n; k++)
+    if (p->steps[k].band > 0 && isfinite(p->steps[k].a))
+      fprintf(out, "%s%.2f,%.2f", i++ ? " " : "", plot_x(p, k),
+              plot_y(p, p->steps[k].a + p->steps[k].band));
+  for (size_t k = p->n; k-- > 0;)
+    if (p->steps[k].band > 0 && isfinite(p->steps[k].a))
+      fprintf(out, " %.2f,%.2f", plot_x(p, k), plot_y(p, p->steps[k].a - p->steps[k].band));
+  fputs("\"/>\n", out);
+}
+
 /* One side's curve (0: A, 1: B) through its finite losses. */
 static void put_curve(FILE *out, const plot *p, int side) {
   fprintf(out,
@@ -220,8 +239,8 @@ static void put_curve(FILE *out, const plot *p, int side) {
 }
 
 /* An SVG plot of A's and B's loss per step, the first divergent step marked (docs/
- * training-runs.md, "The trajectory view"); nothing for a run without two steps. The
- * envelope band waits for an envelope (issue 36). Out of memory: no plot. */
+ * training-runs.md, "The trajectory view"), with the envelope's band around A where the steps
+ * carry one; nothing for a run without two steps. Out of memory: no plot. */
 static void put_trajectory(FILE *out, const pc_run *run) {
   pc_traj_step *steps;
   plot p = {NULL, 0, INFINITY, -INFINITY};
@@ -230,8 +249,12 @@ static void put_trajectory(FILE *out, const pc_run *run) {
     return;
   p.steps = steps;
   for (size_t k = 0; k < p.n; k++)
-    for (int side = 0; side < 2; side++) {
-      double v = side ? steps[k].b : steps[k].a;
+    for (int side = 0; side < 4; side++) { /* B, A, and A's band's edges */
+      double v = side == 1 ? steps[k].b
+                           : steps[k].a + (side == 2   ? 1
+                                           : side == 3 ? -1
+                                                       : 0) *
+                                              steps[k].band;
       p.lo = isfinite(v) && v < p.lo ? v : p.lo;
       p.hi = isfinite(v) && v > p.hi ? v : p.hi;
     }
@@ -254,6 +277,7 @@ static void put_trajectory(FILE *out, const pc_run *run) {
             PLOT_H - PLOT_B, PLOT_L, PLOT_T, PLOT_L, PLOT_H - PLOT_B, PLOT_L - 6, PLOT_T + 4, p.hi,
             PLOT_L - 6, PLOT_H - PLOT_B, p.lo, PLOT_L, PLOT_H - PLOT_B + 16, p.n, PLOT_W - PLOT_R,
             PLOT_H - PLOT_B + 16, p.n);
+    put_band(out, &p);
     put_curve(out, &p, 0);
     put_curve(out, &p, 1);
   }

@@ -294,8 +294,9 @@ static void put_rest(FILE *out, const table *tb) {
 }
 
 /* The per-step loss table of a training run compared as folders (docs/training-runs.md, "The
- * trajectory view"); nothing for a run without two steps. The envelope column waits for an
- * envelope (issue 36): "—" until a tensor carries one. Out of memory: no table. */
+ * trajectory view"); nothing for a run without two steps. The envelope column: the honest
+ * bound on |b - a| its envelope measured (docs/envelope.md), "—" without one. Out of memory:
+ * no table. */
 static void put_trajectory(FILE *out, const pc_run *run) {
   pc_traj_step *steps;
   size_t n;
@@ -312,9 +313,13 @@ static void put_trajectory(FILE *out, const pc_run *run) {
     const char *bold = pc_verdict_is_failure(t->verdict) ? "**" : "";
     fputs("| ", out);
     put_code(out, t->path);
-    fprintf(out, "%s | %.9g | %.9g | %.3g | %s%s%s | \xE2\x80\x94 |\n",
+    fprintf(out, "%s | %.9g | %.9g | %.3g | %s%s%s | ",
             (long)k == first ? " (first divergence)" : "", steps[k].a, steps[k].b, steps[k].gap,
             bold, pc_verdict_name(t->verdict), bold);
+    if (t->envelope.present)
+      fprintf(out, "\xC2\xB1%.3g |\n", steps[k].band);
+    else
+      fputs("\xE2\x80\x94 |\n", out);
   }
   free(steps);
 }

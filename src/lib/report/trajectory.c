@@ -51,7 +51,9 @@ int pc_report_trajectory(const pc_run *run, pc_traj_step **steps, size_t *n, lon
     double gap = a != 0 ? fabs(b - a) / fabs(a) : b != 0 ? INFINITY : 0;
     if (div && same_file(div, t))
       *first = (long)*n;
-    (*steps)[(*n)++] = (pc_traj_step){i, a, b, gap};
+    const pc_envelope_fig *env = &pc_run_at(run, i)->envelope;
+    double band = env->present ? env->factor * env->floor : 0;
+    (*steps)[(*n)++] = (pc_traj_step){i, a, b, gap, band};
   }
   if (*n < 2) { /* one point is no trajectory */
     *n = 0;
