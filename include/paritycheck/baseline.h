@@ -65,6 +65,14 @@ typedef struct pc_baseline_entry {
   uint64_t mismatches;
   uint64_t nonfinite; /* nan_mismatches + inf_mismatches */
   uint64_t max_ulp;
+  /* Figures the format gained later (docs/reports.md, "The baseline file"); a file written
+   * before them leaves them unknown: has_aggregates or has_diagnosis false. */
+  bool has_aggregates; /* rel_rms and scale_error below are known */
+  double rel_rms;
+  double scale_error; /* |scale_error| */
+  bool has_diagnosis; /* diagnosis and structural below are known */
+  pc_diagnosis_kind diagnosis;
+  bool structural; /* the diagnosis is one rounding cannot produce */
 } pc_baseline_entry;
 
 /* What a gate judges against: a machine-made baseline (this header), or the approvals a reviewer

@@ -416,6 +416,72 @@ def test_non_utf8_names_in_json():
     check('their exact bytes in path_bytes', pb == [b'/x\xfe'.hex(), b'/x\xff'.hex()], pb)
 
 
+# --- baseline: every figure a verdict uses --------------------------------------------------
+
+REAL = os.path.join(SOURCE, 'fixtures', 'real')
+CPU_FP32 = os.path.join(REAL, 'attention_cpu_fp32.h5')
+CUDA_TF32 = os.path.join(REAL, 'attention_cuda_tf32.h5')
+
+
+def tampered_tf32(root, negate, scale):
+    """The honest TF32 dump with `negate` negated and `scale` times 1.1."""
+    path = os.path.join(root, 'b.h5')
+    with open(CUDA_TF32, 'rb') as src, open(path, 'wb') as dst:
+        dst.write(src.read())
+    with h5py.File(path, 'r+') as f:
+        f[negate][...] = -f[negate][...]
+        f[scale][...] = f[scale][...] * np.float32(1.1)
+    return path
+
+
+def expect_worse(label, profile, base, b, worse):
+    p, r = run_json(profile + ['--baseline', base, CPU_FP32, b])
+    check('%s: exit 1' % label, p.returncode == 1, (p.returncode, p.stderr[-600:]))
+    gate = {path: t.get('baseline', {}) for path, t in by_path(r).items()}
+    got = sorted(path for path, g in gate.items() if g.get('change') == 'worse' and g['fails_gate'])
+    check('%s: exactly %s fail the gate as worse' % (label, worse), got == sorted(worse), got)
+
+
+def test_baseline_watches_structure_and_aggregates():
+    root = fresh('baseline-figures')
+    base = os.path.join(root, 'base.json')
+    # Under the default profile the honest TF32 run drifts: /activations/009_fc2 and 007_fc1
+    # already mismatch in 89 % and 95 % of their elements, with max_ulp near 2^31, so negation
+    # and x1.1 cannot grow the mismatch fraction, max_ulp or NaN counts twofold. Negation is a
+    # structure the baseline did not hold; x1.1 makes rel_rms about 0.1, far beyond twice the
+    # honest 3e-4 (and |scale_error| 0.1 beyond twice ~1e-6).
+    p = run(['--save-baseline', base, CPU_FP32, CUDA_TF32])
+    check('honest TF32 baseline saved (exit 1: it drifts)', p.returncode == 1, p.stderr[-600:])
+    saved = by_path(json.load(open(base))) if os.path.exists(base) else {}
+    fc2 = saved.get('/activations/009_fc2', {})
+    check('the baseline records rel_rms, scale_error, diagnosis and structural',
+          all(k in fc2 for k in ('rel_rms', 'scale_error', 'diagnosis', 'structural')), fc2)
+    p = run(['--baseline', base, CPU_FP32, CUDA_TF32])
+    check('the honest run against its own baseline: exit 0', p.returncode == 0, p.stderr[-600:])
+    negate, scale = '/activations/009_fc2', '/activations/007_fc1'
+    b = tampered_tf32(root, negate, scale)
+    expect_worse('negated + x1.1 against a drifting baseline', [], base, b, [negate, scale])
+    # --profile tf32: the honest run passes, so both are worse as new failures
+    base_tf32 = os.path.join(root, 'base-tf32.json')
+    p = run(['--profile', 'tf32', '--save-baseline', base_tf32, CPU_FP32, CUDA_TF32])
+    check('honest TF32 baseline under --profile tf32 saved', p.returncode == 0, p.stderr[-600:])
+    expect_worse('negated + x1.1 under --profile tf32', ['--profile', 'tf32'], base_tf32, b,
+                 [negate, scale])
+    # A file written before the new figures: they are unknown. The structure is not in it, so
+    # the negation is still worse; the x1.1 (no structure proven under this profile) is judged
+    # by the old figures alone, which it does not grow.
+    old = os.path.join(root, 'old.json')
+    doc = json.load(open(base))
+    for t in doc['tensors']:
+        for k in ('rel_rms', 'scale_error', 'diagnosis', 'structural'):
+            t.pop(k, None)
+    json.dump(doc, open(old, 'w'))
+    p = run(['--baseline', old, CPU_FP32, CUDA_TF32])
+    check('an old baseline still loads; the honest run: exit 0', p.returncode == 0,
+          p.stderr[-600:])
+    expect_worse('negated + x1.1 against an old baseline', [], old, b, [negate])
+
+
 def main():
     global BIN, WORK
     BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
@@ -428,7 +494,8 @@ def main():
                       test_folder_names_with_colons, test_widening_parameters_have_maxima,
                       test_elementwise_off_needs_a_metric_that_can_fail,
                       test_float_against_integer_is_a_dtype_mismatch, test_nothing_finite_compared,
-                      test_tolerance_provenance, test_non_utf8_names_in_json])
+                      test_tolerance_provenance, test_non_utf8_names_in_json,
+                      test_baseline_watches_structure_and_aggregates])
 
 
 if __name__ == '__main__':

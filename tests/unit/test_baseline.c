@@ -249,6 +249,102 @@ static void test_gate_indeterminate(void **state) {
   pc_gate_free(g);
 }
 
+/* rel_rms = sqrt(sum_sq_diff / sum_sq_a) and scale_error = sum_a_diff / sum_sq_a
+ * (docs/metrics.md, "Aggregates"): with sum_sq_a = 1 they are sqrt(sq_diff) and a_diff. */
+static void set_aggregates(fixture_run *f, const char *path, double sq_diff, double a_diff) {
+  for (size_t i = 0; i < f->run.ntensors; i++)
+    if (strcmp(f->t[i].path, path) == 0) {
+      f->t[i].stats.sum_sq_a = 1;
+      f->t[i].stats.sum_sq_diff = sq_diff;
+      f->t[i].stats.sum_a_diff = a_diff;
+    }
+}
+
+static void set_diagnosis(fixture_run *f, const char *path, pc_diagnosis_kind kind) {
+  for (size_t i = 0; i < f->run.ntensors; i++)
+    if (strcmp(f->t[i].path, path) == 0) {
+      f->t[i].diagnosis.kind = kind;
+      f->t[i].diagnosis.structural = kind != PC_DIAG_NOISE;
+    }
+}
+
+/* Drift saturated in the counts (every element a mismatch, the same max_ulp) is judged by
+ * rel_rms, |scale_error| and structure too (issue 38). Baseline of each: rel_rms 1e-3
+ * (sq_diff 1e-6), scale_error 1e-4, noise. At factor 2: rel_rms 3e-3 > 2e-3 and |scale_error|
+ * 3e-4 > 2e-4 (sign ignored) grew; a structure the baseline lacked, or of another kind, is
+ * worse whatever the figures; the same structure with the same figures is unchanged; rel_rms
+ * 4e-4 (< 1e-3 / 2) is better. */
+static void test_gate_aggregates_and_structure(void **state) {
+  (void)state;
+  static fixture_run then, now;
+  start(&then);
+  start(&now);
+  const char *paths[] = {"/rms", "/scale", "/negated", "/same", "/other", "/better"};
+  for (size_t i = 0; i < 6; i++) {
+    add(&then, paths[i], DRIFT, F32, 100, 100, 0, 1000);
+    set_aggregates(&then, paths[i], 1e-6, 1e-4);
+    set_diagnosis(&then, paths[i], PC_DIAG_NOISE);
+    add(&now, paths[i], DRIFT, F32, 100, 100, 0, 1000);
+    set_aggregates(&now, paths[i], 1e-6, 1e-4);
+    set_diagnosis(&now, paths[i], PC_DIAG_NOISE);
+  }
+  set_aggregates(&now, "/rms", 9e-6, 1e-4);
+  set_aggregates(&now, "/scale", 1e-6, -3e-4);
+  set_diagnosis(&now, "/negated", PC_DIAG_NEGATED);
+  set_diagnosis(&then, "/same", PC_DIAG_SCALED);
+  set_diagnosis(&now, "/same", PC_DIAG_SCALED);
+  set_diagnosis(&then, "/other", PC_DIAG_SCALED);
+  set_diagnosis(&now, "/other", PC_DIAG_SHIFTED);
+  set_aggregates(&now, "/better", 1.6e-7, 1e-4);
+  pc_gate *g = judge(&then.run, &now.run, 2);
+  expect(g, &now.run, "/rms", PC_CHANGE_WORSE, true);
+  expect(g, &now.run, "/scale", PC_CHANGE_WORSE, true);
+  expect(g, &now.run, "/negated", PC_CHANGE_WORSE, true);
+  expect(g, &now.run, "/same", PC_CHANGE_UNCHANGED, false);
+  expect(g, &now.run, "/other", PC_CHANGE_WORSE, true);
+  expect(g, &now.run, "/better", PC_CHANGE_BETTER, false);
+  const pc_gate_tensor *gs = at(g, &now.run, "/scale");
+  assert_true(gs->base.has_aggregates && gs->base.has_diagnosis);
+  assert_true(gs->base.rel_rms == 1e-3 && gs->base.scale_error == 1e-4);
+  assert_int_equal(at(g, &now.run, "/same")->base.diagnosis, PC_DIAG_SCALED);
+  assert_true(at(g, &now.run, "/same")->base.structural);
+  pc_gate_free(g);
+}
+
+/* A file written before rel_rms, scale_error, diagnosis and structural existed still loads;
+ * they are unknown: the counts alone judge (rel_rms 0.3 is not held against it), and a
+ * structure counts as one the baseline did not hold. */
+static void test_gate_old_file(void **state) {
+  (void)state;
+  const char *path = temp_path();
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"paritycheck_baseline\": 1, \"tensors\": ["
+        "{\"path\": \"/x\", \"verdict\": \"drift\", \"compare_dtype\": \"float32\", \"count\": 10,"
+        " \"mismatches\": 10, \"nan_mismatches\": 0, \"inf_mismatches\": 0, \"max_ulp\": 50},"
+        "{\"path\": \"/s\", \"verdict\": \"drift\", \"compare_dtype\": \"float32\", \"count\": 10,"
+        " \"mismatches\": 10, \"nan_mismatches\": 0, \"inf_mismatches\": 0, \"max_ulp\": 50}]}",
+        f);
+  fclose(f);
+  pc_error err = {0};
+  pc_baseline *base = NULL;
+  assert_int_equal(pc_baseline_load(&base, path, &err), PC_OK);
+  unlink(path);
+  static fixture_run now;
+  start(&now);
+  add(&now, "/x", DRIFT, F32, 10, 10, 0, 50);
+  set_aggregates(&now, "/x", 0.09, 0.3);
+  add(&now, "/s", DRIFT, F32, 10, 10, 0, 50);
+  set_diagnosis(&now, "/s", PC_DIAG_SCALED);
+  pc_gate *g = NULL;
+  assert_int_equal(pc_gate_new(&g, base, "old.json", &now.run, 2, &err), PC_OK);
+  assert_false(g->tensors[0].base.has_aggregates || g->tensors[0].base.has_diagnosis);
+  expect(g, &now.run, "/x", PC_CHANGE_UNCHANGED, false);
+  expect(g, &now.run, "/s", PC_CHANGE_WORSE, true);
+  pc_gate_free(g);
+  pc_baseline_free(base);
+}
+
 /* A max_ulp past INT64_MAX survives the file (written as a double, read back saturated). */
 static void test_save_load_extremes(void **state) {
   (void)state;
@@ -328,6 +424,16 @@ static void test_load_errors(void **state) {
                      "{\"path\": \"/x\", \"verdict\": \"skipped\"},"
                      "{\"path\": \"/x\", \"verdict\": \"skipped\"}]}",
                      "listed twice");
+  expect_parse_error("{\"paritycheck_baseline\": 1, \"tensors\": [{\"path\": \"/x\", \"verdict\": "
+                     "\"pass\", \"compare_dtype\": \"float32\", \"count\": 1, \"mismatches\": 0, "
+                     "\"nan_mismatches\": 0, \"inf_mismatches\": 0, \"max_ulp\": 0, "
+                     "\"rel_rms\": 0}]}",
+                     "rel_rms and scale_error");
+  expect_parse_error("{\"paritycheck_baseline\": 1, \"tensors\": [{\"path\": \"/x\", \"verdict\": "
+                     "\"pass\", \"compare_dtype\": \"float32\", \"count\": 1, \"mismatches\": 0, "
+                     "\"nan_mismatches\": 0, \"inf_mismatches\": 0, \"max_ulp\": 0, "
+                     "\"diagnosis\": \"wobbly\", \"structural\": true}]}",
+                     "diagnosis kind");
   assert_int_equal(load_text("{\"paritycheck_baseline\": 1, \"tensors\": []}", &err), PC_OK);
 }
 
@@ -387,11 +493,17 @@ static void test_usage_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gate_rules),           cmocka_unit_test(test_gate_accepts_old_drift),
-      cmocka_unit_test(test_gate_zero_and_factor), cmocka_unit_test(test_gate_error_run),
-      cmocka_unit_test(test_save_load_extremes),   cmocka_unit_test(test_load_errors),
-      cmocka_unit_test(test_usage_errors),         cmocka_unit_test(test_load_saturates),
+      cmocka_unit_test(test_gate_rules),
+      cmocka_unit_test(test_gate_accepts_old_drift),
+      cmocka_unit_test(test_gate_zero_and_factor),
+      cmocka_unit_test(test_gate_error_run),
+      cmocka_unit_test(test_save_load_extremes),
+      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_usage_errors),
+      cmocka_unit_test(test_load_saturates),
       cmocka_unit_test(test_gate_indeterminate),
+      cmocka_unit_test(test_gate_aggregates_and_structure),
+      cmocka_unit_test(test_gate_old_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,6 +65,11 @@ static json_t *tensor_json(const pc_tensor *t) {
   rc |= json_object_set_new(o, "max_abs", pc_json_real(s->max_abs));
   rc |= json_object_set_new(o, "max_rel", pc_json_real(s->max_rel));
   rc |= json_object_set_new(o, "mean_ulp", pc_json_real(pc_stats_mean_ulp(s)));
+  pc_aggregates g = pc_stats_aggregates(s);
+  rc |= json_object_set_new(o, "rel_rms", pc_json_real(g.rel_rms));
+  rc |= json_object_set_new(o, "scale_error", pc_json_real(g.scale_error));
+  rc |= json_object_set_new(o, "diagnosis", json_string(pc_diagnosis_name(t->diagnosis.kind)));
+  rc |= json_object_set_new(o, "structural", json_boolean(t->diagnosis.structural));
   return pc_json_finish(o, rc);
 }
 
@@ -151,6 +156,51 @@ static int bad_file(pc_error *err, const char *path, size_t i, const char *why) 
   return pc_error_set(err, PC_EPARSE, "%s: tensor %zu: %s", path, i, why);
 }
 
+/* A double as pc_json_real writes it: a number, or "nan", "inf", "-inf". 1 when read, 0 when
+ * the key is absent, -1 when it is something else. */
+static int get_real(const json_t *o, const char *key, double *out) {
+  const json_t *j = json_object_get(o, key);
+  const char *s = json_string_value(j);
+  if (!j)
+    return 0;
+  if (json_is_number(j))
+    *out = json_number_value(j);
+  else if (s && (strcmp(s, "nan") == 0 || strcmp(s, "inf") == 0 || strcmp(s, "-inf") == 0))
+    *out = s[0] == 'n' ? NAN : s[0] == '-' ? -INFINITY : INFINITY;
+  else
+    return -1;
+  return 1;
+}
+
+static bool diagnosis_from_name(const char *name, pc_diagnosis_kind *out) {
+  for (int k = 0; name && k < PC_DIAG_COUNT_; k++)
+    if (strcmp(pc_diagnosis_name((pc_diagnosis_kind)k), name) == 0) {
+      *out = (pc_diagnosis_kind)k;
+      return true;
+    }
+  return false;
+}
+
+/* The figures the format gained later: each pair is all there, or absent (unknown: a file
+ * written before them), never half. */
+static int read_later_figures(pc_baseline_entry *e, const json_t *o, const char *path, size_t i,
+                              pc_error *err) {
+  double scale = 0;
+  int r = get_real(o, "rel_rms", &e->rel_rms), s = get_real(o, "scale_error", &scale);
+  if (r < 0 || s < 0 || r != s)
+    return bad_file(err, path, i, "rel_rms and scale_error must both be numbers, or both absent");
+  e->has_aggregates = r == 1;
+  e->scale_error = fabs(scale);
+  const json_t *kind = json_object_get(o, "diagnosis"), *st = json_object_get(o, "structural");
+  if ((kind || st) &&
+      !(diagnosis_from_name(json_string_value(kind), &e->diagnosis) && json_is_boolean(st)))
+    return bad_file(err, path, i,
+                    "diagnosis must be a diagnosis kind and structural a boolean, or both absent");
+  e->has_diagnosis = kind != NULL;
+  e->structural = json_is_true(st);
+  return PC_OK;
+}
+
 static int read_figures(pc_baseline_entry *e, const json_t *o, const char *path, size_t i,
                         pc_error *err) {
   const char *dt = json_string_value(json_object_get(o, "compare_dtype"));
@@ -168,7 +218,7 @@ static int read_figures(pc_baseline_entry *e, const json_t *o, const char *path,
     return bad_file(err, path, i, "more mismatches than elements");
   /* saturated: a file may hold counts whose sum wraps around */
   e->nonfinite = nan_mm > UINT64_MAX - inf_mm ? UINT64_MAX : nan_mm + inf_mm;
-  return PC_OK;
+  return read_later_figures(e, o, path, i, err);
 }
 
 static int read_entry(entry *out, const json_t *o, const char *path, size_t i, pc_error *err) {
@@ -286,36 +336,60 @@ static bool grew(double x, double x0, double f) {
   return x > f * x0;
 }
 
+/* The figures the gate watches (docs/reports.md, "How a tensor is judged"). */
+enum { FIG_FRACTION, FIG_MAX_ULP, FIG_NONFINITE, FIG_REL_RMS, FIG_SCALE, FIG_COUNT_ };
+
 typedef struct figures {
-  double fraction, max_ulp, nonfinite;
+  double v[FIG_COUNT_];
+  bool aggregates; /* FIG_REL_RMS and FIG_SCALE are known */
 } figures;
 
 static figures current(const pc_stats *s) {
-  figures g = {s->count ? (double)s->mismatches / (double)s->count : 0, (double)s->max_ulp,
-               (double)(s->nan_mismatches + s->inf_mismatches)};
+  pc_aggregates a = pc_stats_aggregates(s);
+  figures g = {{s->count ? (double)s->mismatches / (double)s->count : 0, (double)s->max_ulp,
+                (double)(s->nan_mismatches + s->inf_mismatches), a.rel_rms, fabs(a.scale_error)},
+               true};
   return g;
 }
 
 static figures recorded(const pc_baseline_entry *e) {
-  figures g = {e->count ? (double)e->mismatches / (double)e->count : 0, (double)e->max_ulp,
-               (double)e->nonfinite};
+  figures g = {{e->count ? (double)e->mismatches / (double)e->count : 0, (double)e->max_ulp,
+                (double)e->nonfinite, e->rel_rms, e->scale_error},
+               e->has_aggregates};
   return g;
+}
+
+/* Any figure known on both sides grew from `from` to `to` beyond the factor. */
+static bool any_grew(const figures *to, const figures *from, double f) {
+  int n = to->aggregates && from->aggregates ? FIG_COUNT_ : FIG_REL_RMS;
+  for (int k = 0; k < n; k++)
+    if (grew(to->v[k], from->v[k], f))
+      return true;
+  return false;
 }
 
 /* Same verdict on both sides, both compared: the figures decide. */
 static pc_change by_figures(figures now, figures then, double f) {
-  if (grew(now.fraction, then.fraction, f) || grew(now.max_ulp, then.max_ulp, f) ||
-      grew(now.nonfinite, then.nonfinite, f))
+  if (any_grew(&now, &then, f))
     return PC_CHANGE_WORSE;
-  if (grew(then.fraction, now.fraction, f) || grew(then.max_ulp, now.max_ulp, f) ||
-      grew(then.nonfinite, now.nonfinite, f))
+  if (any_grew(&then, &now, f))
     return PC_CHANGE_BETTER;
   return PC_CHANGE_UNCHANGED;
+}
+
+/* A structural diagnosis the baseline does not hold, in the same kind: rounding cannot produce
+ * it, so no earlier acceptance covers it. A baseline that does not know the tensor's diagnosis
+ * (a file written before the field) holds none. */
+static bool structure_new(const pc_tensor *t, const pc_baseline_entry *e) {
+  return t->diagnosis.structural &&
+         !(e->has_diagnosis && e->structural && e->diagnosis == t->diagnosis.kind);
 }
 
 static pc_change judge_change(const pc_tensor *t, const pc_baseline_entry *e, double f) {
   if (!e || (compared(t->verdict) && compared(e->verdict) && t->compare != e->compare))
     return PC_CHANGE_NEW;
+  if (structure_new(t, e))
+    return PC_CHANGE_WORSE;
   if (bad(t->verdict) && t->verdict != e->verdict)
     return PC_CHANGE_WORSE;
   if (!bad(t->verdict) && bad(e->verdict))
