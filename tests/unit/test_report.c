@@ -303,9 +303,9 @@ static const json_t *tensor_at(const json_t *root, size_t i) {
 static void test_json_top_level(void **state) {
   (void)state;
   json_t *root = render_json(&run);
-  static const char *const keys[] = {
-      "version",          "a",        "b",       "profile", "settings", "provenance",
-      "verdict",          "first_divergence", "tensors", "summary", "warnings"};
+  static const char *const keys[] = {"version",  "a",          "b",       "profile",
+                                     "settings", "provenance", "verdict", "first_divergence",
+                                     "tensors",  "summary",    "warnings"};
   assert_keys(root, keys, 11);
   assert_string_equal(string_at(root, "profile"), "default"); /* no options: the default */
   assert_int_equal(json_array_size(json_object_get(root, "settings")), 0); /* none given */
@@ -705,8 +705,12 @@ static void make_gate(void) {
     gate_tensors[i].base.verdict = tensors[i].verdict;
   }
   gate_tensors[T_DRIFT].fails = gate_tensors[T_ONLY_B].fails = true;
-  gate_tensors[T_DRIFT].base =
-      (pc_baseline_entry){PC_VERDICT_DRIFT, PC_DTYPE_BFLOAT16, 60, 2, 1, 7};
+  gate_tensors[T_DRIFT].base = (pc_baseline_entry){.verdict = PC_VERDICT_DRIFT,
+                                                   .compare = PC_DTYPE_BFLOAT16,
+                                                   .count = 60,
+                                                   .mismatches = 2,
+                                                   .nonfinite = 1,
+                                                   .max_ulp = 7};
   gate = (pc_gate){.path = "base.json",
                    .factor = 2,
                    .tensors = gate_tensors,
