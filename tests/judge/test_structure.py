@@ -256,6 +256,30 @@ def test_reference_without_digits():
           t["/s"].get("diagnosis"))
 
 
+def test_three_way_keeps_a_clean_factor():
+    """Three-way catches every scale plain catches (issue 36): R 4096 normal float64 values, A =
+    R (1 + 1e-6 e) in float32, so under the tf32 profile the reference allows B about
+    G kappa u_tf32, far above 0.5 %. B = 0.995 A (a BatchNorm eps, a missing correction: the
+    error is all along A) fails in plain and three-way mode alike, read "scaled by 0.995";
+    B = A (1 + 2e-3 e) (noise, not a factor) passes three-way."""
+    rng = np.random.default_rng(36)
+    r = rng.standard_normal(4096)
+    a = (r * (1 + 1e-6 * rng.standard_normal(4096))).astype(np.float32)
+    fr, fa, fb = (os.path.join(WORK, n) for n in ("sr.h5", "sa.h5", "sb.h5"))
+    write(fr, {"s": r, "n": r})
+    write(fa, {"s": a, "n": a})
+    write(fb, {"s": (a * np.float32(0.995)).astype(np.float32),
+               "n": (a * (1 + 2e-3 * rng.standard_normal(4096))).astype(np.float32)})
+    for mode, extra in (("plain", []), ("three-way", ["--reference", fr])):
+        p, rep = run_json(["--profile", "tf32"] + extra + [fa, fb])
+        t = tensors(rep)
+        d = t["/s"].get("diagnosis") or {}
+        check("%s: B = 0.995 A is drift, scaled by 0.995" % mode, t["/s"]["verdict"] == "drift" and
+              d.get("kind") == "scaled" and abs(d.get("value", 0) - 0.995) < 1e-4, (t["/s"]["verdict"], d))
+    check("three-way: noise within the reference's allowance passes", t["/n"]["verdict"] == "pass",
+          (t["/n"]["verdict"], t["/n"].get("reasons")))
+
+
 def test_small_tensor_doubled():
     """The scale test at N = 4 (issue 29: vacuous for N <= 9 before): B = 2 A exactly fails."""
     a = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
@@ -319,7 +343,7 @@ def test_folder_trend_is_per_file():
 if __name__ == "__main__":
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
-    sys.exit(run_tests([test_constructed, test_honest_outliers, test_other_axes,
+    sys.exit(run_tests([test_three_way_keeps_a_clean_factor, test_constructed, test_honest_outliers, test_other_axes,
                         test_zeros_under_large_noise, test_reference_without_digits,
                         test_indeterminate, test_small_tensor_doubled, test_issue_reproducers,
                         test_folder_trend_is_per_file]))

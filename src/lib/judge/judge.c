@@ -820,6 +820,19 @@ static void pc_tally(pc_run *run) {
     run->verdict = PC_RUN_ERROR;
 }
 
+/* A scale reason the profile kept (after the run's allowances) whose error is a clean factor
+ * (pc_structure_noise reads "scaled by c"): then the tensor stays drift, so diagnosed. */
+static bool pc_scale_stands(pc_tensor *t) {
+  if (!pc_find_reason(t, PC_CRIT_SCALE_ERROR))
+    return false;
+  pc_diagnosis d = pc_structure_noise(t);
+  if (d.kind != PC_DIAG_SCALED)
+    return false;
+  t->verdict = PC_VERDICT_DRIFT;
+  t->diagnosis = d;
+  return true;
+}
+
 /* Three-way mode (docs/tolerance-model.md, "With a reference"): A's distance to R measures the
  * tensor's conditioning, kappa = rel_rms(R, A) / u_A; B's precision u then explains a distance
  * to R of m kappa u. m is the tensor's growth G when B's precision is coarser than A's (B's
@@ -848,8 +861,11 @@ static void pc_relax_by_reference(pc_tensor *t) {
   /* kappa is measured on A's N elements, B's distance on B's: two RMS of N terms each, which
    * honest noise puts up to pc_rms_ratio_bound(N) apart (5x at N = 12, 1.2x at 1024). */
   t->context.reference_limit = m * kappa_u * pc_rms_ratio_bound(t->stats.ev.pairs);
-  /* A structure stands as in plain mode: three-way never passes what plain catches. */
-  if (t->diagnosis.structural)
+  /* A structure stands as in plain mode: three-way never passes what plain catches. So does a
+   * scale the profile caught where the evidence proves a clean factor (most of the error along
+   * A, beyond the beta tail: a BatchNorm eps, a missing correction): the reference measures how
+   * far B may honestly be, not that a factor is honest. */
+  if (t->diagnosis.structural || pc_scale_stands(t))
     return;
   /* B within the allowance and keeping a digit passes. Beyond it, B is indeterminate only where
    * the allowance itself reaches half the value's size (honest drift may have taken every
