@@ -482,6 +482,44 @@ def test_baseline_watches_structure_and_aggregates():
     expect_worse('negated + x1.1 against an old baseline', [], old, b, [negate])
 
 
+# --- reference: R must be finer than A and B, and not B ------------------------------------
+
+def test_reference_must_be_finer():
+    root = fresh('reference-finer')
+    # B: the honest TF32 dump with 2 % multiplicative noise in two tensors (drift under tf32)
+    b = os.path.join(root, 'b.h5')
+    with open(CUDA_TF32, 'rb') as src, open(b, 'wb') as dst:
+        dst.write(src.read())
+    rng = np.random.default_rng(5)
+    with h5py.File(b, 'r+') as f:
+        for n in ('activations/005_proj', 'activations/009_fc2'):
+            x = f[n][...]
+            f[n][...] = (x * (1 + 0.02 * rng.standard_normal(x.shape))).astype(np.float32)
+    copy = os.path.join(root, 'r.h5')
+    with open(b, 'rb') as src, open(copy, 'wb') as dst:
+        dst.write(src.read())
+    tf32 = ['--profile', 'tf32']
+    expect_exit('R a copy of B', run(tf32 + ['--reference', copy, CPU_FP32, b]), 2,
+                'the reference is B')
+    expect_exit('R the file B', run(tf32 + ['--reference', b, CPU_FP32, b]), 2,
+                'the reference is B')
+    # float64 R holding B's values: finer by dtype, but exactly as far from A as B is
+    r64 = os.path.join(root, 'r64.h5')
+    with h5py.File(b, 'r') as src, h5py.File(r64, 'w') as dst:
+        names = []
+        src.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        for n in names:
+            dst.create_dataset(n, data=src[n][...].astype(np.float64))
+    expect_exit('R a float64 copy of B', run(tf32 + ['--reference', r64, CPU_FP32, b]), 2,
+                'not finer than A and B', 'no closer to A than B')
+    # float32 R for float32 A and B: A itself, honest but no finer
+    expect_exit('R float32 like A and B', run(tf32 + ['--reference', CPU_FP32, CPU_FP32, b]), 2,
+                'not finer than A and B', 'R float32')
+    p = run(tf32 + ['--reference', os.path.join(REAL, 'attention_cpu_fp64.h5'), CPU_FP32, b])
+    check('an honest fp64 R still judges: exit 1, no error', p.returncode == 1 and
+          'reference' not in p.stderr, (p.returncode, p.stderr[-600:]))
+
+
 def main():
     global BIN, WORK
     BIN, WORK = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
@@ -495,7 +533,8 @@ def main():
                       test_elementwise_off_needs_a_metric_that_can_fail,
                       test_float_against_integer_is_a_dtype_mismatch, test_nothing_finite_compared,
                       test_tolerance_provenance, test_non_utf8_names_in_json,
-                      test_baseline_watches_structure_and_aggregates])
+                      test_baseline_watches_structure_and_aggregates,
+                      test_reference_must_be_finer])
 
 
 if __name__ == '__main__':

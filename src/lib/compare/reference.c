@@ -7,9 +7,11 @@
 
 #include <paritycheck/compare.h>
 
-#include <math.h>   /* isnan */
-#include <stdlib.h> /* bsearch, calloc, free, qsort */
-#include <string.h> /* strcmp */
+#include <float.h>   /* DBL_EPSILON */
+#include <math.h>    /* isnan, sqrt */
+#include <stdbool.h> /* bool */
+#include <stdlib.h>  /* bsearch, calloc, free, qsort */
+#include <string.h>  /* strcmp */
 
 /* A run's tensors sorted by path, for lookups: paths and indices, so that neither the sort nor
  * a search reads the records, which a large run holds in a file (spill.h). */
@@ -88,6 +90,99 @@ static pc_vs_reference pc_attach(const pc_by_path *ra, const pc_by_path *rb, con
   return v;
 }
 
+/* Every dataset R-vs-B compared holds the same stored values on both sides. */
+static bool pc_ref_is_b(const pc_run *rb) {
+  size_t n = 0;
+  for (size_t i = 0; i < rb->ntensors; i++) {
+    const pc_tensor *t = pc_run_at(rb, i);
+    const pc_stats *s = &t->stats;
+    if (t->verdict != PC_VERDICT_PASS && t->verdict != PC_VERDICT_DRIFT &&
+        t->verdict != PC_VERDICT_INDETERMINATE)
+      continue;
+    if (t->dtype_a != t->dtype_b || s->mismatches || s->max_ulp || s->sum_sq_diff != 0 ||
+        s->nan_mismatches || s->inf_mismatches)
+      return false;
+    n++;
+  }
+  return n > 0;
+}
+
+/* On most float tensors R's dtype is as coarse as A's and B's, or coarser (docs/metrics.md,
+ * "Three-way mode"): rounding R's values carries as much error as the sides it would judge.
+ * *example: one such tensor of ra. */
+static bool pc_ref_coarse(const pc_by_path *ia, const pc_by_path *ib, const pc_tensor **example) {
+  size_t n = 0, k = 0;
+  for (size_t i = 0; i < ia->n; i++) {
+    const pc_tensor *ta = pc_find_compared(ia, ia->sorted[i].path);
+    const pc_tensor *tb = pc_find_compared(ib, ia->sorted[i].path);
+    if (!ta || !tb || !pc_dtype_is_float(ta->dtype_a) || !pc_dtype_is_float(ta->dtype_b) ||
+        !pc_dtype_is_float(tb->dtype_b))
+      continue;
+    double u = pc_dtype_unit_roundoff(ta->dtype_a);
+    bool coarse =
+        u >= pc_dtype_unit_roundoff(ta->dtype_b) && u >= pc_dtype_unit_roundoff(tb->dtype_b);
+    n++;
+    k += coarse;
+    if (coarse && !*example)
+      *example = ta;
+  }
+  return 2 * k > n;
+}
+
+/* R's RMS distance to A is not clearly below B's: at least B's, less the difference that
+ * summing the same squares in another order can make (a relative sqrt(DBL_EPSILON)). A float64
+ * copy of B lands here, at exactly B's distance. */
+static bool pc_ref_not_closer(const pc_tensor *ra_t, const pc_tensor *ab_t) {
+  double r = pc_stats_aggregates(&ra_t->stats).rms, b = pc_stats_aggregates(&ab_t->stats).rms;
+  return isnan(r) || r >= b * (1 - sqrt(DBL_EPSILON));
+}
+
+/* On most tensors that A vs B failed (those three-way mode judges), R is no closer to A than B
+ * is: R cannot tell which side holds the error. *example: one such tensor of the run. */
+static bool pc_ref_far(const pc_run *run, const pc_by_path *ia, const pc_tensor **example) {
+  size_t n = 0, k = 0;
+  for (size_t i = 0; i < run->ntensors; i++) {
+    const pc_tensor *t = pc_run_at(run, i);
+    const pc_tensor *ta = pc_find_compared(ia, t->path);
+    if (!ta || (t->verdict != PC_VERDICT_DRIFT && t->verdict != PC_VERDICT_INDETERMINATE))
+      continue;
+    bool far = pc_ref_not_closer(ta, t);
+    n++;
+    k += far;
+    if (far && !*example)
+      *example = t;
+  }
+  return 2 * k > n;
+}
+
+/* R judges B only when it is finer than A and B and is not B (docs/metrics.md, "Three-way
+ * mode", "A reference that cannot judge"): PC_EUSAGE saying why, else PC_OK. */
+static int pc_ref_trusted(const pc_run *run, const pc_run *rb, const pc_by_path *ia,
+                          const pc_by_path *ib, const char *path_ref, pc_error *err) {
+  const pc_tensor *ex = NULL;
+  if (pc_ref_is_b(rb))
+    return pc_error_set(err, PC_EUSAGE,
+                        "%s: the reference is B (every dataset compared holds B's values): a "
+                        "reference made from the candidate cannot judge it",
+                        path_ref);
+  if (pc_ref_coarse(ia, ib, &ex))
+    return pc_error_set(err, PC_EUSAGE,
+                        "%s: the reference is not finer than A and B: on most tensors its dtype "
+                        "is as coarse as theirs (e.g. %s: R %s, A %s); use a more precise run, "
+                        "such as float64 on the CPU",
+                        path_ref, ex->path, pc_dtype_name(ex->dtype_a), pc_dtype_name(ex->dtype_b));
+  if (pc_ref_far(run, ia, &ex)) {
+    const pc_tensor *ta = pc_find_compared(ia, ex->path);
+    return pc_error_set(
+        err, PC_EUSAGE,
+        "%s: the reference is not finer than A and B: on most failing tensors it is no closer "
+        "to A than B is (e.g. %s: RMS distance %.3g from A, B's %.3g)",
+        path_ref, ex->path, pc_stats_aggregates(&ta->stats).rms,
+        pc_stats_aggregates(&ex->stats).rms);
+  }
+  return PC_OK;
+}
+
 int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *opts, pc_error *err) {
   if (!run || !path_ref || !opts || opts->version != PC_OPTIONS_VERSION || !opts->tols)
     return pc_error_set(err, PC_EUSAGE, "pc_compare_reference: bad arguments");
@@ -104,6 +199,8 @@ int pc_compare_reference(pc_run *run, const char *path_ref, const pc_options *op
   if (rc == PC_OK &&
       (pc_index_run(&ia, ra) < 0 || pc_index_run(&ib, rb) < 0 || !(path = pc_strdup(path_ref))))
     rc = pc_error_set(err, PC_ENOMEM, "out of memory");
+  if (rc == PC_OK && (rc = pc_ref_trusted(run, rb, &ia, &ib, path_ref, err)) < 0)
+    free(path); /* not yet the run's */
   if (rc == PC_OK) {
     for (size_t i = 0; i < run->ntensors; i++)
       pc_run_at(run, i)->vs_reference = pc_attach(&ia, &ib, pc_run_at(run, i)->path);
