@@ -21,24 +21,27 @@ def make_inputs(tmp):
     """A and B hold a contiguous dataset (read by the workers with pread) that drifts in every
     7th element, a chunked deflated one in a group (read by HDF5), integers, one dataset only in
     A, a shape and a dtype mismatch, a dataset never written (its fill values are compared), a
-    name beyond ASCII; R is A again, as the reference. tol.yaml sets a rule for the group."""
+    name beyond ASCII; R is A again in float64 (a reference must be finer than A and B), as the
+    reference. tol.yaml sets a rule for the group."""
     rng = np.random.default_rng(17)
     x = rng.standard_normal(1000).astype(np.float32)
     y = rng.standard_normal(1000).astype(np.float32)
     for name, side in (('a.h5', 'a'), ('b.h5', 'b'), ('r.h5', 'r')):
+        fl = np.float64 if side == 'r' else np.float32
         with h5py.File(os.path.join(tmp, name), 'w') as f:
             xx = x.copy()
             if side == 'b':
                 xx[::7] *= np.float32(1.01)
-            f['x'] = xx
-            f.create_dataset('grp/y', data=y, chunks=(100,), compression='gzip')
+            f['x'] = xx.astype(fl)
+            f.create_dataset('grp/y', data=y.astype(fl), chunks=(100,), compression='gzip')
             f['i'] = np.arange(50, dtype=np.int32)
             if side != 'b':
-                f['only_a'] = x[:10]
-            f['shape'] = x[:11] if side == 'b' else x[:10]
-            f['dt'] = x[:10].astype(np.float64) if side == 'b' else x[:10]
-            f.create_dataset('fill', (100,), 'f4', fillvalue=0.5)  # never written
-            f['caf\u00e9'] = y[:20]
+                f['only_a'] = x[:10].astype(fl)
+            f['shape'] = x[:11] if side == 'b' else x[:10].astype(fl)
+            f['dt'] = x[:10].astype(np.float64) if side != 'a' else x[:10]
+            f.create_dataset('fill', (100,), 'f8' if side == 'r' else 'f4',
+                             fillvalue=0.5)  # never written
+            f['caf\u00e9'] = y[:20].astype(fl)
     with open(os.path.join(tmp, 'tol.yaml'), 'w') as fh:
         fh.write('version: 1\nrules:\n  - match: "/grp/*"\n    float32: {atol: 1.0e-6}\n')
 

@@ -22,14 +22,20 @@
 
 #include <cmocka.h>
 
-static char dir[64], path_a[128], path_b[128];
+static char dir[64], path_a[128], path_b[128], path_r[128];
 
-static void put(hid_t f, const char *name, hsize_t n, const float *v) {
+/* v stored as float32, or as float64 (`wide`: a reference finer than A and B). */
+static void put_as(hid_t f, const char *name, hsize_t n, const float *v, bool wide) {
   hid_t s = H5Screate_simple(1, &n, NULL);
-  hid_t d = H5Dcreate2(f, name, H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t d = H5Dcreate2(f, name, wide ? H5T_IEEE_F64LE : H5T_IEEE_F32LE, s, H5P_DEFAULT, H5P_DEFAULT,
+                       H5P_DEFAULT);
   H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
   H5Dclose(d);
   H5Sclose(s);
+}
+
+static void put(hid_t f, const char *name, hsize_t n, const float *v) {
+  put_as(f, name, n, v, false);
 }
 
 static void put_string(hid_t f, const char *name) {
@@ -59,6 +65,12 @@ static void make_files(void) {
   put_string(a, "kind"), put(b, "kind", 3, v3);
   H5Fclose(a);
   H5Fclose(b);
+  /* R: A's values in float64, so finer than A and B (three-way mode refuses one that is not) */
+  hid_t r = H5Fcreate(path_r, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  put_as(r, "same", 3, v3, true), put_as(r, "drift", 3, v3, true), put_as(r, "frac", 4, v4, true);
+  put_as(r, "only_a", 3, v3, true), put_as(r, "shape", 3, v3, true);
+  put_string(r, "text"), put_string(r, "kind");
+  H5Fclose(r);
 }
 
 static const pc_tensor *tensor(const pc_run *run, const char *path) {
@@ -268,6 +280,7 @@ static int setup(void **state) {
     return -1;
   snprintf(path_a, sizeof path_a, "%s/a.h5", dir);
   snprintf(path_b, sizeof path_b, "%s/b.h5", dir);
+  snprintf(path_r, sizeof path_r, "%s/r.h5", dir);
   make_files();
   return 0;
 }
@@ -276,11 +289,13 @@ static int teardown(void **state) {
   (void)state;
   unlink(path_a);
   unlink(path_b);
+  unlink(path_r);
   return rmdir(dir);
 }
 
-/* Three-way mode with R = A: A's side is exact, B's side is B's distance to A; tensors that R-vs-B
- * could not compare have no figures; A vs B is untouched. */
+/* Three-way mode with R = A's values in float64: A's side is exact, B's side is B's distance to
+ * A; tensors that R-vs-B could not compare have no figures; A vs B is untouched. R = A itself,
+ * float32 like A and B, is no finer than they are: refused. */
 static void test_reference(void **state) {
   (void)state;
   pc_tolset *tols = pc_tolset_new();
@@ -297,8 +312,11 @@ static void test_reference(void **state) {
   assert_non_null(strstr(err.message, missing));
   assert_null(run->path_ref);
   assert_int_equal(pc_compare_reference(run, NULL, &o, &err), PC_EUSAGE);
-  assert_int_equal(pc_compare_reference(run, path_a, &o, &err), PC_OK);
-  assert_string_equal(run->path_ref, path_a);
+  assert_int_equal(pc_compare_reference(run, path_a, &o, &err), PC_EUSAGE);
+  assert_non_null(strstr(err.message, "not finer than A and B"));
+  assert_null(run->path_ref);
+  assert_int_equal(pc_compare_reference(run, path_r, &o, &err), PC_OK);
+  assert_string_equal(run->path_ref, path_r);
   const pc_vs_reference *d = &tensor(run, "/drift")->vs_reference;
   assert_true(d->present);
   assert_true(d->a.max_abs == 0 && d->a.rel_rms == 0 && d->a.max_ulp == 0 && d->a.mean_ulp == 0);
