@@ -1,6 +1,7 @@
 /* The judge (judge.h); the criteria and allowances are those of docs/tolerance-model.md. */
 #include "judge.h"
 #include "judge_envelope.h"
+#include "reasons.h"
 #include "structure.h"
 #include "tol_resolve.h"
 
@@ -22,10 +23,6 @@ enum { PC_NOISE_NEIGHBOURS = 2 };
  * models at the size parity tests run. */
 static const double PC_NOISE_TERMS = 4096;
 
-/* An error of half a value's size leaves no significant digit (structure.c): a noise-like
- * failure beyond it is indeterminate. */
-static const double PC_INDETERMINATE_REL = 0.5;
-
 static const char *const pc_criterion_names[PC_CRIT_METRIC_] = {
     "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms",
     "scale_error",  "structure",    "envelope",          "envelope_elements"};
@@ -43,22 +40,6 @@ bool pc_criterion_is_floor(pc_criterion c) {
 }
 
 /* --- one tensor -------------------------------------------------------------------------- */
-
-static void pc_add_reason(pc_tensor *t, pc_criterion c, double value, double limit) {
-  t->reasons[t->nreasons++] = (pc_reason){c, value, limit};
-}
-
-static void pc_drop_reason(pc_tensor *t, size_t i) {
-  memmove(&t->reasons[i], &t->reasons[i + 1], (t->nreasons - i - 1) * sizeof t->reasons[0]);
-  t->nreasons--;
-}
-
-static pc_reason *pc_find_reason(pc_tensor *t, pc_criterion c) {
-  for (size_t i = 0; i < t->nreasons; i++)
-    if (t->reasons[i].criterion == c)
-      return &t->reasons[i];
-  return NULL;
-}
 
 /* Elements first (nan/inf mismatches, then the mismatch fraction), then the tensor-level
  * criteria on the aggregate figures; written as !(value <= limit) so that NaN breaks. */

@@ -1,6 +1,7 @@
 /* The judge against a measured envelope (judge_envelope.h). The law's factors were set when the
  * envelope was read (envelope.h); here they meet B's figures. */
 #include "judge_envelope.h"
+#include "reasons.h"
 #include "structure.h"
 
 #include "pc_internal.h"
@@ -8,10 +9,7 @@
 #include <math.h>   /* fabs, fmax, isfinite, sqrt, INFINITY */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
-#include <string.h> /* memmove, memset */
-
-/* An error of half a value's size leaves no significant digit (judge.c, structure.c). */
-static const double PC_NO_DIGIT = 0.5;
+#include <string.h> /* memset */
 
 /* A's RMS as the envelope measured it, against this read's: equal to the rounding of a sum in
  * another order, unless the envelope was made for another A. Tested where every finite element
@@ -48,24 +46,16 @@ static void pc_envelope_mismatch(pc_tensor *t) {
 static void pc_drop_profile_magnitude(pc_tensor *t) {
   for (size_t i = t->nreasons; i-- > 0;) {
     pc_criterion c = t->reasons[i].criterion;
-    if (c == PC_CRIT_MISMATCH_FRACTION || c == PC_CRIT_REL_RMS || c == PC_CRIT_SCALE_ERROR) {
-      memmove(&t->reasons[i], &t->reasons[i + 1], (t->nreasons - i - 1) * sizeof t->reasons[0]);
-      t->nreasons--;
-    }
+    if (c == PC_CRIT_MISMATCH_FRACTION || c == PC_CRIT_REL_RMS || c == PC_CRIT_SCALE_ERROR)
+      pc_drop_reason(t, i);
   }
 }
 
 static void pc_drop_structure(pc_tensor *t) {
   for (size_t i = t->nreasons; i-- > 0;)
-    if (t->reasons[i].criterion == PC_CRIT_STRUCTURE) {
-      memmove(&t->reasons[i], &t->reasons[i + 1], (t->nreasons - i - 1) * sizeof t->reasons[0]);
-      t->nreasons--;
-    }
+    if (t->reasons[i].criterion == PC_CRIT_STRUCTURE)
+      pc_drop_reason(t, i);
   memset(&t->diagnosis, 0, sizeof t->diagnosis);
-}
-
-static void pc_add(pc_tensor *t, pc_criterion c, double value, double limit) {
-  t->reasons[t->nreasons++] = (pc_reason){c, value, limit};
 }
 
 /* B's RMS distance to A in units of the envelope's floor: +inf when the envelope allows
@@ -104,9 +94,9 @@ void pc_judge_envelope(pc_tensor *t) {
   double ratio = pc_envelope_ratio(t);
   bool beyond = !(ratio <= f->factor);
   if (beyond && t->stats.finite_terms)
-    pc_add(t, PC_CRIT_ENVELOPE, ratio, f->factor);
+    pc_add_reason(t, PC_CRIT_ENVELOPE, ratio, f->factor);
   if (f->elements && t->stats.env_beyond)
-    pc_add(t, PC_CRIT_ENVELOPE_ELEMENTS, t->stats.env_max_ratio, f->elem_factor);
+    pc_add_reason(t, PC_CRIT_ENVELOPE_ELEMENTS, t->stats.env_max_ratio, f->elem_factor);
   bool outside = (beyond && t->stats.finite_terms) || (f->elements && t->stats.env_beyond);
   /* Within what honest reruns measured, a pattern short of exact is honest: the measured spread
    * is that large here (a factor, crossings, a permutation of a BatchNorm gradient). */
@@ -124,9 +114,9 @@ void pc_judge_envelope(pc_tensor *t) {
   /* No digit where the measured spread itself reaches half the value's size: honest reruns
    * disagree that much, so B beyond them tells a bug from drift no better. */
   double rms_a = pc_rms_a(&t->stats);
-  if (!t->diagnosis.structural && rms_a > 0 && f->floor >= PC_NO_DIGIT * rms_a) {
+  if (!t->diagnosis.structural && rms_a > 0 && f->floor >= PC_INDETERMINATE_REL * rms_a) {
     t->verdict = PC_VERDICT_INDETERMINATE;
-    t->diagnosis = (pc_diagnosis){PC_DIAG_NO_DIGITS, false,      2, f->floor / rms_a,
-                                  f->floor / rms_a,  PC_NO_DIGIT};
+    t->diagnosis = (pc_diagnosis){PC_DIAG_NO_DIGITS,   false, 2, f->floor / rms_a, f->floor / rms_a,
+                                  PC_INDETERMINATE_REL};
   }
 }
