@@ -149,8 +149,9 @@ static pc_qhist **pc_slot_hists(const pc_stream *s, pc_slot *sl) {
 }
 
 /* Decode and fold one slot's stored bytes (sl->raw) into its own partial, and its structural
- * evidence (evidence.h) for real floats. */
-static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
+ * evidence (evidence.h) for real floats. True when both sides were decoded into w->vals (the
+ * float paths that fold stored bytes decode nothing). */
+static bool pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   const unsigned char *ra = sl->raw[0], *rb = sl->raw[1];
   pc_kernel_args k = {&sl->part, pc_slot_hists(w->s, sl), &sl->t->tol, sl->t->compare, sl->base,
                       sl->n};
@@ -160,16 +161,16 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
     pc_kernel_f32(&k, ra, rb, sl->a->logical == PC_DTYPE_BFLOAT16,
                   sl->b->logical == PC_DTYPE_BFLOAT16);
     pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, &slicing, false);
-    return;
+    return false;
   }
   if (pc_f16_direct(sl) && !same) {
     pc_kernel_f16(&k, ra, rb);
     pc_evidence_add_bytes(&sl->part, ra, rb, sl->n, &slicing, true);
-    return;
+    return false;
   }
   if (!pc_worker_reserve(w, sl->n)) {
     sl->nomem = true;
-    return;
+    return false;
   }
   pc_dataset_decode(sl->a, ra, sl->n, w->vals[0], w->ints[0]);
   pc_dataset_decode(sl->b, rb, sl->n, w->vals[1], w->ints[1]);
@@ -182,6 +183,7 @@ static void pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
     sl->part.not_representable_a += pc_kernel_unrepresentable(w->vals[0], sl->n, sl->a->logical);
   if (sl->b->logical != sl->b->stored)
     sl->part.not_representable_b += pc_kernel_unrepresentable(w->vals[1], sl->n, sl->b->logical);
+  return true;
 }
 
 /* Reads a direct side's bytes of sl into the slot's buffer, which the calling thread reserved
@@ -208,10 +210,9 @@ static bool pc_slot_pread(pc_slot *sl, int side) {
   return true;
 }
 
-/* The envelope's per-element test of a block (envelope.h): every side decoded to doubles, the
- * float paths that fold stored bytes included, since this runs for tensors with an envelope
- * only. */
-static void pc_worker_envelope(pc_worker *w, pc_slot *sl) {
+/* The envelope's per-element test of a block (envelope.h), on doubles: A and B decoded here
+ * unless the fold already did (`decoded`), the bound always. */
+static void pc_worker_envelope(pc_worker *w, pc_slot *sl, bool decoded) {
   if (sl->n > w->env_cap) {
     double *v = realloc(w->env, sl->n * sizeof *v);
     if (!v) {
@@ -225,8 +226,10 @@ static void pc_worker_envelope(pc_worker *w, pc_slot *sl) {
     sl->nomem = true;
     return;
   }
-  pc_dataset_decode(sl->a, sl->raw[0], sl->n, w->vals[0], w->ints[0]);
-  pc_dataset_decode(sl->b, sl->raw[1], sl->n, w->vals[1], w->ints[1]);
+  if (!decoded) {
+    pc_dataset_decode(sl->a, sl->raw[0], sl->n, w->vals[0], w->ints[0]);
+    pc_dataset_decode(sl->b, sl->raw[1], sl->n, w->vals[1], w->ints[1]);
+  }
   pc_dataset_decode(sl->e, sl->env, sl->n, w->env, NULL);
   pc_envelope_fold(&sl->part, w->vals[0], w->vals[1], w->env, sl->n, &sl->t->envelope);
 }
@@ -245,9 +248,9 @@ static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
   for (int side = 0; side < 2; side++)
     if (sl->fd[side] >= 0 && !pc_slot_pread(sl, side))
       return;
-  pc_worker_fold_bytes(w, sl);
+  bool decoded = pc_worker_fold_bytes(w, sl);
   if (sl->e && !sl->nomem)
-    pc_worker_envelope(w, sl);
+    pc_worker_envelope(w, sl, decoded);
 }
 
 /* The oldest queued slot, or NULL. Called with the lock held. */
