@@ -8,44 +8,29 @@ docs/envelope.md specifies, the law's factors checked against closed forms.
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 
-import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE)))
+import cli.cli_common as cli_common  # noqa: E402
 from checks import check, run_tests  # noqa: E402
 from envelope.envelope_files import write_envelope  # noqa: E402
 
 BIN, WORK = sys.argv[1], sys.argv[2]
+cli_common.setup(BIN, WORK)
 ALPHA, GAP = 0.01, 3.0  # docs/tolerance-model.md, "Envelope"
 U32 = 2.0 ** -24
 
 
-def fresh(name):
-    d = os.path.join(WORK, name)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    return d
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with h5py.File(path, "w", track_order=True) as f:
-        for k, v in data.items():
-            f.create_dataset(k, data=v)
-
-
 def run_json(args):
-    out = os.path.join(WORK, "r.json")
-    if os.path.exists(out):
-        os.unlink(out)
-    p = subprocess.run([BIN, "-q", "--json", out] + args, capture_output=True, text=True)
-    rep = json.load(open(out)) if os.path.exists(out) else None
-    return p, rep
+    """(process, JSON report or None) of a quiet run."""
+    return cli_common.run_json(["-q"] + list(args))
+
+
+write, fresh = cli_common.write_h5, cli_common.fresh
 
 
 def tensors(rep):
