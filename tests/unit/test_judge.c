@@ -227,6 +227,64 @@ static void test_noise_floor(void **state) {
   }
 }
 
+/* The noise scale comes from the tensor's own file only (folder mode): the same bias gradient
+ * as test_noise_floor (RMS(A) 1e-9, RMS(B - A) 1.4e-9), alone in file "b.h5" between files
+ * whose gradients have RMS 1e-3 and 5e-4, has no judged neighbour in its file: scale 0, not
+ * noise-level, and its rel_rms of 1.4 against 1e-5 is drift. With its neighbours in its own
+ * file it is noise as before (scale 5e-4). */
+static void test_noise_scale_own_file(void **state) {
+  (void)state;
+  for (int same = 0; same < 2; same++) {
+    pc_run *run = new_run(3);
+    static const char *const files[2][3] = {{"a.h5", "b.h5", "c.h5"}, {"a.h5", "a.h5", "a.h5"}};
+    static const char *const paths[2][3] = {
+        {"a.h5:/g/conv.weight", "b.h5:/g/conv.bias", "c.h5:/g/bn.weight"},
+        {"a.h5:/g/conv.weight", "a.h5:/g/conv.bias", "a.h5:/g/bn.weight"}};
+    static const double rms[3] = {1e-3, 1e-9, 5e-4}, rel[3] = {1e-6, 1.4, 1e-6};
+    for (size_t i = 0; i < 3; i++) {
+      set_tensor(&run->tensors[i], paths[same][i], rms[i], rel[i]);
+      run->tensors[i].file = (char *)files[same][i];
+      run->tensors[i].tol.set = PC_TOL_MAX_REL_RMS | PC_TOL_NOISE;
+      run->tensors[i].tol.max_rel_rms = 1e-5;
+      run->tensors[i].tol.noise_floor_u = 16;
+      run->tensors[i].tol.u = 0x1p-24;
+    }
+    judge_all(run);
+    const pc_tensor *t = &run->tensors[1];
+    assert_true(same ? fabs(t->context.noise_scale - 5e-4) < 1e-18 : t->context.noise_scale == 0);
+    assert_int_equal(t->context.noise_level, same ? true : false);
+    assert_int_equal(t->verdict, same ? PC_VERDICT_PASS : PC_VERDICT_DRIFT);
+    free_run(run);
+  }
+}
+
+/* The backward growth goes by the dumper's groups, not by a word in the name: after two forward
+ * tensors of rel_rms 4e-3 (trend 4e-3, forward G = 4, backward G = 10), a tensor of rel_rms
+ * 2e-2 > 4 x 4e-3 = 1.6e-2 drifts as "/activations/002_grad_norm" or "/activations/003_w.grad"
+ * (forward tensors whatever their names), and passes as "/gradients/fc.weight" after a gradient
+ * of 4e-3 (its own trend, 2e-2 <= 10 x 4e-3 = 4e-2). */
+static void test_backward_growth_by_group(void **state) {
+  (void)state;
+  static const char *const last[] = {"/activations/002_grad_norm", "/activations/003_w.grad",
+                                     "/gradients/fc.weight"};
+  for (size_t c = 0; c < 3; c++) {
+    pc_run *run = new_run(3);
+    bool grad = c == 2;
+    set_tensor(&run->tensors[0], "/activations/000_fc", 1, 4e-3);
+    set_tensor(&run->tensors[1], grad ? "/gradients/fc.bias" : "/activations/001_out", 1, 4e-3);
+    set_tensor(&run->tensors[2], last[c], 1, 2e-2);
+    for (size_t i = 0; i < 3; i++) { /* in this order, as an execution_index attribute says */
+      run->tensors[i].tol = trend_tol();
+      run->tensors[i].tol.trend_growth_backward = 10;
+      run->tensors[i].context.exec_index = (int64_t)i;
+    }
+    judge_all(run);
+    assert_true(run->tensors[2].context.trend == 4e-3);
+    assert_int_equal(run->tensors[2].verdict, grad ? PC_VERDICT_PASS : PC_VERDICT_DRIFT);
+    free_run(run);
+  }
+}
+
 /* Without a trend (G = 1), every failure within W = 8 tensors of the ones before: t0 fails with
  * rel_rms 0.5 (root; drift: its allowance 1e-3 left it its digits); t1, 0.3 <= 0.5, is caused by
  * t0; t2 has a NaN (no earlier NaN: a root); t3, 2.0, is not explained (a NaN does not explain a
@@ -515,6 +573,8 @@ int main(void) {
                                      cmocka_unit_test(test_trend),
                                      cmocka_unit_test(test_trend_elements),
                                      cmocka_unit_test(test_noise_floor),
+                                     cmocka_unit_test(test_noise_scale_own_file),
+                                     cmocka_unit_test(test_backward_growth_by_group),
                                      cmocka_unit_test(test_cascades),
                                      cmocka_unit_test(test_reasons),
                                      cmocka_unit_test(test_reference),

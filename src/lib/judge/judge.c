@@ -479,13 +479,15 @@ static int pc_cmp_double(const void *x, const void *y) {
 }
 
 /* The noise scale at position k: the median RMS(A) of the PC_NOISE_NEIGHBOURS nearest judgeable
- * tensors of nonzero RMS(A) on each side (the lower middle one of an even count), 0 when there
- * are none. A median, not the largest: neighbours may hold other quantities of another scale (a
- * sum of 4096 terms next to a softmax), and one such must not make a small tensor pass for
- * noise. */
+ * tensors of nonzero RMS(A) on each side within the tensor's own file (the lower middle one of
+ * an even count), 0 when there are none. A median, not the largest: neighbours may hold other
+ * quantities of another scale (a sum of 4096 terms next to a softmax), and one such must not make
+ * a small tensor pass for noise. Its own file only: a verdict depends on the file it is in, never
+ * on which other files a run holds, their order or how processes share them (issue 36, item 5). */
 static double pc_noise_scale(const pc_run *run, size_t k) {
   double rms[2 * PC_NOISE_NEIGHBOURS];
   size_t n = 0;
+  const pc_tensor *self = pc_run_at(run, run->order[k]);
   for (int dir = -1; dir <= 1; dir += 2) {
     int found = 0;
     for (size_t j = k; found < PC_NOISE_NEIGHBOURS;) {
@@ -493,6 +495,8 @@ static double pc_noise_scale(const pc_run *run, size_t k) {
         break;
       j = dir < 0 ? j - 1 : j + 1;
       const pc_tensor *t = pc_run_at(run, run->order[j]);
+      if (!pc_same_file(t, self))
+        break;
       double r = pc_rms(t->stats.sum_sq_a, t->stats.finite_terms);
       if (!pc_judgeable(t) || !(r > 0))
         continue;
@@ -523,12 +527,27 @@ static double pc_trend_max(const pc_trend *tr, const double *v, unsigned window)
   return m;
 }
 
+/* True when the tensor lies in a backward group of the dumper's layout (docs/python.md): its
+ * dataset's top-level group is exactly "gradients" or "activation_grads". A schema, not a word
+ * search: a forward tensor named "grad_norm" or "w.grad" is no gradient here, since the name
+ * would widen its allowance (issue 36, item 5). Other layouts set the growth of their gradient
+ * paths by a tolerance rule (docs/tolerances.md). */
+static bool pc_in_backward_group(const pc_tensor *t) {
+  const char *p = t->path;
+  if (t->file && strncmp(p, t->file, strlen(t->file)) == 0 && p[strlen(t->file)] == ':')
+    p += strlen(t->file) + 1;
+  size_t n;
+  p = pc_first_component(p, &n);
+  return (n == 9 && strncmp(p, "gradients", 9) == 0) ||
+         (n == 16 && strncmp(p, "activation_grads", 16) == 0);
+}
+
 /* G for this tensor: gradients may grow more (docs/tolerance-model.md, "Backward"); 1 without a
  * trend. */
 static double pc_growth(const pc_tensor *t) {
   if (!(t->tol.set & PC_TOL_TREND))
     return 1;
-  return fmax(pc_is_gradient(t->path) ? t->tol.trend_growth_backward : t->tol.trend_growth, 1);
+  return fmax(pc_in_backward_group(t) ? t->tol.trend_growth_backward : t->tol.trend_growth, 1);
 }
 
 /* Relaxes the magnitude criteria by what the run explains: a noise-level tensor is judged
@@ -634,7 +653,7 @@ static bool pc_trend_restarts(const pc_run *run, size_t k) {
   if (k == 0)
     return true;
   const pc_tensor *t = pc_run_at(run, run->order[k]), *p = pc_run_at(run, run->order[k - 1]);
-  return !pc_same_file(t, p) || (pc_is_gradient(t->path) && !pc_is_gradient(p->path));
+  return !pc_same_file(t, p) || (pc_in_backward_group(t) && !pc_in_backward_group(p));
 }
 
 /* A failing float tensor without a structure: indeterminate when B keeps no significant digit
