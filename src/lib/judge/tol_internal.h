@@ -1,6 +1,6 @@
 /* Internal to the tolerance model (include/paritycheck/tolerance.h): the parsed form of a
- * tolerance set, which the YAML parser (tol_parse.c) builds and rule resolution (tol_resolve.c)
- * reads. */
+ * tolerance set, which the grammar (tol_parse.c) builds file by file, tol_set.c gathers and rule
+ * resolution (tol_resolve.c) reads. */
 #ifndef PC_TOL_INTERNAL_H
 #define PC_TOL_INTERNAL_H
 
