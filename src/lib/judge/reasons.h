@@ -28,4 +28,12 @@ static inline pc_reason *pc_find_reason(pc_tensor *t, pc_criterion c) {
   return NULL;
 }
 
+/* Drops every magnitude reason: the run-level allowances explain element and tensor errors,
+ * never a structure rounding cannot produce, nor what the product sees. */
+static inline void pc_drop_element_reasons(pc_tensor *t) {
+  for (size_t i = t->nreasons; i-- > 0;)
+    if (t->reasons[i].criterion < PC_CRIT_STRUCTURE)
+      pc_drop_reason(t, i);
+}
+
 #endif
