@@ -3,9 +3,11 @@
  * tensors sorted by path, so that a review diff shows exactly what changed) and reads back with
  * libyaml's document API, each error at its node's line and column. */
 #include "content_hash.h"
+#include "escape.h" /* pc_report_utf8_len */
 #include "json_util.h"
 #include "pc_internal.h"
-#include "report_common.h"
+#include "report_file.h" /* pc_report_open, pc_report_close */
+#include "run_facts.h"   /* pc_report_accepted, pc_report_mismatch_fraction */
 
 #include <paritycheck/approval.h>
 

@@ -2,7 +2,7 @@
  * "Baseline gate"). The file is JSON written and read with jansson. */
 #include "json_util.h"
 #include "pc_internal.h"
-#include "report_common.h" /* pc_report_has_stats, pc_report_accepted */
+#include "run_facts.h" /* pc_report_has_stats, pc_report_accepted */
 
 #include <paritycheck/baseline.h>
 

@@ -1,8 +1,8 @@
 /* Untrusted text (dataset names, file paths, messages built from file content) rendered for an
  * output context (docs/reports.md, "Untrusted names"): the one place that decides which
  * characters may reach a terminal, a CI log or a report as they are. */
+#include "escape.h"
 #include "pc_internal.h"
-#include "report_common.h"
 
 #include <paritycheck/report.h>
 
@@ -22,6 +22,23 @@ static bool is_hidden(unsigned long cp) {
   return (cp >= 0x80 && cp <= 0x9F) || cp == 0x061C || cp == 0x200E || cp == 0x200F ||
          (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFFFE ||
          cp == 0xFFFF;
+}
+
+/* Overlong forms, surrogates and code points above U+10FFFF are not valid (RFC 3629). */
+size_t pc_report_utf8_len(const unsigned char *p) {
+  if (p[0] < 0x80)
+    return 1;
+  size_t len = p[0] >= 0xC2 && p[0] <= 0xDF   ? 2
+               : p[0] >= 0xE0 && p[0] <= 0xEF ? 3
+               : p[0] >= 0xF0 && p[0] <= 0xF4 ? 4
+                                              : 0;
+  for (size_t k = 1; k < len; k++)
+    if ((p[k] & 0xC0) != 0x80)
+      return 0;
+  if ((len == 3 && p[0] == 0xE0 && p[1] < 0xA0) || (len == 3 && p[0] == 0xED && p[1] >= 0xA0) ||
+      (len == 4 && p[0] == 0xF0 && p[1] < 0x90) || (len == 4 && p[0] == 0xF4 && p[1] >= 0x90))
+    return 0;
+  return len;
 }
 
 static unsigned long code_point(const unsigned char *p, size_t n) {
@@ -201,6 +218,14 @@ void pc_escape_put(FILE *out, const char *s, size_t len, pc_escape_context ctx) 
   }
   if (ctx == PC_ESCAPE_HTML)
     fputs(BDI_CLOSE, out);
+}
+
+void pc_report_put_xml(FILE *out, const char *s) {
+  pc_escape_put(out, s, strlen(s), PC_ESCAPE_XML);
+}
+
+void pc_report_put_escaped(FILE *out, const char *s, pc_escape_context ctx) {
+  pc_escape_put(out, s, strlen(s), ctx);
 }
 
 /* The code point of a UTF-8 sequence of n bytes (1 to 4) at p. */

@@ -1,7 +1,8 @@
 /* JSON values as paritycheck writes them (json_util.h). */
 #include "json_util.h"
+#include "escape.h"
 #include "pc_internal.h"
-#include "report_common.h"
+#include "report_file.h"
 
 #include <math.h>    /* isnan, isinf */
 #include <stdbool.h> /* bool */

@@ -1,6 +1,12 @@
-/* Helpers shared by the report writers; internal to the library. */
+/* What the report writers share, by the file that defines it; internal to the library. What
+ * the baseline and approval gates share with the writers has headers of its own, below this
+ * one: json_util.h, and the room's bottom, run_facts.h, escape.h and report_file.h. */
 #ifndef PC_REPORT_COMMON_H
 #define PC_REPORT_COMMON_H
+
+#include "escape.h"      /* pc_report_put_xml, pc_report_columns, ... */
+#include "report_file.h" /* pc_report_file */
+#include "run_facts.h"   /* pc_report_has_stats, pc_report_fails, ... */
 
 #include <paritycheck/baseline.h> /* pc_gate */
 #include <paritycheck/error.h>    /* pc_error */
@@ -12,57 +18,7 @@
 #include <stdint.h>  /* uint64_t */
 #include <stdio.h>   /* FILE */
 
-/* "[" and "]", up to 20 digits and a comma per dimension, NUL. */
-enum { PC_DIMS_TEXT_MAX = 2 + PC_MAX_RANK * 21 + 1 };
-
-/* One value of the worst pair: "(re, im)" at 17 digits, each at most 24 characters, or a
- * 64-bit integer with its sign; NUL. */
-enum { PC_WORST_VALUE_MAX = 2 * 24 + 5 };
-
-/* Room for one line of figures or reasons: a worst element with two complex values at full
- * precision and its index, or a verdict's reason with a message. */
-enum { PC_REASON_MAX = 2048 };
-
-/** The name of a tensor's dtype for reports: the dtype's own name, or for complex data numpy's
- * name ("complex64" for float32 components), "complex_<name>" where numpy has none. Writes into
- * buf and returns it. */
-const char *pc_report_dtype_name(char *buf, size_t size, pc_dtype dt, bool is_complex);
-
-/** One dtype when both sides agree, else "a/b", with "-" for a side that has none. */
-void pc_report_dtypes(char *buf, size_t size, const pc_tensor *t);
-
-/** "[2,3]" ("[]" for a scalar), or "-" when rank < 0. Writes into buf and returns it. */
-const char *pc_report_dims(char buf[PC_DIMS_TEXT_MAX], int rank, const uint64_t *dims);
-
-/* One diagnosis line (pc_diagnosis_text): its longest is about 110 characters. */
-enum { PC_DIAGNOSIS_MAX = 160 };
-
-/** True for the verdicts whose tensors were compared and so carry figures (pass, drift,
- * indeterminate). */
-bool pc_report_has_stats(pc_verdict v);
-
-/** True for the verdicts the judge reached from the figures, with reasons and a diagnosis
- * (drift, indeterminate). */
-bool pc_report_is_judged(pc_verdict v);
-
-/** Whether run tensor i is indeterminate and the run accepts that (pc_run.accept_indeterminate):
- * reported, but no failure. */
-bool pc_report_accepted(const pc_run *run, size_t i);
-
-/** Whether tensors of verdict v fail this run: a failure the run does not accept. */
-bool pc_report_counts(const pc_run *run, pc_verdict v);
-
-/** The run's tensors that fail it (pc_report_counts), from run->by_verdict. */
-size_t pc_report_failures(const pc_run *run);
-
-/** The indeterminate tensors the run accepts (0 when it accepts none). */
-size_t pc_report_accepted_count(const pc_run *run);
-
-/** t's diagnosis as one line (pc_diagnosis_text), or empty when it has none. */
-void pc_report_diagnosis(char *buf, size_t size, const pc_tensor *t);
-
-/** The row-major multi-index of t's worst element. */
-void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]);
+/* ---- report_rows.c: the rows, their causes and their order ---- */
 
 /** The first divergence of a run as the judge recorded it (pc_run.first_divergence: the first
  * root cause in execution order); NULL when it is -1 (nothing fails) or out of range. When the
@@ -99,19 +55,38 @@ size_t pc_report_caused_count(const pc_cascades *c, size_t i);
 
 void pc_report_cascades_free(pc_cascades *c);
 
-/** mismatches / count; 0 for an empty tensor. */
-double pc_report_mismatch_fraction(const pc_stats *s);
-
-/** Whether run tensor i fails: its verdict is a failure and, when a gate is given, it fails
- * the gate too (a failure the baseline accepted does not). */
-bool pc_report_fails(const pc_run *run, const pc_gate *gate, size_t i);
-
-/** The verdict that decides the exit code: the gate's when there is one, else the run's. */
-pc_run_verdict pc_report_verdict(const pc_run *run, const pc_gate *gate);
-
 /** The rows of a table in `sort` order (docs/reports.md, "Row order"): a malloc'ed permutation
  * of 0 .. ntensors - 1 that the caller frees, or NULL when out of memory. */
 size_t *pc_report_row_order(const pc_run *run, const pc_gate *gate, pc_sort sort);
+
+/* ---- report_cells.c: a row's cells as text ---- */
+
+/* "[" and "]", up to 20 digits and a comma per dimension, NUL. */
+enum { PC_DIMS_TEXT_MAX = 2 + PC_MAX_RANK * 21 + 1 };
+
+/* One value of the worst pair: "(re, im)" at 17 digits, each at most 24 characters, or a
+ * 64-bit integer with its sign; NUL. */
+enum { PC_WORST_VALUE_MAX = 2 * 24 + 5 };
+
+/** The name of a tensor's dtype for reports: the dtype's own name, or for complex data numpy's
+ * name ("complex64" for float32 components), "complex_<name>" where numpy has none. Writes into
+ * buf and returns it. */
+const char *pc_report_dtype_name(char *buf, size_t size, pc_dtype dt, bool is_complex);
+
+/** One dtype when both sides agree, else "a/b", with "-" for a side that has none. */
+void pc_report_dtypes(char *buf, size_t size, const pc_tensor *t);
+
+/** "[2,3]" ("[]" for a scalar), or "-" when rank < 0. Writes into buf and returns it. */
+const char *pc_report_dims(char buf[PC_DIMS_TEXT_MAX], int rank, const uint64_t *dims);
+
+/* One diagnosis line (pc_diagnosis_text): its longest is about 110 characters. */
+enum { PC_DIAGNOSIS_MAX = 160 };
+
+/** t's diagnosis as one line (pc_diagnosis_text), or empty when it has none. */
+void pc_report_diagnosis(char *buf, size_t size, const pc_tensor *t);
+
+/** The row-major multi-index of t's worst element. */
+void pc_report_worst_index(const pc_tensor *t, uint64_t index[PC_MAX_RANK]);
 
 /** "8 tensors: 1 pass, 5 fail (2 drift, 1 shape_mismatch, ...), 1 error, 1 skipped", the parts
  * that are zero left out (but for the pass count); indeterminate tensors that the run accepts
@@ -204,6 +179,8 @@ void pc_report_closer_text(char *buf, size_t size, const pc_tensor *t);
 /** Three-way mode: "a closer on 20 tensors, b on 3, 1 tie; 2 not compared with R". */
 void pc_report_closer_tally(char *buf, size_t size, const pc_run *run);
 
+/* ---- report_common.c: around the rows ---- */
+
 /* What a writer puts in its file: PC_OK, or PC_ENOMEM (then no file is left). */
 typedef int (*pc_report_put_fn)(FILE *out, const pc_run *run, const pc_report_options *opts);
 
@@ -224,6 +201,15 @@ const char *pc_report_profile(const pc_report_options *opts);
 /** How many of opts->settings the writers show: 0 without options or before version 4. */
 size_t pc_report_nsettings(const pc_report_options *opts);
 
+/** The threads that format a report's rows: opts->threads, 0 (and NULL options, the
+ * defaults) meaning one per core; 1 for options of version 1, which lack the field. */
+unsigned pc_report_threads(const pc_report_options *opts);
+
+/** opts->progress, when the options have one (version 3). */
+void pc_report_beat(const pc_report_options *opts);
+
+/* ---- trajectory.c ---- */
+
 /* One step of a folder run's trajectory (docs/training-runs.md, "The trajectory view"). */
 typedef struct pc_traj_step {
   size_t tensor; /* the step's loss: an index into run->tensors */
@@ -238,66 +224,11 @@ typedef struct pc_traj_step {
  * two steps give *n = 0 (no view). *steps is malloc'd (free it); PC_ENOMEM. */
 int pc_report_trajectory(const pc_run *run, pc_traj_step **steps, size_t *n, long *first);
 
-/** Length of the valid UTF-8 sequence at p (1 to 4), or 0 when the bytes there are not one. */
-size_t pc_report_utf8_len(const unsigned char *p);
-
-/** s as XML (or HTML attribute) text: pc_escape_put in PC_ESCAPE_XML. */
-void pc_report_put_xml(FILE *out, const char *s);
-
-/** Untrusted s as text for ctx (pc_escape_put of all of s). */
-void pc_report_put_escaped(FILE *out, const char *s, pc_escape_context ctx);
-
-/** Where the longest tail of s whose rendering for ctx is at most width columns wide starts (an
- * offset into s at a character's start; strlen(s) when not even its last character fits). */
-size_t pc_report_escape_tail(const char *s, size_t width, pc_escape_context ctx);
-
-/** The display width of s's rendering for ctx, in terminal columns: a CJK character takes two, a
- * combining mark none (docs/reports.md, "Display width"). What aligns the text report's columns. */
-size_t pc_report_columns(const char *s, pc_escape_context ctx);
-
-/** The longest head of s's rendering for ctx that is at most width columns wide and fits size
- * bytes with its NUL, whole characters only, into buf; returns its width in columns. */
-size_t pc_report_escape_head(char *buf, size_t size, const char *s, size_t width,
-                             pc_escape_context ctx);
-
-/** A report file being written (pc_report_open, pc_report_close). A regular file, or a path that
- * does not exist yet, is written to a temporary file ".NAME.XXXXXX" in the same folder (a
- * symlink's target's folder) and renamed over NAME only once it is complete, so that a failed
- * or interrupted write leaves the old file, or none, never a partial one (docs/reports.md,
- * "Report files"). Standard output ("-"), a path that exists and is not a regular file
- * (/dev/null, a FIFO) and a file beside which no temporary file can be made (a folder that
- * cannot be written) are written directly. */
-typedef struct pc_report_file {
-  FILE *f;          /* the stream to write */
-  const char *path; /* as given, for messages */
-  char *dest;       /* the file that tmp replaces; NULL when written directly */
-  char *tmp;        /* the temporary file; NULL when written directly */
-  bool failed;      /* set by a writer whose output is incomplete for a reason stdio does not see */
-  /* NULL, or set by the writer before pc_report_close: reads the complete temporary file back.
-   * A file that does not read back never replaces the old one (docs/robustness.md). */
-  int (*verify)(const char *tmp, pc_error *err);
-} pc_report_file;
-
-/** Open `path` for writing (see pc_report_file), or standard output for "-". */
-int pc_report_open(pc_report_file *rf, const char *path, pc_error *err);
-
-/** Finish what pc_report_open opened: flush (standard output), or flush, fsync, close and rename
- * the temporary file into place. Any error, including one seen earlier by stdio, is PC_EIO
- * naming the path and `what` ("the Markdown report"); the temporary file is then removed and an
- * existing file at the path is left as it was. So is it when rf->verify refuses the temporary
- * file: PC_EIO naming the path and verify's reason. */
-int pc_report_close(pc_report_file *rf, const char *what, pc_error *err);
-
-/** The threads that format a report's rows: opts->threads, 0 (and NULL options, the
- * defaults) meaning one per core; 1 for options of version 1, which lack the field. */
-unsigned pc_report_threads(const pc_report_options *opts);
+/* ---- ordered.c ---- */
 
 /** Writes row k of a report to out (a memory stream of pc_report_put_ordered); PC_OK or an
  * error code, which ends the report. */
 typedef int (*pc_report_row_fn)(FILE *out, size_t k, void *ctx);
-
-/** opts->progress, when the options have one (version 3). */
-void pc_report_beat(const pc_report_options *opts);
 
 /** Writes rows 0 to n - 1 to out in order, exactly the bytes that put(out, k, ctx) for k = 0,
  * 1, ... would write, formatted by up to pc_report_threads(opts) threads (this one among them;
