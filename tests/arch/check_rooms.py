@@ -5,7 +5,8 @@ fails on
   - a call from a lower room into a higher one (the order of check_layers.ROOMS), so the rooms
     form no circle;
   - a circle between files of one room (a strongly connected set of two or more files);
-  - a C or Python source file of src/, include/ or python/ over MAX_LINES lines.
+  - a C or Python source file (src/, include/, python/, tests/, bench/, scripts/) over
+    MAX_LINES lines.
 Usage: check_rooms.py LIBPARITYCHECK.a. Static functions and inline definitions in headers
 are not symbols; check_layers.py keeps their includes in order."""
 import os
@@ -16,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_layers import LIB, ROOMS, ROOT, room_of_file  # noqa: E402
 
 MAX_LINES = 800
-SOURCE_TREES = ('src', 'include', 'python')
+SOURCE_TREES = ('src', 'include', 'python', 'tests', 'bench', 'scripts')
 
 
 def sources_by_object():
