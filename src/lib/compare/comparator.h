@@ -1,19 +1,21 @@
 /* The comparator's steps, shared by pc_compare_files (compare.c) and the plans that spread one
- * run over several processes (plan.c): the walk that pairs the datasets, the set-up of a pair
- * that needs no data, reading and folding it, and the run-level judgement at the end. Internal
- * to the library. */
+ * run over several processes (plan.c): the walk that pairs the datasets (walk.c), the set-up of
+ * a pair that needs no data, reading and folding it (pair.c), and the run-level judgement at
+ * the end (conclude.c). Internal to the library. */
 #ifndef PC_COMPARATOR_H
 #define PC_COMPARATOR_H
 
 #include "arena.h"
 #include "envelope.h"
 #include "loader.h"
+#include "pc_internal.h"
 #include "stream.h"
 
 #include <paritycheck/compare.h>
 
 #include <stdbool.h> /* bool */
 #include <stdint.h>  /* uint64_t */
+#include <stdlib.h>  /* free */
 
 /* One pair being compared: A's and B's datasets (either may be NULL: missing) in their files. */
 typedef struct pc_pair {
@@ -45,8 +47,19 @@ int pc_pair_envelope_open(const pc_options *o, const char *a_path, bool folder, 
 int pc_pair_envelope_attach(pc_pair *p, pc_stream_sides *sd, pc_error *err);
 
 /** What opening a file under o may spend on metadata (pc_options.max_memory, its default
- * applied) and whom it tells that it goes on (pc_options.progress). */
-pc_open_limits pc_options_limits(const pc_options *o);
+ * applied) and whom it tells that it goes on (pc_options.progress). Inline, so that every file
+ * that opens one (the walk, the envelope's, the plans' runners) reads it from below. */
+static inline pc_open_limits pc_options_limits(const pc_options *o) {
+  return (pc_open_limits){o->max_memory ? o->max_memory : PC_DEFAULT_MAX_MEMORY, o->progress,
+                          o->progress_user};
+}
+
+/** Replaces *dst (freed) with a copy of text. PC_ENOMEM. */
+static inline int pc_set_text(char **dst, const char *text) {
+  free(*dst);
+  *dst = pc_strdup(text);
+  return *dst ? PC_OK : PC_ENOMEM;
+}
 
 /** Everything decided without reading data: the dtypes, shapes and compare dtype, and the
  * verdicts missing, skipped, error, dtype and shape mismatch. *data is true when the pair still
@@ -63,6 +76,15 @@ int pc_pair_data(pc_pair *p, const pc_tolset *tols, uint64_t from, uint64_t to, 
  * figures of one read: not when a side is sparse (runs of fill pairs are cut where the read
  * starts) nor when product metrics read it whole. */
 bool pc_pair_splittable(const pc_pair *p, const pc_tolset *tols);
+
+/** The stream's pc_stream_config.done for a run read whole: judges a tensor once its figures are
+ * complete (pc_judge_tensor). `user` is unused. */
+void pc_pair_done(void *user, pc_tensor *t);
+
+/** The stored bytes that pc_pair_data streams for datasets a and b (either may be NULL), for
+ * progress reports: both numeric and of one shape, unless neither was written (the fill values
+ * stand for them); 0 otherwise. */
+uint64_t pc_pair_bytes(const pc_dataset *a, const pc_dataset *b);
 
 /* Instead of reading each pair that needs data, the walk can hand it over: add(user, p, index)
  * with run->tensors[index] == p->t, while p's files are open. */
@@ -84,5 +106,9 @@ void pc_tensor_clear(pc_tensor *t, const pc_arena *names);
  * for a run that compared nothing unless allow_empty (pc_options.allow_empty), and the
  * warnings about tolerance rules that match nothing. */
 int pc_run_conclude(pc_run *run, const pc_tolset *tols, bool allow_empty, pc_error *err);
+
+/** Appends a warning to the run (pc_run.warnings): it fails nothing and is shown on stderr and
+ * in JSON. PC_ENOMEM. */
+int pc_run_warn(pc_run *run, const char *text);
 
 #endif
