@@ -430,7 +430,8 @@ def dump_model(build, inputs, path, policy="fp32", device="cpu", grads=True, mod
     every selected module's output, inputs/N, outputs/loss = mean(first output^2) and, with
     grads, every parameter gradient.  build() must seed itself (torch.manual_seed) so that
     every run of it has the same weights."""
-    from .dump import Dumper, apply_policy_to_model, cast_input, _flatten
+    from .dump_hooks import Dumper, _flatten
+    from .dump_policy import apply_policy_to_model, cast_input
     model = apply_policy_to_model(build(), policy, device)
     inputs = cast_input(tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,),
                         policy, device)
