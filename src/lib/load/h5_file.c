@@ -30,29 +30,6 @@ static void pc_h5_quiet(void) {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
-typedef struct pc_h5_err_walk {
-  char *buf;
-  size_t size;
-} pc_h5_err_walk;
-
-/* Keeps the deepest entry of the stack: it names the real cause ("file signature not found"),
- * where the top one only repeats the API call that failed. */
-static herr_t pc_h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
-  pc_h5_err_walk *w = data;
-  (void)n;
-  if (e->desc && e->desc[0])
-    snprintf(w->buf, w->size, "%s", e->desc);
-  return 0;
-}
-
-const char *pc_h5_error(char *buf, size_t size) {
-  pc_h5_err_walk w = {buf, size};
-  snprintf(buf, size, "HDF5 error");
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, pc_h5_walk_cb, &w);
-  H5Eclear2(H5E_DEFAULT);
-  return buf;
-}
-
 static bool pc_h5_sniff(const pc_file *f) {
   unsigned char head[sizeof pc_h5_signature];
   for (uint64_t at = 0; at + sizeof head <= f->size; at = at ? 2 * at : 512)
