@@ -12,7 +12,6 @@ shadow memory and quarantine are not the program's) leaves the peak unchecked. P
 per failure and a last line "N passed, M failed"; the exit status is 1 when anything failed.
 """
 
-import json
 import os
 import shutil
 import subprocess
