@@ -101,6 +101,8 @@ extern const pc_format pc_format_npy;
 extern const pc_format pc_format_npz;
 extern const pc_format pc_format_safetensors;
 
+/* What a format calls while it walks its file (file_records.c). */
+
 /** Appends a dataset at `path` (PC_KIND_FLOAT, exec_index -1, the rest zero) to f, counting
  * its record against the memory limit (pc_file_charge). */
 int pc_file_add(pc_file *f, pc_dataset **out, const char *path, pc_error *err);

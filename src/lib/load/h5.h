@@ -1,6 +1,7 @@
-/* The HDF5 format behind the reader interface (format.h), in three files: h5_file.c opens and
- * closes the file and reads blocks, h5_walk.c walks groups and classifies datasets, and
- * h5_storage.c checks how a dataset is stored. The only files that call HDF5.
+/* The HDF5 format behind the reader interface (format.h), in four files: h5_file.c opens and
+ * closes the file and reads blocks, h5_walk.c walks groups and classifies datasets,
+ * h5_storage.c checks how a dataset is stored, and h5_error.c turns HDF5's errors into text.
+ * The only files that call HDF5.
  *
  * HDF5 1.10 is not thread-safe: every function here must be called from one thread. */
 #ifndef PC_H5_H

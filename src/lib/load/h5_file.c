@@ -10,7 +10,7 @@
 #include <unistd.h>   /* pread */
 
 /* The chunk cache of one open dataset: room for a row of chunks that blocks cross, bounded
- * so that memory stays small. */
+ * so that memory stays small (pc_h5_open_dset). HDF5 keeps at most one chunk per slot. */
 enum { PC_CHUNK_CACHE_BYTES = 8 << 20, PC_CHUNK_CACHE_SLOTS = 10007 };
 
 /* The superblock signature lies at byte 0 or at 512, 1024, 2048, ... (after a user block). */
@@ -28,29 +28,6 @@ static void pc_h5_quiet(void) {
     H5Eset_auto2(H5E_DEFAULT, (H5E_auto2_t)H5Eprint2, stderr);
   else
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-}
-
-typedef struct pc_h5_err_walk {
-  char *buf;
-  size_t size;
-} pc_h5_err_walk;
-
-/* Keeps the deepest entry of the stack: it names the real cause ("file signature not found"),
- * where the top one only repeats the API call that failed. */
-static herr_t pc_h5_walk_cb(unsigned n, const H5E_error2_t *e, void *data) {
-  pc_h5_err_walk *w = data;
-  (void)n;
-  if (e->desc && e->desc[0])
-    snprintf(w->buf, w->size, "%s", e->desc);
-  return 0;
-}
-
-const char *pc_h5_error(char *buf, size_t size) {
-  pc_h5_err_walk w = {buf, size};
-  snprintf(buf, size, "HDF5 error");
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, pc_h5_walk_cb, &w);
-  H5Eclear2(H5E_DEFAULT);
-  return buf;
 }
 
 static bool pc_h5_sniff(const pc_file *f) {
@@ -151,11 +128,13 @@ typedef struct pc_h5_dataset {
   hid_t dset, fspace, memtype;
 } pc_h5_dataset;
 
-/* The chunk cache holds at least one filtered chunk: a smaller cache would decompress a big
- * chunk again for every block that touches it. chunk_bytes was checked against
+/* The chunk cache counts against the memory limit: a sixteenth of it, at most
+ * PC_CHUNK_CACHE_BYTES. It holds at least one filtered chunk, though: a smaller cache would
+ * decompress a big chunk again for every block that touches it. chunk_bytes was checked against
  * pc_options.max_memory before any read. */
 static hid_t pc_h5_open_dset(const pc_file *f, const pc_dataset *ds) {
-  size_t cache = PC_CHUNK_CACHE_BYTES;
+  uint64_t share = f->lim.max_memory / 16;
+  size_t cache = share < PC_CHUNK_CACHE_BYTES ? (size_t)share : PC_CHUNK_CACHE_BYTES;
   if (ds->chunk_bytes > cache && ds->chunk_bytes <= SIZE_MAX)
     cache = (size_t)ds->chunk_bytes;
   hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
@@ -224,29 +203,41 @@ static bool pc_h5_direct(const pc_reader *r, uint64_t *offset) {
   return direct;
 }
 
-/* Selects block b in the file space. */
-static void pc_h5_select(const pc_h5_dataset *h, const pc_block *b, int rank) {
+/* HDF5 1.10 maps every chunk that one H5Dread touches before it reads any (H5D__chunk_io_init:
+ * a record and a file and a memory dataspace per chunk, about 6.4 KiB together, measured, and
+ * kept on HDF5's free lists afterwards), so one block of 262,144 one-element chunks took 1.6 GiB
+ * whatever --max-memory said. A block that meets more chunks than this is read in tiles of at
+ * most this many (about 6.5 MiB of map); any other block is one H5Dread, as before. */
+#define PC_H5_READ_CHUNKS ((uint64_t)256)
+
+/* A box of the dataset: start[i] .. start[i] + count[i] - 1 in each dimension i. */
+typedef struct pc_h5_box {
   hsize_t start[PC_MAX_RANK], count[PC_MAX_RANK];
-  if (b->whole) {
-    H5Sselect_all(h->fspace);
-    return;
-  }
-  for (int i = 0; i < rank; i++) {
-    start[i] = b->start[i];
-    count[i] = b->count[i];
-  }
-  H5Sselect_hyperslab(h->fspace, H5S_SELECT_SET, start, NULL, count, NULL);
+} pc_h5_box;
+
+/* Chunks of extent c that the indices start .. start + count - 1 (count >= 1) meet; an extent
+ * of 0, which HDF5 refuses to write, counts as one chunk. */
+static uint64_t pc_h5_span(uint64_t start, uint64_t count, uint64_t c) {
+  return c ? (start + count - 1) / c - start / c + 1 : 1;
 }
 
-static int pc_h5_read(pc_reader *r, const pc_block *b, void *raw, pc_error *err) {
+/* Chunks that box x meets, saturating at PC_H5_READ_CHUNKS + 1. */
+static uint64_t pc_h5_box_chunks(const pc_h5_box *x, const uint64_t *chunk, int rank) {
+  uint64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    uint64_t span = pc_h5_span(x->start[i], x->count[i], chunk[i]);
+    if (span > PC_H5_READ_CHUNKS / n)
+      return PC_H5_READ_CHUNKS + 1;
+    n *= span;
+  }
+  return n;
+}
+
+/* One H5Dread of the file selection in h->fspace into raw through memory space mspace (made by
+ * the caller, closed here). PC_EDATA with HDF5's message. */
+static int pc_h5_read_into(pc_reader *r, hid_t mspace, void *raw, pc_error *err) {
   char h5err[256];
-  pc_h5_dataset *h = r->impl;
-  int rc = pc_h5_ready(r, h, err);
-  if (rc < 0)
-    return rc;
-  pc_h5_select(h, b, r->ds->rank);
-  hsize_t mdims[1] = {b->n};
-  hid_t mspace = H5Screate_simple(1, mdims, NULL);
+  const pc_h5_dataset *h = r->impl;
   herr_t st = mspace < 0 ? -1 : H5Dread(h->dset, h->memtype, mspace, h->fspace, H5P_DEFAULT, raw);
   /* Take HDF5's message before H5Sclose, which clears the error stack. */
   if (st < 0)
@@ -256,6 +247,92 @@ static int pc_h5_read(pc_reader *r, const pc_block *b, void *raw, pc_error *err)
   if (st < 0)
     return pc_error_set(err, PC_EDATA, "%s: %s: cannot read: %s", r->f->path, r->ds->path, h5err);
   return PC_OK;
+}
+
+/* Block b (box x) in one H5Dread, its elements row-major into raw. */
+static int pc_h5_read_whole(pc_reader *r, const pc_block *b, const pc_h5_box *x, void *raw,
+                            pc_error *err) {
+  const pc_h5_dataset *h = r->impl;
+  hsize_t n = b->n;
+  if (b->whole)
+    H5Sselect_all(h->fspace);
+  else
+    H5Sselect_hyperslab(h->fspace, H5S_SELECT_SET, x->start, NULL, x->count, NULL);
+  return pc_h5_read_into(r, H5Screate_simple(1, &n, NULL), raw, err);
+}
+
+/* Chunk rows per tile along each dimension: from the last dimension back, as many of the
+ * chunks that box x meets there as still fit in PC_H5_READ_CHUNKS, so that a tile is a run of
+ * whole rows of chunks where it can be, and every chunk lies in one tile. */
+static void pc_h5_tile_shape(const pc_h5_box *x, const uint64_t *chunk, int rank, uint64_t *take) {
+  uint64_t left = PC_H5_READ_CHUNKS;
+  for (int i = rank - 1; i >= 0; i--) {
+    uint64_t span = pc_h5_span(x->start[i], x->count[i], chunk[i]);
+    take[i] = span < left ? span : left;
+    left /= take[i];
+  }
+}
+
+/* The tile of box x that starts at `at` in every dimension: take[i] chunk rows along i, cut
+ * at the box's end. */
+static void pc_h5_tile(const pc_h5_box *x, const uint64_t *chunk, const uint64_t *take,
+                       const hsize_t *at, int rank, pc_h5_box *y) {
+  for (int i = 0; i < rank; i++) {
+    hsize_t end = x->start[i] + x->count[i];
+    hsize_t stop = chunk[i] ? (at[i] / chunk[i] + take[i]) * chunk[i] : end;
+    y->start[i] = at[i];
+    y->count[i] = (stop < end ? stop : end) - at[i];
+  }
+}
+
+/* Box x in tiles of at most PC_H5_READ_CHUNKS chunks, each read into its place in raw (x's
+ * elements row-major) through a memory selection of the tile's shape. */
+static int pc_h5_read_tiled(pc_reader *r, const pc_h5_box *x, void *raw, pc_error *err) {
+  const pc_h5_dataset *h = r->impl;
+  const uint64_t *chunk = h->store->chunk;
+  int rank = r->ds->rank;
+  uint64_t take[PC_MAX_RANK];
+  hsize_t at[PC_MAX_RANK], in_box[PC_MAX_RANK];
+  pc_h5_tile_shape(x, chunk, rank, take);
+  memcpy(at, x->start, sizeof at);
+  for (int k = 0; k >= 0;) {
+    pc_h5_box y;
+    pc_h5_tile(x, chunk, take, at, rank, &y);
+    for (int i = 0; i < rank; i++)
+      in_box[i] = at[i] - x->start[i];
+    H5Sselect_hyperslab(h->fspace, H5S_SELECT_SET, y.start, NULL, y.count, NULL);
+    hid_t mspace = H5Screate_simple(rank, x->count, NULL);
+    if (mspace >= 0)
+      H5Sselect_hyperslab(mspace, H5S_SELECT_SET, in_box, NULL, y.count, NULL);
+    int rc = pc_h5_read_into(r, mspace, raw, err);
+    if (rc < 0)
+      return rc;
+    /* The next tile, like an odometer: the last dimension first. */
+    for (k = rank - 1; k >= 0; k--) {
+      at[k] += y.count[k];
+      if (at[k] < x->start[k] + x->count[k])
+        break;
+      at[k] = x->start[k];
+    }
+  }
+  return PC_OK;
+}
+
+static int pc_h5_read(pc_reader *r, const pc_block *b, void *raw, pc_error *err) {
+  pc_h5_dataset *h = r->impl;
+  int rc = pc_h5_ready(r, h, err);
+  if (rc < 0)
+    return rc;
+  pc_h5_box x;
+  const pc_dataset *d = r->ds;
+  for (int i = 0; i < d->rank; i++) {
+    x.start[i] = b->whole ? 0 : b->start[i];
+    x.count[i] = b->whole ? d->dims[i] : b->count[i];
+  }
+  const uint64_t *chunk = h->store ? h->store->chunk : NULL;
+  if (!chunk || b->n == 0 || pc_h5_box_chunks(&x, chunk, d->rank) <= PC_H5_READ_CHUNKS)
+    return pc_h5_read_whole(r, b, &x, raw, err);
+  return pc_h5_read_tiled(r, &x, raw, err);
 }
 
 const pc_format pc_format_hdf5 = {
