@@ -30,6 +30,10 @@ re-implemented here):
 4. Write the profile (the base profile with the fitted coefficients in its `defaults: all:`
    block, each with a comment saying where it came from) and, with --report, the CV as JSON.
 
+With --from-envelopes FILE (repeatable) it fits a plain-mode profile to envelope sidecars
+(A.envelope.h5, docs/envelope.md) instead of honest runs: calib_envelope.py, docs/calibrate.md
+("From envelopes").
+
 Exit status: 0 written; 2 refused (too few honest runs, a mutated tensor passes, a pair the
 binary cannot compare) or bad usage.
 """
@@ -47,6 +51,7 @@ from . import sweep as pcsweep
 # tests/zoo/zoo_eval.py uses are importable from here as before (__all__).
 from .calib_cv import (BUGS, REQUIRED_RATIO, TARGETS_PER_RUN, _first, cross_validate,
                        cv_summary, logical_store, pick_targets, rel_rms, score_run)
+from .calib_envelope import calibrate_from_envelopes
 from .calib_fit import Binary, Run, calibration_pairs, fit, is_gradient, provenance, run_name
 from .calib_profile import (UNIT, Refused, base_value, find_profile, fmt, overridden_keys,
                             profile_text)
@@ -294,16 +299,27 @@ def main(argv=None):
                     help="injected bugs to use (default all)")
     ap.add_argument("--sweep-stride", type=int, default=pcsweep.STRIDE, metavar="S",
                     help="mutate every S-th tensor per sweep run (default %d)" % pcsweep.STRIDE)
+    ap.add_argument("--from-envelopes", action="append", metavar="FILE",
+                    help="instead of honest runs: fit max_rel_rms_u and atol_rms to these "
+                    "envelope sidecars (A.envelope.h5); repeatable (docs/calibrate.md, "
+                    "\"From envelopes\")")
     ap.add_argument("-q", "--quiet", action="store_true", help="print only errors")
     a = ap.parse_args(argv)
     if a.sweep_stride < 1 or a.bug_targets < 0:
         ap.error("--sweep-stride wants >= 1, --bug-targets >= 0")
+    if a.from_envelopes and (a.pair or a.trios or a.zoo or a.bug):
+        ap.error("--from-envelopes fits to envelopes alone; give no --pair, --trios, --zoo "
+                 "or --bug with it")
 
     def log(msg):
         if not a.quiet:
             print(msg, flush=True)
     try:
-        text, report = calibrate(a, log)
+        if a.from_envelopes:
+            binpath = a.binary or os.environ.get("PARITYCHECK_BIN") or shutil.which("paritycheck")
+            text, report = calibrate_from_envelopes(a, binpath, PROG, log)
+        else:
+            text, report = calibrate(a, log)
     except Refused as e:
         print("%s: refused: %s" % (PROG, e), file=sys.stderr)
         return 2
