@@ -4,7 +4,8 @@
 1. two envelope sidecars written with numpy (tests/envelope/envelope_files.py), K = 8 and K = 2:
    the written max_rel_rms_u and atol_rms equal the rule's values computed here from
    the member arrays, with Student's t from closed forms (t_2) and Abramowitz & Stegun 26.7.3's
-   finite series (t_8), not from the package;
+   finite series (t_8), not from the package; at K = 2 the need is also the envelope judge's
+   own factor x floor (the binary's JSON);
 2. the binary accepts the written profile; in plain mode (--no-envelope) it passes an honest B
    (one more sample of the members' law, the tensor the envelope lacks included) and a B at half
    the fitted rel_rms limit, and fails a B at twice it, and one scaled by 1 - limit/2 (its
@@ -12,7 +13,8 @@
    measure no scale), at that tensor;
 3. the tensor of A that the envelope lacks is named, and the --report says so;
 4. K = 2 with a wide spread needs an atol_rms above what a profile may give: refused (exit 2),
-   nothing written; --from-envelopes with --pair is a usage error.
+   nothing written; so are an envelope of format 2 and a file that is not HDF5;
+   --from-envelopes with --pair is a usage error.
 
     /usr/bin/python3 tests/calibrate/test_calibrate_envelopes.py BINARY WORK_DIR
 """
