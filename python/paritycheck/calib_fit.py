@@ -5,7 +5,6 @@ import collections
 import json
 import math
 import os
-import re
 import subprocess
 
 import h5py
@@ -145,10 +144,13 @@ def element_need(a_side, b_side, t, u, acc_u):
 
 
 def is_gradient(path):
-    """The judge's test (src/lib/judge/judge.c, pc_is_gradient): the path holds the word grad,
-    grads, gradient or gradients between separators."""
-    words = re.split(r"[/._:-]", path.lower())
-    return any(w in ("grad", "grads", "gradient", "gradients") for w in words)
+    """The judge's test for the backward growth (src/lib/judge/judge_order.c,
+    pc_in_backward_group): the dataset's top-level group is exactly "gradients" or
+    "activation_grads", the dumper's layout; in folder mode ("FILE:DATASET") the part after
+    the first ':' is the dataset."""
+    if not path.startswith("/") and ":" in path:
+        path = path.split(":", 1)[1]
+    return path.lstrip("/").split("/", 1)[0] in ("gradients", "activation_grads")
 
 
 def noise_need(t, u):
