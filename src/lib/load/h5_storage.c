@@ -315,7 +315,7 @@ static int pc_h5_note_chunks(pc_file *f, const pc_dataset *d, hid_t dcpl) {
 /* A dataset that H5Dget_offset places at `at` (not HADDR_UNDEF): HDF5 1.10 gives an address
  * only for contiguous storage that is allocated in this very file, never for chunked, compact,
  * virtual or external storage nor for storage not yet allocated (each checked on 1.10.8; the
- * tests hold compact storage, tests/cli/test_cli.py, and external and virtual storage, the
+ * tests hold compact storage, tests/cli/test_cli_reads.py, and external and virtual storage, the
  * hostile corpus). Such a dataset has none of the problems read from the creation properties: no
  * external or virtual data, no filters (HDF5 filters chunked data only), no unwritten part.
  * So its creation properties, the dearest part of walking many small datasets
