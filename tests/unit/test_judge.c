@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include <gsl/gsl_cdf.h> /* gsl_cdf_fdist_P */
+
 enum { N = 100 }; /* elements of every tensor */
 
 /* A float32 tensor of N elements with RMS(A) = rms_a, rel_rms = rel, no element mismatch and a
@@ -565,6 +567,19 @@ static void test_order_doubt(void **state) {
   assert_doubt(doubt_of(folder, files, 6, false), PC_ORDER_NO_CALL_INDEX, 2, -1);
 }
 
+/* The shift test's limit is a quarter (structure.c, PC_SHIFT_LIMIT) because the F law never
+ * binds where the test runs: an F(p, p) variable lies below 1/4 with probability at most 1e-6
+ * (the structure tests' false-alarm rate) for every p of 64 pairs (PC_SHIFT_MIN_PAIRS) or more,
+ * here for every p up to 10^5 (the probability falls as p grows: the law narrows around 1);
+ * and the bound is near the edge: at 51 pairs it is above 1e-6. */
+static void test_shift_limit(void **state) {
+  (void)state;
+  for (double p = 64; p <= 1e5; p++)
+    if (!(gsl_cdf_fdist_P(0.25, p, p) <= 1e-6))
+      fail_msg("F(%g, %g) below 1/4 with probability %g", p, p, gsl_cdf_fdist_P(0.25, p, p));
+  assert_true(gsl_cdf_fdist_P(0.25, 51, 51) > 1e-6);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_order_from_paths),
                                      cmocka_unit_test(test_order_nested_gradients),
@@ -575,6 +590,7 @@ int main(void) {
                                      cmocka_unit_test(test_noise_floor),
                                      cmocka_unit_test(test_noise_scale_own_file),
                                      cmocka_unit_test(test_backward_growth_by_group),
+                                     cmocka_unit_test(test_shift_limit),
                                      cmocka_unit_test(test_cascades),
                                      cmocka_unit_test(test_reasons),
                                      cmocka_unit_test(test_reference),
