@@ -42,11 +42,18 @@ enum { PC_EV_CHUNK = 128 };
 enum { T_A, T_B, T_AA, T_AB, T_REST, T_SF, T_BF, T_SB, T_BB, T_SL, T_SLA2, PC_EV_NTERMS };
 
 /* Counts and extremes of a run, in lanes. The signature's counts are int32 lanes (their masks
- * come from float32 compares), added into the state at each chunk's end so they cannot wrap. */
+ * come from float32 compares), added into the state at each chunk's end so they cannot wrap.
+ * For float32 and float16 values, a chunk's terms are also summed in lanes (lane[k] for the rows
+ * that pc_ev_lane_sums can take), with what decides whether those sums are exact: gkey, the
+ * least of (bits << 1) - 1 over the float32 patterns of a and b (its top byte is at most the
+ * least biased exponent of a nonzero value; a zero gives 0xFFFFFFFF). Both restart at each
+ * chunk. */
 typedef struct pc_ev_vacc {
   vq pairs, zeros_a, rest, fwd, back;
   vi cand[3], hit[3];
   vd rest_max, min_a, max_a, min_b, max_b;
+  vd lane[PC_EV_NTERMS];
+  vu gkey;
 } pc_ev_vacc;
 
 static inline vd pc_ev_widen(vf x) {
@@ -228,12 +235,28 @@ static inline void pc_ev_first_zero(bool *seen, double *zero, vd v, vl z) {
     }
 }
 
-/* Stores term row k of the step at column j: v where mask m, else +0. */
+/* Stores term row k of the step at column j: v where mask m, else +0; returns what it stored. */
+static inline vd pc_ev_put(double (*t)[PC_EV_CHUNK], int k, size_t j, vd v, vl m) {
+  vd put = (vd)((vl)v & m);
+  memcpy(&t[k][j], &put, sizeof put);
+  return put;
+}
+
+/* The same, also summed into lane[k] where `lanes` (float32 and float16 values). */
 #define PC_EV_PUT(t, k, j, v, m)                                                                   \
   do {                                                                                             \
-    vd put_ = (vd)((vl)(v) & (m));                                                                 \
-    memcpy(&(t)[k][j], &put_, sizeof put_);                                                        \
+    vd put_ = pc_ev_put(t, k, j, v, m);                                                            \
+    if (lanes)                                                                                     \
+      c->lane[k] += put_;                                                                          \
   } while (0)
+
+/* gkey of a step (pc_ev_vacc): fa and fb the float32 values. */
+static inline void pc_ev_grain(pc_ev_vacc *c, vf fa, vf fb) {
+  vu ka = ((vu)fa << 1) - 1u, kb = ((vu)fb << 1) - 1u;
+  vu lt = (vu)(ka < kb), k = (lt & ka) | (~lt & kb);
+  lt = (vu)(k < c->gkey);
+  c->gkey = (lt & k) | (~lt & c->gkey);
+}
 
 /* One step: pairs i..i+PC_W-1, whose terms go to column j of the buffer. sig_left: how many
  * pairs from i on are in the signature's sample (used when `sig`). */
@@ -242,10 +265,11 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
            const unsigned char *a, const unsigned char *b, size_t i, double (*t)[PC_EV_CHUNK],
            size_t j, int64_t sig_left) {
   const vl absmask = (vl){0} + INT64_MAX, inf = (vl){0} + 0x7FF0000000000000;
+  const bool lanes = layout != PC_EV_DOUBLE;
   vd x, y, xp, xn;
   vf fa, fb;
-  pc_ev_load(layout, a, i, &x, sig ? &fa : NULL);
-  pc_ev_load(layout, b, i, &y, sig ? &fb : NULL);
+  pc_ev_load(layout, a, i, &x, sig || lanes ? &fa : NULL);
+  pc_ev_load(layout, b, i, &y, sig || lanes ? &fb : NULL);
   pc_ev_load(layout, a, i - 1, &xp, NULL);
   pc_ev_load(layout, a, i + 1, &xn, NULL);
   vl ok = pc_ev_finite(x) & pc_ev_finite(y);
@@ -259,16 +283,18 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   PC_EV_PUT(t, T_A, j, x, ok);
   PC_EV_PUT(t, T_B, j, y, ok);
   PC_EV_PUT(t, T_AA, j, ax, ok);
-  PC_EV_PUT(t, T_AB, j, (vl)y & absmask, ok);
+  PC_EV_PUT(t, T_AB, j, (vd)((vl)y & absmask), ok);
   PC_EV_PUT(t, T_REST, j, d2, rest);
-  PC_EV_PUT(t, T_SF, j, sf * sf, fwd);
+  pc_ev_put(t, T_SF, j, sf * sf, fwd);
   PC_EV_PUT(t, T_BF, j, d2, fwd);
-  PC_EV_PUT(t, T_SB, j, sb * sb, back);
+  pc_ev_put(t, T_SB, j, sb * sb, back);
   PC_EV_PUT(t, T_BB, j, d2, back);
   if (slice) {
     PC_EV_PUT(t, T_SL, j, d2, ok);
-    PC_EV_PUT(t, T_SLA2, j, x * x, ok);
+    pc_ev_put(t, T_SLA2, j, x * x, ok);
   }
+  if (lanes)
+    pc_ev_grain(c, fa, fb);
   vl za = ok & (x == 0), zbo = ok & zb;
   c->pairs -= (vq)ok; /* a mask lane is -1 */
   c->zeros_a -= (vq)za;
@@ -298,9 +324,13 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   }
 }
 
-/* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, interleaved. */
-static inline __attribute__((always_inline)) void
-pc_ev_chains(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice) {
+/* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, all interleaved.
+ * Always the shifted distances (and with slices a^2); the values' rows (a, b, |a|, |b|) where
+ * `vals`, the (b - a)^2 rows where `sq`: those that pc_ev_lane_sums did not take. */
+static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r,
+                                                                    double (*t)[PC_EV_CHUNK],
+                                                                    size_t m, bool slice, bool vals,
+                                                                    bool sq) {
   pc_evidence *e = r->e;
   int g = slice ? r->group : 0;
   double sa = e->sum_a, sb = e->sum_b, saa = e->sum_abs_a, sab = e->sum_abs_b, rs = e->rest_sq;
@@ -308,41 +338,175 @@ pc_ev_chains(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice) {
   double b0 = e->shift_sq[PC_SHIFT_BACK], b1 = e->shift_base_sq[PC_SHIFT_BACK];
   double l0 = e->slice_sq[g], l1 = e->slice_a2[g], l2 = e->slice_rest_sq[g];
   for (size_t j = 0; j < m; j++) {
-    sa += t[T_A][j];
-    sb += t[T_B][j];
-    saa += t[T_AA][j];
-    sab += t[T_AB][j];
-    rs += t[T_REST][j];
+    if (vals) {
+      sa += t[T_A][j];
+      sb += t[T_B][j];
+      saa += t[T_AA][j];
+      sab += t[T_AB][j];
+    }
     f0 += t[T_SF][j];
-    f1 += t[T_BF][j];
     b0 += t[T_SB][j];
-    b1 += t[T_BB][j];
+    if (sq) {
+      rs += t[T_REST][j];
+      f1 += t[T_BF][j];
+      b1 += t[T_BB][j];
+    }
     if (slice) {
-      l0 += t[T_SL][j];
       l1 += t[T_SLA2][j];
-      l2 += t[T_REST][j];
+      if (sq) {
+        l0 += t[T_SL][j];
+        l2 += t[T_REST][j];
+      }
     }
   }
-  e->sum_a = sa;
-  e->sum_b = sb;
-  e->sum_abs_a = saa;
-  e->sum_abs_b = sab;
-  e->rest_sq = rs;
-  e->shift_sq[PC_SHIFT_FWD] = f0;
-  e->shift_base_sq[PC_SHIFT_FWD] = f1;
-  e->shift_sq[PC_SHIFT_BACK] = b0;
-  e->shift_base_sq[PC_SHIFT_BACK] = b1;
-  if (slice) {
-    e->slice_sq[g] = l0;
-    e->slice_a2[g] = l1;
-    e->slice_rest_sq[g] = l2;
+  if (vals) {
+    e->sum_a = sa;
+    e->sum_b = sb;
+    e->sum_abs_a = saa;
+    e->sum_abs_b = sab;
   }
+  e->shift_sq[PC_SHIFT_FWD] = f0;
+  e->shift_sq[PC_SHIFT_BACK] = b0;
+  if (sq) {
+    e->rest_sq = rs;
+    e->shift_base_sq[PC_SHIFT_FWD] = f1;
+    e->shift_base_sq[PC_SHIFT_BACK] = b1;
+  }
+  if (slice) {
+    e->slice_a2[g] = l1;
+    if (sq) {
+      e->slice_sq[g] = l0;
+      e->slice_rest_sq[g] = l2;
+    }
+  }
+}
+
+/* The same with `slice` a constant in each copy. */
+static inline __attribute__((always_inline)) void pc_ev_chains_some(pc_ev_run *r,
+                                                                    double (*t)[PC_EV_CHUNK],
+                                                                    size_t m, bool slice, bool vals,
+                                                                    bool sq) {
+  if (vals && sq)
+    pc_ev_chains_rows(r, t, m, slice, true, true);
+  else if (vals)
+    pc_ev_chains_rows(r, t, m, slice, true, false);
+  else if (sq)
+    pc_ev_chains_rows(r, t, m, slice, false, true);
+  else
+    pc_ev_chains_rows(r, t, m, slice, false, false);
+}
+
+/* 2^k for the biased exponent field k + 1023 in 1..2046. */
+static inline double pc_ev_pow2(int64_t field) {
+  uint64_t u = (uint64_t)field << 52;
+  double p;
+  memcpy(&p, &u, sizeof p);
+  return p;
+}
+
+/* The largest power of two that divides the double s (its lowest set bit); INFINITY for 0
+ * (every grain divides it), and 0 (no grain will do) where s is not a normal number. */
+static inline double pc_ev_grain_of(double s) {
+  uint64_t u;
+  memcpy(&u, &s, sizeof u);
+  int64_t field = (int64_t)((u >> 52) & 0x7FF);
+  if (field == 0)
+    return s == 0 ? (double)INFINITY : 0;
+  if (field == 0x7FF)
+    return 0;
+  uint64_t mant = (u & ((UINT64_C(1) << 52) - 1)) | UINT64_C(1) << 52;
+  field += __builtin_ctzll(mant) - 52; /* the lowest set bit's exponent field */
+  return field >= 1 ? pc_ev_pow2(field) : 0;
+}
+
+/* Whether a chain s + t_0 + t_1 + ... (in order, each addition rounded) equals s + T, T the sum
+ * of the same terms in any other order, where every term is a multiple of the power of two
+ * `grain` and `mags` is the (lane-wise) sum of their magnitudes. With gamma the smaller of
+ * grain and pc_ev_grain_of(s), every partial sum of the chain, and of any other order, is a
+ * multiple of gamma no larger in magnitude than |s| + mags: below 2^53 gamma it is a double, so no
+ * addition rounds and both orders give the exact sum. The test is on the computed mags: a sum of
+ * nonnegative multiples of gamma is exact below 2^53 gamma, and once its exact value reaches
+ * that power of two its rounded value does too (rounding is monotone), so a computed mags (and
+ * |s| + mags) below the limit means an exact one below it. No NaN passes. */
+static inline bool pc_ev_exact(double s, double mags, double grain) {
+  double gs = pc_ev_grain_of(s), gamma = grain < gs ? grain : gs, lim = gamma * 0x1p53;
+  return mags < lim && fabs(s) + mags < lim;
+}
+
+static inline double pc_ev_hsum_d(vd v) {
+  double s = 0;
+  for (int l = 0; l < PC_W; l++)
+    s += v[l];
+  return s;
+}
+
+/* Float32 and float16 values (lanes): a chunk's sums of a, b, |a|, |b| (the values) and of the
+ * (b - a)^2 rows (the squares) in one go, each group where pc_ev_exact shows every one of its
+ * sums to be its chain's exact sum. Returns which groups it took (bit 0 the values, bit 1 the
+ * squares); a group not taken is left as it was. The grains: every value of a and b is a
+ * multiple of g = 2^(e - 150), e the top byte of gkey (a float32 of biased exponent e >= 1 is a
+ * multiple of 2^(e - 150), a subnormal one of 2^-149). So is b - a, and its rounded value too
+ * (below 2^53 g it is exact, above its ulp is a multiple of g); likewise (b - a)^2, rounded or
+ * not, is a multiple of g^2 (which stays a normal double: g >= 2^-150). */
+static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, bool slice) {
+  pc_evidence *e = r->e;
+  int g = slice ? r->group : 0;
+  uint32_t key = UINT32_MAX;
+  for (int l = 0; l < PC_W; l++)
+    key = c->gkey[l] < key ? c->gkey[l] : key;
+  int64_t ex = key >> 24;
+  double grain = pc_ev_pow2(ex + 873), grain2 = pc_ev_pow2(2 * ex + 723); /* g, g^2 */
+  double sum[PC_EV_NTERMS];
+  for (int k = 0; k < PC_EV_NTERMS; k++)
+    sum[k] = pc_ev_hsum_d(c->lane[k]);
+  bool vals = pc_ev_exact(e->sum_a, sum[T_AA], grain) && pc_ev_exact(e->sum_b, sum[T_AB], grain) &&
+              pc_ev_exact(e->sum_abs_a, sum[T_AA], grain) &&
+              pc_ev_exact(e->sum_abs_b, sum[T_AB], grain);
+  bool sq = pc_ev_exact(e->rest_sq, sum[T_REST], grain2) &&
+            pc_ev_exact(e->shift_base_sq[PC_SHIFT_FWD], sum[T_BF], grain2) &&
+            pc_ev_exact(e->shift_base_sq[PC_SHIFT_BACK], sum[T_BB], grain2);
+  if (slice)
+    sq = sq && pc_ev_exact(e->slice_sq[g], sum[T_SL], grain2) &&
+         pc_ev_exact(e->slice_rest_sq[g], sum[T_REST], grain2);
+  if (vals) {
+    e->sum_a += sum[T_A];
+    e->sum_b += sum[T_B];
+    e->sum_abs_a += sum[T_AA];
+    e->sum_abs_b += sum[T_AB];
+  }
+  if (sq) {
+    e->rest_sq += sum[T_REST];
+    e->shift_base_sq[PC_SHIFT_FWD] += sum[T_BF];
+    e->shift_base_sq[PC_SHIFT_BACK] += sum[T_BB];
+    if (slice) {
+      e->slice_sq[g] += sum[T_SL];
+      e->slice_rest_sq[g] += sum[T_REST];
+    }
+  }
+  return (vals ? 1u : 0u) | (sq ? 2u : 0u);
+}
+
+/* A chunk's terms into the sums, each exactly as its chain in element order: the lane sums where
+ * they are exact, chains for the rest. The lane sums restart. */
+static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_ev_vacc *c,
+                                                               double (*t)[PC_EV_CHUNK], size_t m,
+                                                               bool slice, bool lanes) {
+  if (!lanes) {
+    pc_ev_chains_rows(r, t, m, slice, true, true);
+    return;
+  }
+  unsigned took = pc_ev_lane_sums(r, c, slice);
+  pc_ev_chains_some(r, t, m, slice, !(took & 1u), !(took & 2u));
+  for (int k = 0; k < PC_EV_NTERMS; k++)
+    c->lane[k] = (vd){0};
+  c->gkey = (vu){0} + UINT32_MAX;
 }
 
 static void pc_ev_vacc_init(pc_ev_vacc *c) {
   memset(c, 0, sizeof *c);
   c->min_a = c->min_b = (vd){0} + (double)INFINITY;
   c->max_a = c->max_b = (vd){0} - (double)INFINITY;
+  c->gkey = (vu){0} + UINT32_MAX;
 }
 
 /* The signature's int32 lanes into the state's counts, and cleared. */
@@ -400,7 +564,7 @@ pc_ev_range(pc_ev_run *r, pc_ev_layout layout, bool slice, bool sig, const unsig
     for (size_t i = lo; i < hi; i += PC_W)
       pc_ev_step(r, &c, layout, slice, sig, a, b, i, t, i - lo,
                  (int64_t)sig_n - (int64_t)(i - from));
-    pc_ev_chains(r, t, hi - lo, slice);
+    pc_ev_chains(r, &c, t, hi - lo, slice, layout != PC_EV_DOUBLE);
     if (sig)
       pc_ev_flush_signature(r->e, &c);
   }
