@@ -325,12 +325,12 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
 }
 
 /* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, all interleaved.
- * Always the shifted distances (and with slices a^2); the values' rows (a, b, |a|, |b|) where
- * `vals`, the (b - a)^2 rows where `sq`: those that pc_ev_lane_sums did not take. */
+ * The values' rows (a, b, |a|, |b|) where `vals`, the (b - a)^2 rows where `sq`, the shifted
+ * distances and with slices a^2 where `shifted`: those that the lane sums did not take. */
 static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r,
                                                                     double (*t)[PC_EV_CHUNK],
                                                                     size_t m, bool slice, bool vals,
-                                                                    bool sq) {
+                                                                    bool sq, bool shifted) {
   pc_evidence *e = r->e;
   int g = slice ? r->group : 0;
   double sa = e->sum_a, sb = e->sum_b, saa = e->sum_abs_a, sab = e->sum_abs_b, rs = e->rest_sq;
@@ -344,19 +344,20 @@ static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r
       saa += t[T_AA][j];
       sab += t[T_AB][j];
     }
-    f0 += t[T_SF][j];
-    b0 += t[T_SB][j];
+    if (shifted) {
+      f0 += t[T_SF][j];
+      b0 += t[T_SB][j];
+    }
     if (sq) {
       rs += t[T_REST][j];
       f1 += t[T_BF][j];
       b1 += t[T_BB][j];
     }
-    if (slice) {
+    if (slice && shifted)
       l1 += t[T_SLA2][j];
-      if (sq) {
-        l0 += t[T_SL][j];
-        l2 += t[T_REST][j];
-      }
+    if (slice && sq) {
+      l0 += t[T_SL][j];
+      l2 += t[T_REST][j];
     }
   }
   if (vals) {
@@ -365,35 +366,41 @@ static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r
     e->sum_abs_a = saa;
     e->sum_abs_b = sab;
   }
-  e->shift_sq[PC_SHIFT_FWD] = f0;
-  e->shift_sq[PC_SHIFT_BACK] = b0;
+  if (shifted) {
+    e->shift_sq[PC_SHIFT_FWD] = f0;
+    e->shift_sq[PC_SHIFT_BACK] = b0;
+  }
   if (sq) {
     e->rest_sq = rs;
     e->shift_base_sq[PC_SHIFT_FWD] = f1;
     e->shift_base_sq[PC_SHIFT_BACK] = b1;
   }
-  if (slice) {
+  if (slice && shifted)
     e->slice_a2[g] = l1;
-    if (sq) {
-      e->slice_sq[g] = l0;
-      e->slice_rest_sq[g] = l2;
-    }
+  if (slice && sq) {
+    e->slice_sq[g] = l0;
+    e->slice_rest_sq[g] = l2;
   }
 }
 
-/* The same with `slice` a constant in each copy. */
+/* The same for the values' and the squares' rows, with every flag a constant in each copy. */
 static inline __attribute__((always_inline)) void pc_ev_chains_some(pc_ev_run *r,
                                                                     double (*t)[PC_EV_CHUNK],
                                                                     size_t m, bool slice, bool vals,
                                                                     bool sq) {
   if (vals && sq)
-    pc_ev_chains_rows(r, t, m, slice, true, true);
+    pc_ev_chains_rows(r, t, m, slice, true, true, false);
   else if (vals)
-    pc_ev_chains_rows(r, t, m, slice, true, false);
+    pc_ev_chains_rows(r, t, m, slice, true, false, false);
   else if (sq)
-    pc_ev_chains_rows(r, t, m, slice, false, true);
-  else
-    pc_ev_chains_rows(r, t, m, slice, false, false);
+    pc_ev_chains_rows(r, t, m, slice, false, true, false);
+}
+
+/* One row's chain on its own: s + t[0] + t[1] + ..., in order. */
+static double pc_ev_chain_one(double s, const double *t, size_t m) {
+  for (size_t j = 0; j < m; j++)
+    s += t[j];
+  return s;
 }
 
 /* 2^k for the biased exponent field k + 1023 in 1..2046. */
@@ -486,17 +493,59 @@ static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, bool slice) {
   return (vals ? 1u : 0u) | (sq ? 2u : 0u);
 }
 
+/* A row of m terms, each >= 0 (the shifted distances, a^2), added to *s in order as its chain
+ * adds them, from lanes where that is provably the same; false (nothing changed) where not.
+ * With s in [2^E, 2^(E+1)), the doubles there are the multiples of u = 2^(E - 52). A term
+ * t < 2^(E-1) rounded to that grid is r = (t + C) - C, C = 1.5 * 2^E (t + C stays in C's binade,
+ * whose spacing is u, and the subtraction is exact), and t - r is exact. If no t is a tie
+ * (|t - r| = u/2) and s + (the sum of the r) < 2^(E+1), then every partial sum of the chain is a
+ * multiple of u in [2^E, 2^(E+1)) (the terms are >= 0), each exact p + t lies in that binade,
+ * and its rounding is p + r: the chain ends at s + (the sum of the r), which the lanes compute
+ * exactly (multiples of u below 2^E; were the exact sum above, the rounded one would be too, and
+ * the test fail). */
+static bool pc_ev_grid_sum(double *s, const double *t, size_t m) {
+  uint64_t bits;
+  memcpy(&bits, s, sizeof bits);
+  int64_t field = (int64_t)(bits >> 52); /* s > 0: its exponent field; else out of range */
+  if (field < 54 || field > 2045)        /* u/2 a normal double, 2^(E+1) finite */
+    return false;
+  const vd c = (vd){0} + 1.5 * pc_ev_pow2(field), half = (vd){0} + pc_ev_pow2(field - 53);
+  const vd top = (vd){0} + pc_ev_pow2(field - 1);
+  const vl absmask = (vl){0} + INT64_MAX;
+  vd acc = {0};
+  vl bad = {0};
+  for (size_t j = 0; j < m; j += PC_W) {
+    vd x;
+    memcpy(&x, t + j, sizeof x);
+    vd r = (x + c) - c, d = (vd)((vl)(x - r) & absmask);
+    bad |= (d == half) | ~(x < top); /* a tie; too large, inf or NaN */
+    acc += r;
+  }
+  double sum = *s + pc_ev_hsum_d(acc);
+  if (pc_ev_any(bad) || !(sum < pc_ev_pow2(field + 1)))
+    return false;
+  *s = sum;
+  return true;
+}
+
 /* A chunk's terms into the sums, each exactly as its chain in element order: the lane sums where
  * they are exact, chains for the rest. The lane sums restart. */
 static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_ev_vacc *c,
                                                                double (*t)[PC_EV_CHUNK], size_t m,
                                                                bool slice, bool lanes) {
   if (!lanes) {
-    pc_ev_chains_rows(r, t, m, slice, true, true);
+    pc_ev_chains_rows(r, t, m, slice, true, true, true);
     return;
   }
+  pc_evidence *e = r->e;
   unsigned took = pc_ev_lane_sums(r, c, slice);
   pc_ev_chains_some(r, t, m, slice, !(took & 1u), !(took & 2u));
+  double *shifted[3] = {&e->shift_sq[PC_SHIFT_FWD], &e->shift_sq[PC_SHIFT_BACK],
+                        slice ? &e->slice_a2[r->group] : NULL};
+  const int row[3] = {T_SF, T_SB, T_SLA2};
+  for (int k = 0; k < 3; k++)
+    if (shifted[k] && !pc_ev_grid_sum(shifted[k], t[row[k]], m))
+      *shifted[k] = pc_ev_chain_one(*shifted[k], t[row[k]], m);
   for (int k = 0; k < PC_EV_NTERMS; k++)
     c->lane[k] = (vd){0};
   c->gkey = (vu){0} + UINT32_MAX;
