@@ -34,7 +34,7 @@ typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
 
 /* Pairs whose terms are buffered before the scalar chains add them: 11 terms of 8 bytes stay
  * in the L1 cache. A multiple of every build's step. */
-enum { PC_EV_CHUNK = 128 };
+enum { PC_EV_CHUNK = 256 };
 
 /* The terms of a pair, one row of the buffer each: a, b, |a|, |b| (finite pairs), (b - a)^2 of
  * a rest pair, the shifted distance and the unshifted one of each shift, and with slices
