@@ -493,8 +493,10 @@ static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, bool slice) {
   return (vals ? 1u : 0u) | (sq ? 2u : 0u);
 }
 
-/* A row of m terms, each >= 0 (the shifted distances, a^2), added to *s in order as its chain
- * adds them, from lanes where that is provably the same; false (nothing changed) where not.
+/* Terms t[j..) of a row (each >= 0: the shifted distances, a^2) added to *s from lanes, one
+ * step of PC_W terms at a time, as long as that is provably what the chain adds in order; returns
+ * where it stopped: at m, at a step it cannot take (that step and any after it are left to the
+ * chain), or at j where s is out of range (left unchanged then).
  * With s in [2^E, 2^(E+1)), the doubles there are the multiples of u = 2^(E - 52). A term
  * t < 2^(E-1) rounded to that grid is r = (t + C) - C, C = 1.5 * 2^E (t + C stays in C's binade,
  * whose spacing is u, and the subtraction is exact), and t - r is exact. If no t is a tie
@@ -502,30 +504,45 @@ static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, bool slice) {
  * multiple of u in [2^E, 2^(E+1)) (the terms are >= 0), each exact p + t lies in that binade,
  * and its rounding is p + r: the chain ends at s + (the sum of the r), which the lanes compute
  * exactly (multiples of u below 2^E; were the exact sum above, the rounded one would be too, and
- * the test fail). */
-static bool pc_ev_grid_sum(double *s, const double *t, size_t m) {
+ * the test fail: then the steps are chained instead, from j). */
+static size_t pc_ev_grid_run(double *s, const double *t, size_t j, size_t m) {
   uint64_t bits;
   memcpy(&bits, s, sizeof bits);
   int64_t field = (int64_t)(bits >> 52); /* s > 0: its exponent field; else out of range */
   if (field < 54 || field > 2045)        /* u/2 a normal double, 2^(E+1) finite */
-    return false;
+    return j;
   const vd c = (vd){0} + 1.5 * pc_ev_pow2(field), half = (vd){0} + pc_ev_pow2(field - 53);
   const vd top = (vd){0} + pc_ev_pow2(field - 1);
   const vl absmask = (vl){0} + INT64_MAX;
   vd acc = {0};
-  vl bad = {0};
-  for (size_t j = 0; j < m; j += PC_W) {
+  size_t k = j;
+  for (; k < m; k += PC_W) {
     vd x;
-    memcpy(&x, t + j, sizeof x);
+    memcpy(&x, t + k, sizeof x);
     vd r = (x + c) - c, d = (vd)((vl)(x - r) & absmask);
-    bad |= (d == half) | ~(x < top); /* a tie; too large, inf or NaN */
+    if (pc_ev_any((d == half) | ~(x < top))) /* a tie; too large, inf or NaN */
+      break;
     acc += r;
   }
   double sum = *s + pc_ev_hsum_d(acc);
-  if (pc_ev_any(bad) || !(sum < pc_ev_pow2(field + 1)))
-    return false;
+  if (!(sum < pc_ev_pow2(field + 1)))
+    return j;
   *s = sum;
-  return true;
+  return k;
+}
+
+/* A row of m terms (each >= 0) added to *s exactly as its chain adds them in order: runs of
+ * steps from lanes (pc_ev_grid_run), the steps it cannot take chained. After a few such steps
+ * the rest is chained, so that rows full of ties cost little more than their chain. */
+static void pc_ev_grid_sum(double *s, const double *t, size_t m) {
+  size_t j = 0;
+  for (int tries = 0; j < m && tries < 4; tries++) {
+    size_t k = pc_ev_grid_run(s, t, j, m);
+    size_t end = k + PC_W < m ? k + PC_W : m; /* the step it stopped at */
+    *s = pc_ev_chain_one(*s, t + k, end - k);
+    j = end;
+  }
+  *s = pc_ev_chain_one(*s, t + j, m - j);
 }
 
 /* A chunk's terms into the sums, each exactly as its chain in element order: the lane sums where
@@ -544,8 +561,8 @@ static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_
                         slice ? &e->slice_a2[r->group] : NULL};
   const int row[3] = {T_SF, T_SB, T_SLA2};
   for (int k = 0; k < 3; k++)
-    if (shifted[k] && !pc_ev_grid_sum(shifted[k], t[row[k]], m))
-      *shifted[k] = pc_ev_chain_one(*shifted[k], t[row[k]], m);
+    if (shifted[k])
+      pc_ev_grid_sum(shifted[k], t[row[k]], m);
   for (int k = 0; k < PC_EV_NTERMS; k++)
     c->lane[k] = (vd){0};
   c->gkey = (vu){0} + UINT32_MAX;
