@@ -43,8 +43,8 @@ enum { T_A, T_B, T_AA, T_AB, T_REST, T_SF, T_BF, T_SB, T_BB, T_SL, T_SLA2, PC_EV
 
 /* Counts and extremes of a run, in lanes. The signature's counts are int32 lanes (their masks
  * come from float32 compares), added into the state at each chunk's end so they cannot wrap.
- * For float32 and float16 values, a chunk's terms are also summed in lanes (lane[k] for the rows
- * that pc_ev_lane_sums can take), with what decides whether those sums are exact: gkey, the
+ * For float32 and float16 values, what decides whether a chunk's sums may be taken from lanes
+ * (pc_ev_lane_sums): gkey, the
  * least of (bits << 1) - 1 over the float32 patterns of a and b (its top byte is at most the
  * least biased exponent of a nonzero value; a zero gives 0xFFFFFFFF). Both restart at each
  * chunk. */
@@ -52,7 +52,6 @@ typedef struct pc_ev_vacc {
   vq pairs, zeros_a, rest, fwd, back;
   vi cand[3], hit[3];
   vd rest_max, min_a, max_a, min_b, max_b;
-  vd lane[PC_EV_NTERMS];
   vu gkey;
 } pc_ev_vacc;
 
@@ -242,14 +241,6 @@ static inline vd pc_ev_put(double (*t)[PC_EV_CHUNK], int k, size_t j, vd v, vl m
   return put;
 }
 
-/* The same, also summed into lane[k] where `lanes` (float32 and float16 values). */
-#define PC_EV_PUT(t, k, j, v, m)                                                                   \
-  do {                                                                                             \
-    vd put_ = pc_ev_put(t, k, j, v, m);                                                            \
-    if (lanes)                                                                                     \
-      c->lane[k] += put_;                                                                          \
-  } while (0)
-
 /* gkey of a step (pc_ev_vacc): fa and fb the float32 values. */
 static inline void pc_ev_grain(pc_ev_vacc *c, vf fa, vf fb) {
   vu ka = ((vu)fa << 1) - 1u, kb = ((vu)fb << 1) - 1u;
@@ -280,17 +271,17 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   vl rare = zeroed | zsmall | flip, rest = ok & ~rare;
   vl fwd = ok & pc_ev_finite(xp), back = ok & pc_ev_finite(xn);
   vd sf = y - xp, sb = y - xn;
-  PC_EV_PUT(t, T_A, j, x, ok);
-  PC_EV_PUT(t, T_B, j, y, ok);
-  PC_EV_PUT(t, T_AA, j, ax, ok);
-  PC_EV_PUT(t, T_AB, j, (vd)((vl)y & absmask), ok);
-  PC_EV_PUT(t, T_REST, j, d2, rest);
+  pc_ev_put(t, T_A, j, x, ok);
+  pc_ev_put(t, T_B, j, y, ok);
+  pc_ev_put(t, T_AA, j, ax, ok);
+  pc_ev_put(t, T_AB, j, (vd)((vl)y & absmask), ok);
+  pc_ev_put(t, T_REST, j, d2, rest);
   pc_ev_put(t, T_SF, j, sf * sf, fwd);
-  PC_EV_PUT(t, T_BF, j, d2, fwd);
+  pc_ev_put(t, T_BF, j, d2, fwd);
   pc_ev_put(t, T_SB, j, sb * sb, back);
-  PC_EV_PUT(t, T_BB, j, d2, back);
+  pc_ev_put(t, T_BB, j, d2, back);
   if (slice) {
-    PC_EV_PUT(t, T_SL, j, d2, ok);
+    pc_ev_put(t, T_SL, j, d2, ok);
     pc_ev_put(t, T_SLA2, j, x * x, ok);
   }
   if (lanes)
@@ -447,6 +438,25 @@ static inline double pc_ev_hsum_d(vd v) {
   return s;
 }
 
+/* The sums, in lanes, of the buffer's rows that pc_ev_lane_sums may take (in any order: they
+ * are used only where exact), one accumulator per row so that the additions overlap. */
+static inline __attribute__((always_inline)) void pc_ev_row_sums(double (*t)[PC_EV_CHUNK], size_t m,
+                                                                 bool slice, double *sum) {
+  static const int rows[] = {T_A, T_B, T_AA, T_AB, T_REST, T_BF, T_BB, T_SL};
+  enum { NR = sizeof rows / sizeof rows[0] };
+  int nr = slice ? NR : NR - 1;
+  vd acc[NR] = {{0}};
+  for (size_t j = 0; j < m; j += PC_W)
+    for (int k = 0; k < NR; k++) {
+      vd x;
+      memcpy(&x, &t[rows[k]][j], sizeof x);
+      if (k < nr)
+        acc[k] += x;
+    }
+  for (int k = 0; k < nr; k++)
+    sum[rows[k]] = pc_ev_hsum_d(acc[k]);
+}
+
 /* Float32 and float16 values (lanes): a chunk's sums of a, b, |a|, |b| (the values) and of the
  * (b - a)^2 rows (the squares) in one go, each group where pc_ev_exact shows every one of its
  * sums to be its chain's exact sum. Returns which groups it took (bit 0 the values, bit 1 the
@@ -455,7 +465,8 @@ static inline double pc_ev_hsum_d(vd v) {
  * multiple of 2^(e - 150), a subnormal one of 2^-149). So is b - a, and its rounded value too
  * (below 2^53 g it is exact, above its ulp is a multiple of g); likewise (b - a)^2, rounded or
  * not, is a multiple of g^2 (which stays a normal double: g >= 2^-150). */
-static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, bool slice) {
+static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, double (*t)[PC_EV_CHUNK],
+                                size_t m, bool slice) {
   pc_evidence *e = r->e;
   int g = slice ? r->group : 0;
   uint32_t key = UINT32_MAX;
@@ -465,7 +476,8 @@ static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, bool slice) {
   double grain = pc_ev_pow2(ex + 873), grain2 = pc_ev_pow2(2 * ex + 723); /* g, g^2 */
   double sum[PC_EV_NTERMS];
   for (int k = 0; k < PC_EV_NTERMS; k++)
-    sum[k] = pc_ev_hsum_d(c->lane[k]);
+    sum[k] = 0;
+  pc_ev_row_sums(t, m, slice, sum);
   bool vals = pc_ev_exact(e->sum_a, sum[T_AA], grain) && pc_ev_exact(e->sum_b, sum[T_AB], grain) &&
               pc_ev_exact(e->sum_abs_a, sum[T_AA], grain) &&
               pc_ev_exact(e->sum_abs_b, sum[T_AB], grain);
@@ -555,7 +567,7 @@ static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_
     return;
   }
   pc_evidence *e = r->e;
-  unsigned took = pc_ev_lane_sums(r, c, slice);
+  unsigned took = pc_ev_lane_sums(r, c, t, m, slice);
   pc_ev_chains_some(r, t, m, slice, !(took & 1u), !(took & 2u));
   double *shifted[3] = {&e->shift_sq[PC_SHIFT_FWD], &e->shift_sq[PC_SHIFT_BACK],
                         slice ? &e->slice_a2[r->group] : NULL};
@@ -563,8 +575,6 @@ static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_
   for (int k = 0; k < 3; k++)
     if (shifted[k])
       pc_ev_grid_sum(shifted[k], t[row[k]], m);
-  for (int k = 0; k < PC_EV_NTERMS; k++)
-    c->lane[k] = (vd){0};
   c->gkey = (vu){0} + UINT32_MAX;
 }
 
