@@ -32,8 +32,8 @@ typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
 typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
 typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
 
-/* Pairs whose terms are buffered before the scalar chains add them: 11 terms of 8 bytes stay
- * in the L1 cache. A multiple of every build's step. */
+/* Pairs whose terms are buffered before the sums take them (evidence_lanes.h): 11 terms of 8
+ * bytes, 22.5 KiB, stay in the L1 cache. A multiple of every build's step. */
 enum { PC_EV_CHUNK = 256 };
 
 /* The terms of a pair, one row of the buffer each: a, b, |a|, |b| (finite pairs), (b - a)^2 of
