@@ -444,15 +444,15 @@ static inline __attribute__((always_inline)) void pc_ev_row_sums(double (*t)[PC_
                                                                  bool slice, double *sum) {
   static const int rows[] = {T_A, T_B, T_AA, T_AB, T_REST, T_BF, T_BB, T_SL};
   enum { NR = sizeof rows / sizeof rows[0] };
-  int nr = slice ? NR : NR - 1;
+  int nr = slice ? NR : NR - 1; /* T_SL is written only with slices */
   vd acc[NR] = {{0}};
   for (size_t j = 0; j < m; j += PC_W)
-    for (int k = 0; k < NR; k++) {
-      vd x;
-      memcpy(&x, &t[rows[k]][j], sizeof x);
-      if (k < nr)
+    for (int k = 0; k < NR; k++)
+      if (k < nr) {
+        vd x;
+        memcpy(&x, &t[rows[k]][j], sizeof x);
         acc[k] += x;
-    }
+      }
   for (int k = 0; k < nr; k++)
     sum[rows[k]] = pc_ev_hsum_d(acc[k]);
 }
