@@ -414,11 +414,81 @@ static void test_signature_sample(void **state) {
   free(b);
 }
 
+/* --- the chunks' sums in lanes (evidence_lanes.c, pc_ev_lane_sums) ------------------------- */
+
+/* A float32 of magnitude in [2^e, 2^(e+1)) with a random mantissa. */
+static float near_pow2(int e, bool positive) {
+  float v = (float)ldexp(1 + unif(), e);
+  return positive || rnd() % 2 ? v : -v;
+}
+
+/* A block of ordinary float32 values (layout PC_EV_FLOAT) or float16 patterns (PC_EV_HALF),
+ * which the lane sums take, with in about every other run of 128 pairs four values of one
+ * magnitude 12 to 27 binades below the others, lower along the block: the grain that decides
+ * whether they may (finer than any before it, so that it is what decides), passing where the
+ * sums' magnitude (up to 2^15 of the values) reaches 2^53 of it, and more than one such
+ * value, so that a chain that rounds twice ends elsewhere than an exact sum. b is a random number
+ * of ULPs from a, mostly below 4, now and then up to 2^29. `positive`: every value above 0, so that
+ * the sums grow and cross binades. Zeros now and then. */
+static block make_ordinary(size_t n, pc_ev_layout layout, bool positive) {
+  block k = {n, malloc(8 * n + 8), malloc(8 * n + 8), malloc(8 * n + 8), malloc(8 * n + 8)};
+  int e = (int)(rnd() % 20) - 10, low = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i % 128 == 0)
+      low = rnd() % 2 ? 12 + (int)(16 * i / n) : -1;
+    bool edge = low >= 0 && i % 128 >= 60 && i % 128 < 64;
+    if (layout == PC_EV_FLOAT) {
+      float fa = near_pow2(edge ? e - low : e + (int)(rnd() % 2), positive);
+      uint32_t u, ulps = (uint32_t)(rnd() % (UINT64_C(1) << (rnd() % 4 ? 2 : rnd() % 30)));
+      memcpy(&u, &fa, 4);
+      u += rnd() % 4 ? 0 : ulps;
+      float fb;
+      memcpy(&fb, &u, 4);
+      fa = rnd() % 50 ? fa : 0;
+      memcpy(k.ra + 4 * i, &fa, 4);
+      memcpy(k.rb + 4 * i, &fb, 4);
+      k.a[i] = fa;
+      k.b[i] = fb;
+    } else {
+      int eh = edge ? 1 + low % 10 : 20 + (int)(rnd() % 2);
+      uint16_t ha = (uint16_t)(eh << 10 | (rnd() & 0x3FF));
+      if (!positive && rnd() % 2)
+        ha |= 0x8000u;
+      uint16_t hb = (uint16_t)(ha + (rnd() % 4 ? 0 : rnd() % (1u << (rnd() % 10))));
+      ha = rnd() % 50 ? ha : 0;
+      memcpy(k.ra + 2 * i, &ha, 2);
+      memcpy(k.rb + 2 * i, &hb, 2);
+      k.a[i] = pc_f16_float(ha);
+      k.b[i] = pc_f16_float(hb);
+    }
+  }
+  return k;
+}
+
+/* Where the lane sums are taken, every sum is still the oracle's chain in element order, bit for
+ * bit: ordinary blocks long enough for sums to grow past 2^53 of the values' grain, at the edge
+ * of the exactness rule, with and without slices and cuts. */
+static void test_lane_sums(void **state) {
+  (void)state;
+  for (int round = 0; round < 60; round++) {
+    size_t n = 20000 + rnd() % 5000;
+    pc_ev_layout layout = round % 3 == 2 ? PC_EV_HALF : PC_EV_FLOAT;
+    block k = make_ordinary(n, layout, round % 2);
+    pc_slicing plain = {PC_SIGNATURE_SAMPLE, 0, 0}, sliced = {0, n / 7 + 1, 7};
+    size_t cuts[3] = {n / 3, n / 2, n / 2 + rnd() % (n / 2)};
+    check_block(&k, layout, plain, false, NULL, 0);
+    check_block(&k, layout, sliced, false, NULL, 0);
+    check_block(&k, layout, plain, false, cuts, 3);
+    free_block(&k);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_against_oracle),
       cmocka_unit_test(test_builds_agree),
       cmocka_unit_test(test_signature_sample),
+      cmocka_unit_test(test_lane_sums),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

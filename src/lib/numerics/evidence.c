@@ -4,8 +4,9 @@
  * block into ranges of one slice group each, pads the block's ends for the vector code, and
  * merges blocks. */
 #include "evidence.h"
+#include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512 */
 #include "evidence_lanes.h"
-#include "kernel_f32.h" /* pc_f16_float, pc_f32_can_avx2, pc_f32_can_avx512 */
+#include "kernel_f32.h" /* pc_f16_float */
 
 #include <math.h>    /* fmax, isfinite, INFINITY, NAN */
 #include <pthread.h> /* pthread_once */

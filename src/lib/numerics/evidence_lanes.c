@@ -32,9 +32,9 @@ typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
 typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
 typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
 
-/* Pairs whose terms are buffered before the scalar chains add them: 11 terms of 8 bytes stay
- * in the L1 cache. A multiple of every build's step. */
-enum { PC_EV_CHUNK = 128 };
+/* Pairs whose terms are buffered before the sums take them (evidence_lanes.h): 11 terms of 8
+ * bytes, 22.5 KiB, stay in the L1 cache. A multiple of every build's step. */
+enum { PC_EV_CHUNK = 256 };
 
 /* The terms of a pair, one row of the buffer each: a, b, |a|, |b| (finite pairs), (b - a)^2 of
  * a rest pair, the shifted distance and the unshifted one of each shift, and with slices
@@ -42,11 +42,17 @@ enum { PC_EV_CHUNK = 128 };
 enum { T_A, T_B, T_AA, T_AB, T_REST, T_SF, T_BF, T_SB, T_BB, T_SL, T_SLA2, PC_EV_NTERMS };
 
 /* Counts and extremes of a run, in lanes. The signature's counts are int32 lanes (their masks
- * come from float32 compares), added into the state at each chunk's end so they cannot wrap. */
+ * come from float32 compares), added into the state at each chunk's end so they cannot wrap.
+ * For float32 and float16 values, what decides whether a chunk's sums may be taken from lanes
+ * (pc_ev_lane_sums): gkey, the
+ * least of (bits << 1) - 1 over the float32 patterns of a and b (its top byte is at most the
+ * least biased exponent of a nonzero value; a zero gives 0xFFFFFFFF). Both restart at each
+ * chunk. */
 typedef struct pc_ev_vacc {
   vq pairs, zeros_a, rest, fwd, back;
   vi cand[3], hit[3];
   vd rest_max, min_a, max_a, min_b, max_b;
+  vu gkey;
 } pc_ev_vacc;
 
 static inline vd pc_ev_widen(vf x) {
@@ -228,12 +234,20 @@ static inline void pc_ev_first_zero(bool *seen, double *zero, vd v, vl z) {
     }
 }
 
-/* Stores term row k of the step at column j: v where mask m, else +0. */
-#define PC_EV_PUT(t, k, j, v, m)                                                                   \
-  do {                                                                                             \
-    vd put_ = (vd)((vl)(v) & (m));                                                                 \
-    memcpy(&(t)[k][j], &put_, sizeof put_);                                                        \
-  } while (0)
+/* Stores term row k of the step at column j: v where mask m, else +0; returns what it stored. */
+static inline vd pc_ev_put(double (*t)[PC_EV_CHUNK], int k, size_t j, vd v, vl m) {
+  vd put = (vd)((vl)v & m);
+  memcpy(&t[k][j], &put, sizeof put);
+  return put;
+}
+
+/* gkey of a step (pc_ev_vacc): fa and fb the float32 values. */
+static inline void pc_ev_grain(pc_ev_vacc *c, vf fa, vf fb) {
+  vu ka = ((vu)fa << 1) - 1u, kb = ((vu)fb << 1) - 1u;
+  vu lt = (vu)(ka < kb), k = (lt & ka) | (~lt & kb);
+  lt = (vu)(k < c->gkey);
+  c->gkey = (lt & k) | (~lt & c->gkey);
+}
 
 /* One step: pairs i..i+PC_W-1, whose terms go to column j of the buffer. sig_left: how many
  * pairs from i on are in the signature's sample (used when `sig`). */
@@ -242,10 +256,11 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
            const unsigned char *a, const unsigned char *b, size_t i, double (*t)[PC_EV_CHUNK],
            size_t j, int64_t sig_left) {
   const vl absmask = (vl){0} + INT64_MAX, inf = (vl){0} + 0x7FF0000000000000;
+  const bool lanes = layout != PC_EV_DOUBLE;
   vd x, y, xp, xn;
   vf fa, fb;
-  pc_ev_load(layout, a, i, &x, sig ? &fa : NULL);
-  pc_ev_load(layout, b, i, &y, sig ? &fb : NULL);
+  pc_ev_load(layout, a, i, &x, sig || lanes ? &fa : NULL);
+  pc_ev_load(layout, b, i, &y, sig || lanes ? &fb : NULL);
   pc_ev_load(layout, a, i - 1, &xp, NULL);
   pc_ev_load(layout, a, i + 1, &xn, NULL);
   vl ok = pc_ev_finite(x) & pc_ev_finite(y);
@@ -256,19 +271,21 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   vl rare = zeroed | zsmall | flip, rest = ok & ~rare;
   vl fwd = ok & pc_ev_finite(xp), back = ok & pc_ev_finite(xn);
   vd sf = y - xp, sb = y - xn;
-  PC_EV_PUT(t, T_A, j, x, ok);
-  PC_EV_PUT(t, T_B, j, y, ok);
-  PC_EV_PUT(t, T_AA, j, ax, ok);
-  PC_EV_PUT(t, T_AB, j, (vl)y & absmask, ok);
-  PC_EV_PUT(t, T_REST, j, d2, rest);
-  PC_EV_PUT(t, T_SF, j, sf * sf, fwd);
-  PC_EV_PUT(t, T_BF, j, d2, fwd);
-  PC_EV_PUT(t, T_SB, j, sb * sb, back);
-  PC_EV_PUT(t, T_BB, j, d2, back);
+  pc_ev_put(t, T_A, j, x, ok);
+  pc_ev_put(t, T_B, j, y, ok);
+  pc_ev_put(t, T_AA, j, ax, ok);
+  pc_ev_put(t, T_AB, j, (vd)((vl)y & absmask), ok);
+  pc_ev_put(t, T_REST, j, d2, rest);
+  pc_ev_put(t, T_SF, j, sf * sf, fwd);
+  pc_ev_put(t, T_BF, j, d2, fwd);
+  pc_ev_put(t, T_SB, j, sb * sb, back);
+  pc_ev_put(t, T_BB, j, d2, back);
   if (slice) {
-    PC_EV_PUT(t, T_SL, j, d2, ok);
-    PC_EV_PUT(t, T_SLA2, j, x * x, ok);
+    pc_ev_put(t, T_SL, j, d2, ok);
+    pc_ev_put(t, T_SLA2, j, x * x, ok);
   }
+  if (lanes)
+    pc_ev_grain(c, fa, fb);
   vl za = ok & (x == 0), zbo = ok & zb;
   c->pairs -= (vq)ok; /* a mask lane is -1 */
   c->zeros_a -= (vq)za;
@@ -298,9 +315,13 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   }
 }
 
-/* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, interleaved. */
-static inline __attribute__((always_inline)) void
-pc_ev_chains(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice) {
+/* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, all interleaved.
+ * The values' rows (a, b, |a|, |b|) where `vals`, the (b - a)^2 rows where `sq`, the shifted
+ * distances and with slices a^2 where `shifted`: those that the lane sums did not take. */
+static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r,
+                                                                    double (*t)[PC_EV_CHUNK],
+                                                                    size_t m, bool slice, bool vals,
+                                                                    bool sq, bool shifted) {
   pc_evidence *e = r->e;
   int g = slice ? r->group : 0;
   double sa = e->sum_a, sb = e->sum_b, saa = e->sum_abs_a, sab = e->sum_abs_b, rs = e->rest_sq;
@@ -308,41 +329,260 @@ pc_ev_chains(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice) {
   double b0 = e->shift_sq[PC_SHIFT_BACK], b1 = e->shift_base_sq[PC_SHIFT_BACK];
   double l0 = e->slice_sq[g], l1 = e->slice_a2[g], l2 = e->slice_rest_sq[g];
   for (size_t j = 0; j < m; j++) {
-    sa += t[T_A][j];
-    sb += t[T_B][j];
-    saa += t[T_AA][j];
-    sab += t[T_AB][j];
-    rs += t[T_REST][j];
-    f0 += t[T_SF][j];
-    f1 += t[T_BF][j];
-    b0 += t[T_SB][j];
-    b1 += t[T_BB][j];
-    if (slice) {
-      l0 += t[T_SL][j];
+    if (vals) {
+      sa += t[T_A][j];
+      sb += t[T_B][j];
+      saa += t[T_AA][j];
+      sab += t[T_AB][j];
+    }
+    if (shifted) {
+      f0 += t[T_SF][j];
+      b0 += t[T_SB][j];
+    }
+    if (sq) {
+      rs += t[T_REST][j];
+      f1 += t[T_BF][j];
+      b1 += t[T_BB][j];
+    }
+    if (slice && shifted)
       l1 += t[T_SLA2][j];
+    if (slice && sq) {
+      l0 += t[T_SL][j];
       l2 += t[T_REST][j];
     }
   }
-  e->sum_a = sa;
-  e->sum_b = sb;
-  e->sum_abs_a = saa;
-  e->sum_abs_b = sab;
-  e->rest_sq = rs;
-  e->shift_sq[PC_SHIFT_FWD] = f0;
-  e->shift_base_sq[PC_SHIFT_FWD] = f1;
-  e->shift_sq[PC_SHIFT_BACK] = b0;
-  e->shift_base_sq[PC_SHIFT_BACK] = b1;
-  if (slice) {
-    e->slice_sq[g] = l0;
+  if (vals) {
+    e->sum_a = sa;
+    e->sum_b = sb;
+    e->sum_abs_a = saa;
+    e->sum_abs_b = sab;
+  }
+  if (shifted) {
+    e->shift_sq[PC_SHIFT_FWD] = f0;
+    e->shift_sq[PC_SHIFT_BACK] = b0;
+  }
+  if (sq) {
+    e->rest_sq = rs;
+    e->shift_base_sq[PC_SHIFT_FWD] = f1;
+    e->shift_base_sq[PC_SHIFT_BACK] = b1;
+  }
+  if (slice && shifted)
     e->slice_a2[g] = l1;
+  if (slice && sq) {
+    e->slice_sq[g] = l0;
     e->slice_rest_sq[g] = l2;
   }
+}
+
+/* The same for the values' and the squares' rows, with every flag a constant in each copy. */
+static inline __attribute__((always_inline)) void pc_ev_chains_some(pc_ev_run *r,
+                                                                    double (*t)[PC_EV_CHUNK],
+                                                                    size_t m, bool slice, bool vals,
+                                                                    bool sq) {
+  if (vals && sq)
+    pc_ev_chains_rows(r, t, m, slice, true, true, false);
+  else if (vals)
+    pc_ev_chains_rows(r, t, m, slice, true, false, false);
+  else if (sq)
+    pc_ev_chains_rows(r, t, m, slice, false, true, false);
+}
+
+/* One row's chain on its own: s + t[0] + t[1] + ..., in order. */
+static double pc_ev_chain_one(double s, const double *t, size_t m) {
+  for (size_t j = 0; j < m; j++)
+    s += t[j];
+  return s;
+}
+
+/* 2^k for the biased exponent field k + 1023 in 1..2046. */
+static inline double pc_ev_pow2(int64_t field) {
+  uint64_t u = (uint64_t)field << 52;
+  double p;
+  memcpy(&p, &u, sizeof p);
+  return p;
+}
+
+/* The largest power of two that divides the double s (its lowest set bit); INFINITY for 0
+ * (every grain divides it), and 0 (no grain will do) where s is not a normal number. */
+static inline double pc_ev_grain_of(double s) {
+  uint64_t u;
+  memcpy(&u, &s, sizeof u);
+  int64_t field = (int64_t)((u >> 52) & 0x7FF);
+  if (field == 0)
+    return s == 0 ? (double)INFINITY : 0;
+  if (field == 0x7FF)
+    return 0;
+  uint64_t mant = (u & ((UINT64_C(1) << 52) - 1)) | UINT64_C(1) << 52;
+  field += __builtin_ctzll(mant) - 52; /* the lowest set bit's exponent field */
+  return field >= 1 ? pc_ev_pow2(field) : 0;
+}
+
+/* Whether a chain s + t_0 + t_1 + ... (in order, each addition rounded) equals s + T, T the sum
+ * of the same terms in any other order, where every term is a multiple of the power of two
+ * `grain` and `mags` is the (lane-wise) sum of their magnitudes. With gamma the smaller of
+ * grain and pc_ev_grain_of(s), every partial sum of the chain, and of any other order, is a
+ * multiple of gamma no larger in magnitude than |s| + mags: below 2^53 gamma it is a double, so no
+ * addition rounds and both orders give the exact sum. The test is on the computed mags: a sum of
+ * nonnegative multiples of gamma is exact below 2^53 gamma, and once its exact value reaches
+ * that power of two its rounded value does too (rounding is monotone), so a computed mags (and
+ * |s| + mags) below the limit means an exact one below it. No NaN passes. */
+static inline bool pc_ev_exact(double s, double mags, double grain) {
+  double gs = pc_ev_grain_of(s), gamma = grain < gs ? grain : gs, lim = gamma * 0x1p53;
+  return mags < lim && fabs(s) + mags < lim;
+}
+
+static inline double pc_ev_hsum_d(vd v) {
+  double s = 0;
+  for (int l = 0; l < PC_W; l++)
+    s += v[l];
+  return s;
+}
+
+/* The sums, in lanes, of the buffer's rows that pc_ev_lane_sums may take (in any order: they
+ * are used only where exact), one accumulator per row so that the additions overlap. */
+static inline __attribute__((always_inline)) void pc_ev_row_sums(double (*t)[PC_EV_CHUNK], size_t m,
+                                                                 bool slice, double *sum) {
+  static const int rows[] = {T_A, T_B, T_AA, T_AB, T_REST, T_BF, T_BB, T_SL};
+  enum { NR = sizeof rows / sizeof rows[0] };
+  int nr = slice ? NR : NR - 1; /* T_SL is written only with slices */
+  vd acc[NR] = {{0}};
+  for (size_t j = 0; j < m; j += PC_W)
+    for (int k = 0; k < NR; k++)
+      if (k < nr) {
+        vd x;
+        memcpy(&x, &t[rows[k]][j], sizeof x);
+        acc[k] += x;
+      }
+  for (int k = 0; k < nr; k++)
+    sum[rows[k]] = pc_ev_hsum_d(acc[k]);
+}
+
+/* Float32 and float16 values (lanes): a chunk's sums of a, b, |a|, |b| (the values) and of the
+ * (b - a)^2 rows (the squares) in one go, each group where pc_ev_exact shows every one of its
+ * sums to be its chain's exact sum. Returns which groups it took (bit 0 the values, bit 1 the
+ * squares); a group not taken is left as it was. The grains: every value of a and b is a
+ * multiple of g = 2^(e - 150), e the top byte of gkey (a float32 of biased exponent e >= 1 is a
+ * multiple of 2^(e - 150), a subnormal one of 2^-149). So is b - a, and its rounded value too
+ * (below 2^53 g it is exact, above its ulp is a multiple of g); likewise (b - a)^2, rounded or
+ * not, is a multiple of g^2 (which stays a normal double: g >= 2^-150). */
+static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, double (*t)[PC_EV_CHUNK],
+                                size_t m, bool slice) {
+  pc_evidence *e = r->e;
+  int g = slice ? r->group : 0;
+  uint32_t key = UINT32_MAX;
+  for (int l = 0; l < PC_W; l++)
+    key = c->gkey[l] < key ? c->gkey[l] : key;
+  int64_t ex = key >> 24;
+  double grain = pc_ev_pow2(ex + 873), grain2 = pc_ev_pow2(2 * ex + 723); /* g, g^2 */
+  double sum[PC_EV_NTERMS];
+  for (int k = 0; k < PC_EV_NTERMS; k++)
+    sum[k] = 0;
+  pc_ev_row_sums(t, m, slice, sum);
+  bool vals = pc_ev_exact(e->sum_a, sum[T_AA], grain) && pc_ev_exact(e->sum_b, sum[T_AB], grain) &&
+              pc_ev_exact(e->sum_abs_a, sum[T_AA], grain) &&
+              pc_ev_exact(e->sum_abs_b, sum[T_AB], grain);
+  bool sq = pc_ev_exact(e->rest_sq, sum[T_REST], grain2) &&
+            pc_ev_exact(e->shift_base_sq[PC_SHIFT_FWD], sum[T_BF], grain2) &&
+            pc_ev_exact(e->shift_base_sq[PC_SHIFT_BACK], sum[T_BB], grain2);
+  if (slice)
+    sq = sq && pc_ev_exact(e->slice_sq[g], sum[T_SL], grain2) &&
+         pc_ev_exact(e->slice_rest_sq[g], sum[T_REST], grain2);
+  if (vals) {
+    e->sum_a += sum[T_A];
+    e->sum_b += sum[T_B];
+    e->sum_abs_a += sum[T_AA];
+    e->sum_abs_b += sum[T_AB];
+  }
+  if (sq) {
+    e->rest_sq += sum[T_REST];
+    e->shift_base_sq[PC_SHIFT_FWD] += sum[T_BF];
+    e->shift_base_sq[PC_SHIFT_BACK] += sum[T_BB];
+    if (slice) {
+      e->slice_sq[g] += sum[T_SL];
+      e->slice_rest_sq[g] += sum[T_REST];
+    }
+  }
+  return (vals ? 1u : 0u) | (sq ? 2u : 0u);
+}
+
+/* Terms t[j..) of a row (each >= 0: the shifted distances, a^2) added to *s from lanes, one
+ * step of PC_W terms at a time, as long as that is provably what the chain adds in order; returns
+ * where it stopped: at m, at a step it cannot take (that step and any after it are left to the
+ * chain), or at j where s is out of range (left unchanged then).
+ * With s in [2^E, 2^(E+1)), the doubles there are the multiples of u = 2^(E - 52). A term
+ * t < 2^(E-1) rounded to that grid is r = (t + C) - C, C = 1.5 * 2^E (t + C stays in C's binade,
+ * whose spacing is u, and the subtraction is exact), and t - r is exact. If no t is a tie
+ * (|t - r| = u/2) and s + (the sum of the r) < 2^(E+1), then every partial sum of the chain is a
+ * multiple of u in [2^E, 2^(E+1)) (the terms are >= 0), each exact p + t lies in that binade,
+ * and its rounding is p + r: the chain ends at s + (the sum of the r), which the lanes compute
+ * exactly (multiples of u below 2^E; were the exact sum above, the rounded one would be too, and
+ * the test fail: then the steps are chained instead, from j). */
+static size_t pc_ev_grid_run(double *s, const double *t, size_t j, size_t m) {
+  uint64_t bits;
+  memcpy(&bits, s, sizeof bits);
+  int64_t field = (int64_t)(bits >> 52); /* s > 0: its exponent field; else out of range */
+  if (field < 54 || field > 2045)        /* u/2 a normal double, 2^(E+1) finite */
+    return j;
+  const vd c = (vd){0} + 1.5 * pc_ev_pow2(field), half = (vd){0} + pc_ev_pow2(field - 53);
+  const vd top = (vd){0} + pc_ev_pow2(field - 1);
+  const vl absmask = (vl){0} + INT64_MAX;
+  vd acc = {0};
+  size_t k = j;
+  for (; k < m; k += PC_W) {
+    vd x;
+    memcpy(&x, t + k, sizeof x);
+    vd r = (x + c) - c, d = (vd)((vl)(x - r) & absmask);
+    if (pc_ev_any((d == half) | ~(x < top))) /* a tie; too large, inf or NaN */
+      break;
+    acc += r;
+  }
+  double sum = *s + pc_ev_hsum_d(acc);
+  if (!(sum < pc_ev_pow2(field + 1)))
+    return j;
+  *s = sum;
+  return k;
+}
+
+/* A row of m terms (each >= 0) added to *s exactly as its chain adds them in order: runs of
+ * steps from lanes (pc_ev_grid_run), the steps it cannot take chained. After a few such steps
+ * the rest is chained, so that rows full of ties cost little more than their chain. */
+static void pc_ev_grid_sum(double *s, const double *t, size_t m) {
+  size_t j = 0;
+  for (int tries = 0; j < m && tries < 4; tries++) {
+    size_t k = pc_ev_grid_run(s, t, j, m);
+    size_t end = k + PC_W < m ? k + PC_W : m; /* the step it stopped at */
+    *s = pc_ev_chain_one(*s, t + k, end - k);
+    j = end;
+  }
+  *s = pc_ev_chain_one(*s, t + j, m - j);
+}
+
+/* A chunk's terms into the sums, each exactly as its chain in element order: the lane sums where
+ * they are exact, chains for the rest. The lane sums restart. */
+static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_ev_vacc *c,
+                                                               double (*t)[PC_EV_CHUNK], size_t m,
+                                                               bool slice, bool lanes) {
+  if (!lanes) {
+    pc_ev_chains_rows(r, t, m, slice, true, true, true);
+    return;
+  }
+  pc_evidence *e = r->e;
+  unsigned took = pc_ev_lane_sums(r, c, t, m, slice);
+  pc_ev_chains_some(r, t, m, slice, !(took & 1u), !(took & 2u));
+  double *shifted[3] = {&e->shift_sq[PC_SHIFT_FWD], &e->shift_sq[PC_SHIFT_BACK],
+                        slice ? &e->slice_a2[r->group] : NULL};
+  const int row[3] = {T_SF, T_SB, T_SLA2};
+  for (int k = 0; k < 3; k++)
+    if (shifted[k])
+      pc_ev_grid_sum(shifted[k], t[row[k]], m);
+  c->gkey = (vu){0} + UINT32_MAX;
 }
 
 static void pc_ev_vacc_init(pc_ev_vacc *c) {
   memset(c, 0, sizeof *c);
   c->min_a = c->min_b = (vd){0} + (double)INFINITY;
   c->max_a = c->max_b = (vd){0} - (double)INFINITY;
+  c->gkey = (vu){0} + UINT32_MAX;
 }
 
 /* The signature's int32 lanes into the state's counts, and cleared. */
@@ -400,7 +640,7 @@ pc_ev_range(pc_ev_run *r, pc_ev_layout layout, bool slice, bool sig, const unsig
     for (size_t i = lo; i < hi; i += PC_W)
       pc_ev_step(r, &c, layout, slice, sig, a, b, i, t, i - lo,
                  (int64_t)sig_n - (int64_t)(i - from));
-    pc_ev_chains(r, t, hi - lo, slice);
+    pc_ev_chains(r, &c, t, hi - lo, slice, layout != PC_EV_DOUBLE);
     if (sig)
       pc_ev_flush_signature(r->e, &c);
   }

@@ -6,17 +6,32 @@
  *
  * How the sums stay those of the scalar loop (docs/performance.md, "Evidence in lanes"): every
  * double sum of pc_evidence is defined as a sum in row-major order (one chain of additions per
- * sum and block), and the judge tests thresholds on them, so a lane-wise or compensated sum would
- * move figures by a last bit. The vector code therefore only computes each pair's terms
- * (squares, masks for the zero, flip and rest classes, the shifted distances), branch-free, PC_W
- * pairs a step, into a small buffer; a scalar loop then adds a chunk's terms in element order,
- * one chain per sum, all chains interleaved (the additions are independent, so the loop runs at
- * the adder's throughput, not its latency). A term that is masked out is +0, and x + 0 = x for
- * every sum here (none is ever -0), so adding it is skipping it. Counts, maxima and the precision
- * signature are exact in any order and stay in vector lanes; minima and maxima of a and b treat
- * -0 and +0 alike, and the first zero met decides the sign where the extreme is 0, as the scalar
- * loop's strict comparisons do. The rare classes (zeroed, zeroed below float16's normal range,
- * flipped) are added one pair at a time, in order, in the steps that hold one. */
+ * sum and block), and the judge tests thresholds on them, so neither float32 lanes folded per
+ * block nor compensated sums would do: either moves some figures by a last bit. The vector code
+ * computes each pair's terms (squares, masks for the zero, flip and rest classes, the shifted
+ * distances), branch-free, PC_W pairs a step, into a buffer of a chunk (PC_EV_CHUNK pairs), and
+ * each sum takes a chunk's terms in one of three ways, all giving the in-order chain's double bit
+ * for bit:
+ *  - summed in double lanes in any order, where that sum is exact (float32 and float16 values:
+ *    Σa, Σb, Σ|a|, Σ|b| and the (b - a)^2 sums). Every value is a multiple of the chunk's grain
+ *    g, the unit in the last place of its smallest float32 exponent, and every (b - a)^2, rounded
+ *    or not, of g^2; with gamma the smaller of that grain and the lowest set bit of the running
+ *    sum, every partial sum in any order is a multiple of gamma of magnitude at most |s| + Σ|t|:
+ *    below 2^53 gamma none rounds, so the chain and the lanes both give the exact sum;
+ *  - on the running sum's grid (the shifted distances and the slices' a^2, whose terms carry
+ *    more bits than the sum keeps, so the chain rounds at every step): while the sum s stays in
+ *    its binade [2^E, 2^(E+1)), each rounded addition adds the term rounded to the multiples of
+ *    2^(E-52), which lanes compute ((t + 1.5 * 2^E) - 1.5 * 2^E) and sum exactly, unless a term
+ *    is a tie (the chain's rounding to even then depends on s) or half the binade or more; such
+ *    a step, and a chunk whose sum leaves the binade, is chained;
+ *  - else the chain itself: a scalar loop adds the chunk's terms in element order, one chain per
+ *    sum, the chains interleaved. Doubles (float64 values and the padded block ends) always.
+ * A term that is masked out is +0, and x + 0 = x for every sum here (none is ever -0), so adding
+ * it is skipping it. Counts, maxima and the precision signature are exact in any order and stay
+ * in vector lanes; minima and maxima of a and b treat -0 and +0 alike, and the first zero met
+ * decides the sign where the extreme is 0, as the scalar loop's strict comparisons do. The rare
+ * classes (zeroed, zeroed below float16's normal range, flipped) are added one pair at a time, in
+ * order, in the steps that hold one. */
 #ifndef PC_EVIDENCE_LANES_H
 #define PC_EVIDENCE_LANES_H
 

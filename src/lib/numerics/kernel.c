@@ -5,9 +5,6 @@
 #include "kernel_f32.h"
 #include "numerics.h"
 
-#ifdef PC_HAVE_AVX2
-#include <cpuid.h> /* __get_cpuid, bit_F16C */
-#endif
 #include <math.h>    /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
 #include <pthread.h> /* pthread_once */
 #include <stdlib.h>  /* calloc, free */
@@ -453,30 +450,6 @@ static void pc_f32_finish(const pc_kernel_args *k, const pc_f32_state *st) {
 
 typedef size_t (*pc_f32_run_fn)(pc_f32_state *, const unsigned char *, const unsigned char *,
                                 size_t, size_t);
-
-/* The AVX2 build needs F16C too (every AVX2 processor has it, but a hypervisor may hide it;
- * clang's __builtin_cpu_supports does not know it, hence CPUID leaf 1). __builtin_cpu_supports
- * also checks that the operating system saves the vector registers. */
-bool pc_f32_can_avx2(void) {
-#ifdef PC_HAVE_AVX2
-  unsigned eax, ebx, ecx = 0, edx;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) &&
-         (ecx & bit_F16C);
-#else
-  return false;
-#endif
-}
-
-bool pc_f32_can_avx512(void) {
-#ifdef PC_HAVE_AVX2
-  return pc_f32_can_avx2() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512bw");
-#else
-  return false;
-#endif
-}
 
 static pc_f32_run_fn pc_f32_widest;
 static pthread_once_t pc_f32_widest_once = PTHREAD_ONCE_INIT;

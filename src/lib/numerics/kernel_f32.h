@@ -7,6 +7,7 @@
 #ifndef PC_KERNEL_F32_H
 #define PC_KERNEL_F32_H
 
+#include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512: which build this processor runs */
 #include "kernel.h"
 #include "numerics.h"
 
@@ -69,11 +70,6 @@ size_t pc_f32_run_avx2(pc_f32_state *st, const unsigned char *a, const unsigned 
                        size_t from, size_t n);
 size_t pc_f32_run_avx512(pc_f32_state *st, const unsigned char *a, const unsigned char *b,
                          size_t from, size_t n);
-
-/** Whether this processor (and its operating system) can run pc_f32_run_avx2, and
- * pc_f32_run_avx512; false where the library was built without them. */
-bool pc_f32_can_avx2(void);
-bool pc_f32_can_avx512(void);
 
 /* Pair i of float32 bytes a and b (native order, any alignment): values and bit patterns. */
 static inline void pc_f32_load(const unsigned char *a, const unsigned char *b, size_t i, float *x,
