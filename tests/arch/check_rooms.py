@@ -7,9 +7,12 @@ fails on
   - a circle between files of one room (a strongly connected set of two or more files);
   - a C or Python source file (src/, include/, python/, tests/, bench/, scripts/) over
     MAX_LINES lines.
-Usage: check_rooms.py LIBPARITYCHECK.a. Static functions and inline definitions in headers
-are not symbols; check_layers.py keeps their includes in order."""
+Also, no circle between the CLI's files (their object files, in CLI_OBJECT_DIR when given) nor
+between the Python package's modules (python/paritycheck, by their relative imports).
+Usage: check_rooms.py LIBPARITYCHECK.a [CLI_OBJECT_DIR]. Static functions and inline
+definitions in headers are not symbols; check_layers.py keeps their includes in order."""
 import os
+import re
 import subprocess
 import sys
 
@@ -30,15 +33,17 @@ def sources_by_object():
     return out
 
 
-def symbol_tables(archive):
-    """(defined, used): symbol -> defining source; source -> the symbols it uses."""
-    text = subprocess.run(['nm', '-A', archive], check=True, capture_output=True,
+def symbol_tables(archive, where=None):
+    """(defined, used): symbol -> defining source; source -> the symbols it uses. `archive`: a
+    static library or a list of object files; `where`: object name -> source (src/lib's)."""
+    files = [archive] if isinstance(archive, str) else archive
+    text = subprocess.run(['nm', '-A'] + files, check=True, capture_output=True,
                           text=True).stdout
-    where = sources_by_object()
+    where = where if where is not None else sources_by_object()
     defined, used = {}, {}
     for line in text.splitlines():
         head, _, rest = line.rpartition(':')
-        member = head.rsplit(':', 1)[-1]
+        member = os.path.basename(head.rsplit(':', 1)[-1])
         fields = rest.split()
         if member not in where or len(fields) < 2:
             continue
@@ -50,8 +55,8 @@ def symbol_tables(archive):
     return defined, used
 
 
-def file_graph(archive):
-    defined, used = symbol_tables(archive)
+def file_graph(archive, where=None):
+    defined, used = symbol_tables(archive, where)
     graph = {}
     for src, syms in used.items():
         graph[src] = {defined[s] for s in syms if s in defined and defined[s] != src}
@@ -118,6 +123,36 @@ def room_circles(graph):
     return bad
 
 
+def cli_circles(object_dir):
+    """Circles between the CLI's files, from the object files CMake left in object_dir."""
+    cli = os.path.join(ROOT, 'src', 'cli')
+    objects = sorted(os.path.join(object_dir, n) for n in os.listdir(object_dir)
+                     if n.endswith('.c.o'))
+    where = {os.path.basename(o): os.path.join(cli, os.path.basename(o)[:-2]) for o in objects}
+    graph = file_graph(objects, where)
+    return ['cli: ' + ' <-> '.join(os.path.relpath(c, ROOT) for c in comp)
+            for comp in strong_components(graph) if len(comp) > 1]
+
+
+IMPORT = re.compile(r'^\s*from\s+\.(\w+)\s+import\b|^\s*from\s+\.\s+import\s+([\w, ]+)', re.M)
+
+
+def python_circles():
+    """Circles between the Python package's modules, by their relative imports."""
+    pkg = os.path.join(ROOT, 'python', 'paritycheck')
+    mods = {n[:-3] for n in os.listdir(pkg) if n.endswith('.py')}
+    graph = {}
+    for m in sorted(mods):
+        with open(os.path.join(pkg, m + '.py'), encoding='utf-8') as fh:
+            text = fh.read()
+        deps = set()
+        for one, many in IMPORT.findall(text):
+            names = [one] if one else [n.split(' as ')[0].strip() for n in many.split(',')]
+            deps |= {n for n in names if n in mods and n != m}
+        graph[m] = deps
+    return ['python: ' + ' <-> '.join(comp) for comp in strong_components(graph) if len(comp) > 1]
+
+
 def long_files():
     bad = []
     for tree in SOURCE_TREES:
@@ -134,7 +169,10 @@ def long_files():
 
 def main(argv):
     graph = file_graph(argv[1])
-    checks = [('upward call', upward_calls(graph)), ('circle', room_circles(graph)),
+    circles = room_circles(graph) + python_circles()
+    if len(argv) > 2:
+        circles += cli_circles(argv[2])
+    checks = [('upward call', upward_calls(graph)), ('circle', circles),
               ('over %d lines' % MAX_LINES, long_files())]
     for what, bad in checks:
         for line in bad:
