@@ -110,6 +110,40 @@ static inline vd pc_ev_select(vl m, vd x, vd y) {
   return (vd)(((vl)x & m) | ((vl)y & ~m));
 }
 
+/* x < y ? x : y and x > y ? x : y, for any x and y (NaN and zeros included): what the AVX
+ * instructions compute, one each, where the baseline build selects by a comparison. */
+static inline vd pc_ev_min(vd x, vd y) {
+#if PC_W == 8
+  return _mm512_min_pd(x, y);
+#elif defined(__AVX__)
+  return _mm256_min_pd(x, y);
+#else
+  return pc_ev_select(x < y, x, y);
+#endif
+}
+
+static inline vd pc_ev_max(vd x, vd y) {
+#if PC_W == 8
+  return _mm512_max_pd(x, y);
+#elif defined(__AVX__)
+  return _mm256_max_pd(x, y);
+#else
+  return pc_ev_select(x > y, x, y);
+#endif
+}
+
+/* The unsigned minimum of int32 lanes. */
+static inline vu pc_ev_minu(vu x, vu y) {
+#if PC_W == 8
+  return (vu)_mm256_min_epu32((__m256i)x, (__m256i)y);
+#elif defined(__AVX2__)
+  return (vu)_mm_min_epu32((__m128i)x, (__m128i)y);
+#else
+  vu lt = (vu)(x < y);
+  return (lt & x) | (~lt & y);
+#endif
+}
+
 #ifndef __F16C__
 /* The float32 values of PC_W float16 patterns, every pattern (kernel_f32.h, pc_f16_float): inf
  * stays inf and a NaN stays a NaN. */
@@ -244,9 +278,7 @@ static inline vd pc_ev_put(double (*t)[PC_EV_CHUNK], int k, size_t j, vd v, vl m
 /* gkey of a step (pc_ev_vacc): fa and fb the float32 values. */
 static inline void pc_ev_grain(pc_ev_vacc *c, vf fa, vf fb) {
   vu ka = ((vu)fa << 1) - 1u, kb = ((vu)fb << 1) - 1u;
-  vu lt = (vu)(ka < kb), k = (lt & ka) | (~lt & kb);
-  lt = (vu)(k < c->gkey);
-  c->gkey = (lt & k) | (~lt & c->gkey);
+  c->gkey = pc_ev_minu(pc_ev_minu(ka, kb), c->gkey);
 }
 
 /* One step: pairs i..i+PC_W-1, whose terms go to column j of the buffer. sig_left: how many
@@ -298,17 +330,16 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   }
   c->zeros_a -= (vq)za;
   c->rest -= (vq)rest;
-  c->rest_max = pc_ev_select(c->rest_max > (vd)((vl)d & absmask & rest), c->rest_max,
-                             (vd)((vl)d & absmask & rest));
+  c->rest_max = pc_ev_max(c->rest_max, (vd)((vl)d & absmask & rest));
   /* Extremes with -0 as +0 (x + 0); a pair that is not finite is +inf for the minima, -inf for
    * the maxima. */
   vd xz = pc_ev_select(ok, x + 0.0, (vd)inf), yz = pc_ev_select(ok, y + 0.0, (vd)inf);
-  c->min_a = pc_ev_select(xz < c->min_a, xz, c->min_a);
-  c->min_b = pc_ev_select(yz < c->min_b, yz, c->min_b);
+  c->min_a = pc_ev_min(xz, c->min_a);
+  c->min_b = pc_ev_min(yz, c->min_b);
   xz = pc_ev_select(ok, xz, -(vd)inf);
   yz = pc_ev_select(ok, yz, -(vd)inf);
-  c->max_a = pc_ev_select(xz > c->max_a, xz, c->max_a);
-  c->max_b = pc_ev_select(yz > c->max_b, yz, c->max_b);
+  c->max_a = pc_ev_max(xz, c->max_a);
+  c->max_b = pc_ev_max(yz, c->max_b);
   pc_ev_first_zero(&r->zero_a_seen, &r->zero_a, x, za);
   pc_ev_first_zero(&r->zero_b_seen, &r->zero_b, y, zbo);
   if (pc_ev_any(rare))
