@@ -2,35 +2,17 @@
  * one scalar loop), in GCC vector extensions so that one source serves every build. PC_EV_RUN
  * names the function (CMakeLists.txt, pc_f32_variant). */
 #include "evidence_lanes.h"
+#include "evidence_vec.h" /* vd, vf, ...: this build's vectors, and their primitives */
+#include "kernel_f32.h"   /* pc_f16_float */
 
 #include <float.h>  /* FLT_MIN */
 #include <math.h>   /* INFINITY */
 #include <stdint.h> /* int64_t, uint32_t, uint64_t */
 #include <string.h> /* memcpy */
 
-#ifdef __AVX__
-#include <immintrin.h> /* F16C conversions, movemasks */
-#endif
-
 #ifndef PC_EV_RUN
 #error "define PC_EV_RUN (pc_f32_run_base_evidence, ..._avx2_evidence or ..._avx512_evidence)"
 #endif
-
-/* Pairs a step: one 512-bit vector of doubles in the AVX-512 build, else 256 bits (two xmm in
- * the baseline build). */
-#ifdef __AVX512F__
-#define PC_W 8
-#else
-#define PC_W 4
-#endif
-
-typedef double vd __attribute__((vector_size(PC_W * 8)));
-typedef int64_t vl __attribute__((vector_size(PC_W * 8)));
-typedef uint64_t vq __attribute__((vector_size(PC_W * 8)));
-typedef float vf __attribute__((vector_size(PC_W * 4)));
-typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
-typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
-typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
 
 /* Pairs whose terms are buffered before the sums take them (evidence_lanes.h): 11 terms of 8
  * bytes, 22.5 KiB, stay in the L1 cache. A multiple of every build's step. */
@@ -54,169 +36,6 @@ typedef struct pc_ev_vacc {
   vd rest_max, min_a, max_a, min_b, max_b;
   vu gkey;
 } pc_ev_vacc;
-
-static inline vd pc_ev_widen(vf x) {
-#if PC_W == 8
-  return _mm512_cvtps_pd(x);
-#elif defined(__AVX2__)
-  return _mm256_cvtps_pd(x);
-#else
-  return __builtin_convertvector(x, vd);
-#endif
-}
-
-/* double to float32, nearest even: C's (float) conversion. */
-static inline vf pc_ev_narrow(vd x) {
-#if PC_W == 8
-  return _mm512_cvtpd_ps(x);
-#elif defined(__AVX2__)
-  return _mm256_cvtpd_ps(x);
-#else
-  return __builtin_convertvector(x, vf);
-#endif
-}
-
-/* Lanes -1 of a 64-bit mask as int32 lanes -1. */
-static inline vi pc_ev_mask32(vl m) {
-#if PC_W == 8
-  return (vi)_mm512_cvtepi64_epi32((__m512i)m);
-#elif defined(__AVX2__)
-  __m256i low = _mm256_permutevar8x32_epi32((__m256i)m, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
-  return (vi)_mm256_castsi256_si128(low);
-#else
-  return __builtin_convertvector(m, vi);
-#endif
-}
-
-static inline bool pc_ev_any(vl m) {
-#if PC_W == 8
-  return _mm512_movepi64_mask((__m512i)m) != 0;
-#elif defined(__AVX__)
-  return _mm256_movemask_pd((__m256d)m) != 0;
-#else
-  int64_t any = 0;
-  for (int l = 0; l < PC_W; l++)
-    any |= m[l];
-  return any != 0;
-#endif
-}
-
-static inline vl pc_ev_finite(vd x) {
-  const vl e = (vl){0} + 0x7FF0000000000000;
-  return ((vl)x & e) != e;
-}
-
-static inline vd pc_ev_select(vl m, vd x, vd y) {
-  return (vd)(((vl)x & m) | ((vl)y & ~m));
-}
-
-/* x < y ? x : y and x > y ? x : y, for any x and y (NaN and zeros included): what the AVX
- * instructions compute, one each, where the baseline build selects by a comparison. */
-static inline vd pc_ev_min(vd x, vd y) {
-#if PC_W == 8
-  return _mm512_min_pd(x, y);
-#elif defined(__AVX__)
-  return _mm256_min_pd(x, y);
-#else
-  return pc_ev_select(x < y, x, y);
-#endif
-}
-
-static inline vd pc_ev_max(vd x, vd y) {
-#if PC_W == 8
-  return _mm512_max_pd(x, y);
-#elif defined(__AVX__)
-  return _mm256_max_pd(x, y);
-#else
-  return pc_ev_select(x > y, x, y);
-#endif
-}
-
-/* The unsigned minimum of int32 lanes. */
-static inline vu pc_ev_minu(vu x, vu y) {
-#if PC_W == 8
-  return (vu)_mm256_min_epu32((__m256i)x, (__m256i)y);
-#elif defined(__AVX2__)
-  return (vu)_mm_min_epu32((__m128i)x, (__m128i)y);
-#else
-  vu lt = (vu)(x < y);
-  return (lt & x) | (~lt & y);
-#endif
-}
-
-#ifndef __F16C__
-/* The float32 values of PC_W float16 patterns, every pattern (kernel_f32.h, pc_f16_float): inf
- * stays inf and a NaN stays a NaN. */
-static inline vf pc_ev_half(vu h) {
-  vu mag = h & 0x7FFFu, o = mag << 13;
-  vu sub = (vu)(mag < 0x0400u), special = (vu)(mag >= 0x7C00u);
-  o += (112u << 23) + (sub & (1u << 23));
-  vu f = (vu)((vf)o - (vf)(sub & (113u << 23)));
-  f = (special & (0x7F800000u | o)) | (~special & f);
-  return (vf)(f | (h & 0x8000u) << 16);
-}
-
-/* x rounded to float16 (nearest even, beyond the largest finite to inf) and back: what
- * pc_dtype_round gives for float32 values. Normal results keep the top 10 mantissa bits; below
- * float16's normal range, adding 0.5 (whose ulp is 2^-24, float16's smallest step) rounds to
- * a multiple of 2^-24 exactly as float16 does, and subtracting it is exact. */
-static inline vf pc_ev_fp16(vf x) {
-  vu u = (vu)x, mag = u & 0x7FFFFFFFu;
-  vu big = (vu)(mag >= 0x477FF000u), normal = (vu)(mag >= 0x38800000u); /* 65520, 2^-14 */
-  vu rn = (mag + 0xFFFu + ((mag >> 13) & 1u)) & ~0x1FFFu;
-  vu rs = (vu)(((vf)mag + 0.5f) - 0.5f);
-  vu r = (normal & rn) | (~normal & rs);
-  r = (big & 0x7F800000u) | (~big & r);
-  return (vf)(r | (u & 0x80000000u));
-}
-#else
-static inline vf pc_ev_fp16(vf x) {
-#if PC_W == 8
-  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#else
-  return _mm_cvtph_ps(_mm_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#endif
-}
-#endif
-
-/* PC_W float16 patterns at p as float32. */
-static inline vf pc_ev_load_half(const unsigned char *p) {
-#if defined(__F16C__) && PC_W == 8
-  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-#elif defined(__F16C__)
-  return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
-#else
-  vh h;
-  memcpy(&h, p, sizeof h);
-  return pc_ev_half(__builtin_convertvector(h, vu));
-#endif
-}
-
-/* Values i..i+PC_W-1 of p as doubles, and as float32 into f unless NULL. */
-static inline __attribute__((always_inline)) void
-pc_ev_load(pc_ev_layout layout, const unsigned char *p, size_t i, vd *x, vf *f) {
-  if (layout == PC_EV_DOUBLE) {
-    memcpy(x, p + 8 * i, sizeof *x);
-    if (f)
-      *f = pc_ev_narrow(*x);
-    return;
-  }
-  vf v;
-  if (layout == PC_EV_FLOAT)
-    memcpy(&v, p + 4 * i, sizeof v);
-  else
-    v = pc_ev_load_half(p + 2 * i);
-  if (f)
-    *f = v;
-  *x = pc_ev_widen(v);
-}
-
-/* pc_round_bits of evidence.c's first version: float32 bits to nearest even, `drop` low bits
- * cleared (16: bfloat16, 13: tf32). */
-static inline vu pc_ev_round_bits(vu u, int drop) {
-  vu half = (vu){0} + ((1u << (drop - 1)) - 1), odd = (u >> drop) & 1u;
-  return (u + half + odd) & ~((1u << drop) - 1);
-}
 
 /* The precision signature of a step (`in`: the finite pairs of the sample, as int32 lanes). */
 static inline __attribute__((always_inline)) void pc_ev_signature(pc_ev_vacc *c, vf fa, vf fb,
@@ -288,15 +107,21 @@ static inline void pc_ev_grain(pc_ev_vacc *c, vf fa, vf fb) {
 static inline __attribute__((always_inline)) void
 pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool sig, bool fin,
            const unsigned char *a, const unsigned char *b, size_t i, double (*t)[PC_EV_CHUNK],
-           size_t j, int64_t sig_left) {
+           size_t j, int64_t sig_left, const vd *given, vf given_fa) {
   const vl absmask = (vl){0} + INT64_MAX, inf = (vl){0} + 0x7FF0000000000000;
   const bool lanes = layout != PC_EV_DOUBLE;
   vd x, y, xp, xn;
-  vf fa, fb;
-  pc_ev_load(layout, a, i, &x, sig || lanes ? &fa : NULL);
+  vf fa = given_fa, fb;
+  if (given) { /* a's values and neighbours, from pc_ev_steps */
+    x = given[0];
+    xp = given[1];
+    xn = given[2];
+  } else {
+    pc_ev_load(layout, a, i, &x, sig || lanes ? &fa : NULL);
+    pc_ev_load(layout, a, i - 1, &xp, NULL);
+    pc_ev_load(layout, a, i + 1, &xn, NULL);
+  }
   pc_ev_load(layout, b, i, &y, sig || lanes ? &fb : NULL);
-  pc_ev_load(layout, a, i - 1, &xp, NULL);
-  pc_ev_load(layout, a, i + 1, &xn, NULL);
   const vl all = (vl){0} - 1;
   vl ok = fin ? all : pc_ev_finite(x) & pc_ev_finite(y);
   vd d = y - x, d2 = d * d, ax = (vd)((vl)x & absmask);
@@ -718,14 +543,53 @@ static inline __attribute__((always_inline)) bool pc_ev_all_finite(pc_ev_layout 
   return !(any & 0x80000000u);
 }
 
-/* The steps of a chunk [lo, hi), with its terms from column 0 of the buffer. */
+/* Value j of a (float32 or float16) as a double, exactly as the vector loads give it. */
+static inline double pc_ev_scalar(pc_ev_layout layout, const unsigned char *a, size_t j) {
+  if (layout == PC_EV_HALF) {
+    uint16_t h;
+    memcpy(&h, a + 2 * j, sizeof h);
+    return pc_f16_float(h);
+  }
+  float f;
+  memcpy(&f, a + 4 * j, sizeof f);
+  return f;
+}
+
+/* The steps of a chunk [lo, hi), with its terms from column 0 of the buffer. In a chunk of
+ * float32 or float16 values that are all finite (`fin`), a's values are loaded once: a step's
+ * neighbours are its values shifted by a lane, with the last lane of the step before (for the
+ * first step, value lo - 1) or the first of the step after (for the last, value hi) moved in. */
 static inline __attribute__((always_inline)) void
 pc_ev_steps(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool sig, bool fin,
             const unsigned char *a, const unsigned char *b, size_t lo, size_t hi, size_t from,
             double (*t)[PC_EV_CHUNK], size_t sig_n) {
-  for (size_t i = lo; i < hi; i += PC_W)
-    pc_ev_step(r, c, layout, slice, sig, fin, a, b, i, t, i - lo,
-               (int64_t)sig_n - (int64_t)(i - from));
+  if (!fin) {
+    for (size_t i = lo; i < hi; i += PC_W)
+      pc_ev_step(r, c, layout, slice, sig, false, a, b, i, t, i - lo,
+                 (int64_t)sig_n - (int64_t)(i - from), NULL, (vf){0});
+    return;
+  }
+#if PC_W == 8
+  const vl before = {7, 8, 9, 10, 11, 12, 13, 14}, after = {1, 2, 3, 4, 5, 6, 7, 8};
+#else
+  const vl before = {3, 4, 5, 6}, after = {1, 2, 3, 4};
+#endif
+  vd x[3], prev = (vd){0} + pc_ev_scalar(layout, a, lo - 1), next;
+  vf fa, fnext = {0};
+  pc_ev_load(layout, a, lo, &x[0], &fa);
+  for (size_t i = lo; i < hi; i += PC_W) {
+    if (i + PC_W < hi)
+      pc_ev_load(layout, a, i + PC_W, &next, &fnext);
+    else
+      next = (vd){0} + pc_ev_scalar(layout, a, hi);
+    x[1] = __builtin_shuffle(prev, x[0], before);
+    x[2] = __builtin_shuffle(x[0], next, after);
+    pc_ev_step(r, c, layout, slice, sig, true, a, b, i, t, i - lo,
+               (int64_t)sig_n - (int64_t)(i - from), x, fa);
+    prev = x[0];
+    x[0] = next;
+    fa = fnext;
+  }
 }
 
 /* The run for one setting (each a copy of the loop, so that none is tested per pair). A chunk
