@@ -342,7 +342,10 @@ static void test_against_oracle(void **state) {
   }
 }
 
-/* Runs of every build on the same pairs reach the same state, bit for bit. */
+static block make_ordinary(size_t n, pc_ev_layout layout, bool positive);
+
+/* Runs of every build on the same pairs reach the same state, bit for bit: random blocks of each
+ * layout, and ordinary float32 and float16 ones, whose chunks are all finite (make_ordinary). */
 static void test_builds_agree(void **state) {
   (void)state;
   typedef size_t (*fn)(pc_ev_run *, pc_ev_layout, const unsigned char *, const unsigned char *,
@@ -354,10 +357,11 @@ static void test_builds_agree(void **state) {
   if (pc_f32_can_avx512())
     builds[2] = pc_f32_run_avx512_evidence;
 #endif
-  static const pc_ev_layout layouts[3] = {PC_EV_DOUBLE, PC_EV_FLOAT, PC_EV_HALF};
-  for (int l = 0; l < 3; l++) {
+  static const pc_ev_layout layouts[5] = {PC_EV_DOUBLE, PC_EV_FLOAT, PC_EV_HALF, PC_EV_FLOAT,
+                                          PC_EV_HALF};
+  for (int l = 0; l < 5; l++) {
     size_t n = 4099;
-    block k = make_block(n, layouts[l]);
+    block k = l < 3 ? make_block(n, layouts[l]) : make_ordinary(n, layouts[l], false);
     const unsigned char *a = layouts[l] == PC_EV_DOUBLE ? (const unsigned char *)k.a : k.ra;
     const unsigned char *b = layouts[l] == PC_EV_DOUBLE ? (const unsigned char *)k.b : k.rb;
     pc_evidence base_e;
@@ -369,8 +373,8 @@ static void test_builds_agree(void **state) {
         continue;
       pc_evidence e;
       ref_reset(&e);
-      pc_ev_run r = {&e,        l == 1 ? 3 : -1, INFINITY, -INFINITY, INFINITY,
-                     -INFINITY, false,           false,    0,         0};
+      pc_ev_run r = {&e,        l % 2 ? 3 : -1, INFINITY, -INFINITY, INFINITY,
+                     -INFINITY, false,          false,    0,         0};
       /* 4096 pairs from 1: a multiple of every build's step, the neighbours in the block. */
       assert_int_equal(builds[v](&r, layouts[l], a, b, 1, n - 2, 3000), 4097);
       if (v == 0) {
@@ -483,12 +487,65 @@ static void test_lane_sums(void **state) {
   }
 }
 
+/* Sets value i of side p (raw bytes r, doubles v) of a block of `layout` to the float32 or
+ * float16 pattern of the double x (an inf, a NaN, a zero or a value's negation: exact in both). */
+static void set_value(unsigned char *r, double *v, size_t i, pc_ev_layout layout, double x) {
+  if (layout == PC_EV_FLOAT) {
+    float f = (float)x;
+    memcpy(r + 4 * i, &f, 4);
+    v[i] = f;
+    return;
+  }
+  uint16_t h;
+  memcpy(&h, r + 2 * i, 2);
+  h = isnan(x)                ? 0x7E00u
+      : isinf(x)              ? (uint16_t)(x > 0 ? 0x7C00u : 0xFC00u)
+      : x == 0                ? 0
+      : x == -pc_f16_float(h) ? (uint16_t)(h ^ 0x8000u)
+                              : h;
+  memcpy(r + 2 * i, &h, 2);
+  v[i] = pc_f16_float(h);
+}
+
+/* Chunks whose pairs and neighbours are all finite take a path of their own (evidence_lanes.c,
+ * pc_ev_all_finite): ordinary blocks with zeroed and flipped pairs (the rare classes), one inf
+ * or NaN put just inside or just outside a chunk of the first run (pairs 1 to 256, 257 to 512,
+ * ...), on either side, and none, against the oracle, with the signature, slices and cuts. */
+static void test_finite_chunks(void **state) {
+  (void)state;
+  static const size_t at[] = {0, 1, 255, 256, 257, 258, 512, 513};
+  enum { NAT = sizeof at / sizeof at[0] };
+  for (int round = 0; round < 2 * (2 * NAT + 1); round++) {
+    pc_ev_layout layout = round % 2 ? PC_EV_HALF : PC_EV_FLOAT;
+    size_t n = 1500 + rnd() % 300;
+    block k = make_ordinary(n, layout, false);
+    for (size_t i = 0; i < n; i++) {
+      if (rnd() % 64 == 0)
+        set_value(k.rb, k.b, i, layout, 0); /* zeroed, where a is not 0 */
+      else if (rnd() % 64 == 0)
+        set_value(k.rb, k.b, i, layout, -k.a[i]); /* flipped */
+    }
+    int c = round / 2; /* 0: none; then at[] on a, then on b */
+    if (c > 0) {
+      bool on_a = c <= NAT;
+      size_t i = at[(c - 1) % NAT];
+      double x = rnd() % 2 ? NAN : -INFINITY;
+      set_value(on_a ? k.ra : k.rb, on_a ? k.a : k.b, i, layout, x);
+    }
+    pc_slicing plain = {0, 0, 0}, sliced = {0, n / 5 + 1, 5};
+    size_t cuts[3] = {n / 3, n / 2, n / 2 + rnd() % (n / 2)};
+    check_block(&k, layout, plain, false, NULL, 0);
+    check_block(&k, layout, sliced, false, NULL, 0);
+    check_block(&k, layout, plain, false, cuts, 3);
+    free_block(&k);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_against_oracle),
-      cmocka_unit_test(test_builds_agree),
-      cmocka_unit_test(test_signature_sample),
-      cmocka_unit_test(test_lane_sums),
+      cmocka_unit_test(test_against_oracle),   cmocka_unit_test(test_builds_agree),
+      cmocka_unit_test(test_signature_sample), cmocka_unit_test(test_lane_sums),
+      cmocka_unit_test(test_finite_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,35 +2,17 @@
  * one scalar loop), in GCC vector extensions so that one source serves every build. PC_EV_RUN
  * names the function (CMakeLists.txt, pc_f32_variant). */
 #include "evidence_lanes.h"
+#include "evidence_vec.h" /* vd, vf, ...: this build's vectors, and their primitives */
+#include "kernel_f32.h"   /* pc_f16_float */
 
 #include <float.h>  /* FLT_MIN */
 #include <math.h>   /* INFINITY */
 #include <stdint.h> /* int64_t, uint32_t, uint64_t */
 #include <string.h> /* memcpy */
 
-#ifdef __AVX__
-#include <immintrin.h> /* F16C conversions, movemasks */
-#endif
-
 #ifndef PC_EV_RUN
 #error "define PC_EV_RUN (pc_f32_run_base_evidence, ..._avx2_evidence or ..._avx512_evidence)"
 #endif
-
-/* Pairs a step: one 512-bit vector of doubles in the AVX-512 build, else 256 bits (two xmm in
- * the baseline build). */
-#ifdef __AVX512F__
-#define PC_W 8
-#else
-#define PC_W 4
-#endif
-
-typedef double vd __attribute__((vector_size(PC_W * 8)));
-typedef int64_t vl __attribute__((vector_size(PC_W * 8)));
-typedef uint64_t vq __attribute__((vector_size(PC_W * 8)));
-typedef float vf __attribute__((vector_size(PC_W * 4)));
-typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
-typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
-typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
 
 /* Pairs whose terms are buffered before the sums take them (evidence_lanes.h): 11 terms of 8
  * bytes, 22.5 KiB, stay in the L1 cache. A multiple of every build's step. */
@@ -54,135 +36,6 @@ typedef struct pc_ev_vacc {
   vd rest_max, min_a, max_a, min_b, max_b;
   vu gkey;
 } pc_ev_vacc;
-
-static inline vd pc_ev_widen(vf x) {
-#if PC_W == 8
-  return _mm512_cvtps_pd(x);
-#elif defined(__AVX2__)
-  return _mm256_cvtps_pd(x);
-#else
-  return __builtin_convertvector(x, vd);
-#endif
-}
-
-/* double to float32, nearest even: C's (float) conversion. */
-static inline vf pc_ev_narrow(vd x) {
-#if PC_W == 8
-  return _mm512_cvtpd_ps(x);
-#elif defined(__AVX2__)
-  return _mm256_cvtpd_ps(x);
-#else
-  return __builtin_convertvector(x, vf);
-#endif
-}
-
-/* Lanes -1 of a 64-bit mask as int32 lanes -1. */
-static inline vi pc_ev_mask32(vl m) {
-#if PC_W == 8
-  return (vi)_mm512_cvtepi64_epi32((__m512i)m);
-#elif defined(__AVX2__)
-  __m256i low = _mm256_permutevar8x32_epi32((__m256i)m, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
-  return (vi)_mm256_castsi256_si128(low);
-#else
-  return __builtin_convertvector(m, vi);
-#endif
-}
-
-static inline bool pc_ev_any(vl m) {
-#if PC_W == 8
-  return _mm512_movepi64_mask((__m512i)m) != 0;
-#elif defined(__AVX__)
-  return _mm256_movemask_pd((__m256d)m) != 0;
-#else
-  int64_t any = 0;
-  for (int l = 0; l < PC_W; l++)
-    any |= m[l];
-  return any != 0;
-#endif
-}
-
-static inline vl pc_ev_finite(vd x) {
-  const vl e = (vl){0} + 0x7FF0000000000000;
-  return ((vl)x & e) != e;
-}
-
-static inline vd pc_ev_select(vl m, vd x, vd y) {
-  return (vd)(((vl)x & m) | ((vl)y & ~m));
-}
-
-#ifndef __F16C__
-/* The float32 values of PC_W float16 patterns, every pattern (kernel_f32.h, pc_f16_float): inf
- * stays inf and a NaN stays a NaN. */
-static inline vf pc_ev_half(vu h) {
-  vu mag = h & 0x7FFFu, o = mag << 13;
-  vu sub = (vu)(mag < 0x0400u), special = (vu)(mag >= 0x7C00u);
-  o += (112u << 23) + (sub & (1u << 23));
-  vu f = (vu)((vf)o - (vf)(sub & (113u << 23)));
-  f = (special & (0x7F800000u | o)) | (~special & f);
-  return (vf)(f | (h & 0x8000u) << 16);
-}
-
-/* x rounded to float16 (nearest even, beyond the largest finite to inf) and back: what
- * pc_dtype_round gives for float32 values. Normal results keep the top 10 mantissa bits; below
- * float16's normal range, adding 0.5 (whose ulp is 2^-24, float16's smallest step) rounds to
- * a multiple of 2^-24 exactly as float16 does, and subtracting it is exact. */
-static inline vf pc_ev_fp16(vf x) {
-  vu u = (vu)x, mag = u & 0x7FFFFFFFu;
-  vu big = (vu)(mag >= 0x477FF000u), normal = (vu)(mag >= 0x38800000u); /* 65520, 2^-14 */
-  vu rn = (mag + 0xFFFu + ((mag >> 13) & 1u)) & ~0x1FFFu;
-  vu rs = (vu)(((vf)mag + 0.5f) - 0.5f);
-  vu r = (normal & rn) | (~normal & rs);
-  r = (big & 0x7F800000u) | (~big & r);
-  return (vf)(r | (u & 0x80000000u));
-}
-#else
-static inline vf pc_ev_fp16(vf x) {
-#if PC_W == 8
-  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#else
-  return _mm_cvtph_ps(_mm_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#endif
-}
-#endif
-
-/* PC_W float16 patterns at p as float32. */
-static inline vf pc_ev_load_half(const unsigned char *p) {
-#if defined(__F16C__) && PC_W == 8
-  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-#elif defined(__F16C__)
-  return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p));
-#else
-  vh h;
-  memcpy(&h, p, sizeof h);
-  return pc_ev_half(__builtin_convertvector(h, vu));
-#endif
-}
-
-/* Values i..i+PC_W-1 of p as doubles, and as float32 into f unless NULL. */
-static inline __attribute__((always_inline)) void
-pc_ev_load(pc_ev_layout layout, const unsigned char *p, size_t i, vd *x, vf *f) {
-  if (layout == PC_EV_DOUBLE) {
-    memcpy(x, p + 8 * i, sizeof *x);
-    if (f)
-      *f = pc_ev_narrow(*x);
-    return;
-  }
-  vf v;
-  if (layout == PC_EV_FLOAT)
-    memcpy(&v, p + 4 * i, sizeof v);
-  else
-    v = pc_ev_load_half(p + 2 * i);
-  if (f)
-    *f = v;
-  *x = pc_ev_widen(v);
-}
-
-/* pc_round_bits of evidence.c's first version: float32 bits to nearest even, `drop` low bits
- * cleared (16: bfloat16, 13: tf32). */
-static inline vu pc_ev_round_bits(vu u, int drop) {
-  vu half = (vu){0} + ((1u << (drop - 1)) - 1), odd = (u >> drop) & 1u;
-  return (u + half + odd) & ~((1u << drop) - 1);
-}
 
 /* The precision signature of a step (`in`: the finite pairs of the sample, as int32 lanes). */
 static inline __attribute__((always_inline)) void pc_ev_signature(pc_ev_vacc *c, vf fa, vf fb,
@@ -244,32 +97,39 @@ static inline vd pc_ev_put(double (*t)[PC_EV_CHUNK], int k, size_t j, vd v, vl m
 /* gkey of a step (pc_ev_vacc): fa and fb the float32 values. */
 static inline void pc_ev_grain(pc_ev_vacc *c, vf fa, vf fb) {
   vu ka = ((vu)fa << 1) - 1u, kb = ((vu)fb << 1) - 1u;
-  vu lt = (vu)(ka < kb), k = (lt & ka) | (~lt & kb);
-  lt = (vu)(k < c->gkey);
-  c->gkey = (lt & k) | (~lt & c->gkey);
+  c->gkey = pc_ev_minu(pc_ev_minu(ka, kb), c->gkey);
 }
 
 /* One step: pairs i..i+PC_W-1, whose terms go to column j of the buffer. sig_left: how many
- * pairs from i on are in the signature's sample (used when `sig`). */
+ * pairs from i on are in the signature's sample (used when `sig`). `fin`: the step's pairs and
+ * their neighbours are known to be finite (pc_ev_all_finite), so every mask of finiteness is all
+ * ones and drops out, and the caller counts the pairs and shifted pairs for the whole chunk. */
 static inline __attribute__((always_inline)) void
-pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool sig,
+pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool sig, bool fin,
            const unsigned char *a, const unsigned char *b, size_t i, double (*t)[PC_EV_CHUNK],
-           size_t j, int64_t sig_left) {
+           size_t j, int64_t sig_left, const vd *given, vf given_fa) {
   const vl absmask = (vl){0} + INT64_MAX, inf = (vl){0} + 0x7FF0000000000000;
   const bool lanes = layout != PC_EV_DOUBLE;
   vd x, y, xp, xn;
-  vf fa, fb;
-  pc_ev_load(layout, a, i, &x, sig || lanes ? &fa : NULL);
+  vf fa = given_fa, fb;
+  if (given) { /* a's values and neighbours, from pc_ev_steps */
+    x = given[0];
+    xp = given[1];
+    xn = given[2];
+  } else {
+    pc_ev_load(layout, a, i, &x, sig || lanes ? &fa : NULL);
+    pc_ev_load(layout, a, i - 1, &xp, NULL);
+    pc_ev_load(layout, a, i + 1, &xn, NULL);
+  }
   pc_ev_load(layout, b, i, &y, sig || lanes ? &fb : NULL);
-  pc_ev_load(layout, a, i - 1, &xp, NULL);
-  pc_ev_load(layout, a, i + 1, &xn, NULL);
-  vl ok = pc_ev_finite(x) & pc_ev_finite(y);
+  const vl all = (vl){0} - 1;
+  vl ok = fin ? all : pc_ev_finite(x) & pc_ev_finite(y);
   vd d = y - x, d2 = d * d, ax = (vd)((vl)x & absmask);
   vl zb = y == 0, big = ax >= PC_ZERO_EVIDENCE_MIN, small = ax >= FLT_MIN;
   vl zeroed = ok & zb & big, zsmall = ok & zb & ~big & small;
   vl flip = ok & (((x < 0) & (y > 0)) | ((x > 0) & (y < 0)));
   vl rare = zeroed | zsmall | flip, rest = ok & ~rare;
-  vl fwd = ok & pc_ev_finite(xp), back = ok & pc_ev_finite(xn);
+  vl fwd = fin ? all : ok & pc_ev_finite(xp), back = fin ? all : ok & pc_ev_finite(xn);
   vd sf = y - xp, sb = y - xn;
   pc_ev_put(t, T_A, j, x, ok);
   pc_ev_put(t, T_B, j, y, ok);
@@ -279,30 +139,32 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   pc_ev_put(t, T_SF, j, sf * sf, fwd);
   pc_ev_put(t, T_BF, j, d2, fwd);
   pc_ev_put(t, T_SB, j, sb * sb, back);
-  pc_ev_put(t, T_BB, j, d2, back);
-  if (slice) {
+  if (!fin) /* else row T_BF holds them (pc_ev_row) */
+    pc_ev_put(t, T_BB, j, d2, back);
+  if (slice && !fin)
     pc_ev_put(t, T_SL, j, d2, ok);
+  if (slice)
     pc_ev_put(t, T_SLA2, j, x * x, ok);
-  }
   if (lanes)
     pc_ev_grain(c, fa, fb);
   vl za = ok & (x == 0), zbo = ok & zb;
-  c->pairs -= (vq)ok; /* a mask lane is -1 */
+  if (!fin) {
+    c->pairs -= (vq)ok; /* a mask lane is -1 */
+    c->fwd -= (vq)fwd;
+    c->back -= (vq)back;
+  }
   c->zeros_a -= (vq)za;
   c->rest -= (vq)rest;
-  c->fwd -= (vq)fwd;
-  c->back -= (vq)back;
-  c->rest_max = pc_ev_select(c->rest_max > (vd)((vl)d & absmask & rest), c->rest_max,
-                             (vd)((vl)d & absmask & rest));
+  c->rest_max = pc_ev_max(c->rest_max, (vd)((vl)d & absmask & rest));
   /* Extremes with -0 as +0 (x + 0); a pair that is not finite is +inf for the minima, -inf for
    * the maxima. */
   vd xz = pc_ev_select(ok, x + 0.0, (vd)inf), yz = pc_ev_select(ok, y + 0.0, (vd)inf);
-  c->min_a = pc_ev_select(xz < c->min_a, xz, c->min_a);
-  c->min_b = pc_ev_select(yz < c->min_b, yz, c->min_b);
+  c->min_a = pc_ev_min(xz, c->min_a);
+  c->min_b = pc_ev_min(yz, c->min_b);
   xz = pc_ev_select(ok, xz, -(vd)inf);
   yz = pc_ev_select(ok, yz, -(vd)inf);
-  c->max_a = pc_ev_select(xz > c->max_a, xz, c->max_a);
-  c->max_b = pc_ev_select(yz > c->max_b, yz, c->max_b);
+  c->max_a = pc_ev_max(xz, c->max_a);
+  c->max_b = pc_ev_max(yz, c->max_b);
   pc_ev_first_zero(&r->zero_a_seen, &r->zero_a, x, za);
   pc_ev_first_zero(&r->zero_b_seen, &r->zero_b, y, zbo);
   if (pc_ev_any(rare))
@@ -315,14 +177,20 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   }
 }
 
+/* Where row k's terms are: in a chunk whose pairs are all finite (`fin`), the unmasked
+ * (b - a)^2 of rows T_BB and T_SL are those of row T_BF, which alone is written. */
+static inline int pc_ev_row(int k, bool fin) {
+  return fin && (k == T_BB || k == T_SL) ? T_BF : k;
+}
+
 /* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, all interleaved.
  * The values' rows (a, b, |a|, |b|) where `vals`, the (b - a)^2 rows where `sq`, the shifted
  * distances and with slices a^2 where `shifted`: those that the lane sums did not take. */
-static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r,
-                                                                    double (*t)[PC_EV_CHUNK],
-                                                                    size_t m, bool slice, bool vals,
-                                                                    bool sq, bool shifted) {
+static inline __attribute__((always_inline)) void
+pc_ev_chains_rows(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice, bool fin, bool vals,
+                  bool sq, bool shifted) {
   pc_evidence *e = r->e;
+  const double *tbb = t[pc_ev_row(T_BB, fin)], *tsl = t[pc_ev_row(T_SL, fin)];
   int g = slice ? r->group : 0;
   double sa = e->sum_a, sb = e->sum_b, saa = e->sum_abs_a, sab = e->sum_abs_b, rs = e->rest_sq;
   double f0 = e->shift_sq[PC_SHIFT_FWD], f1 = e->shift_base_sq[PC_SHIFT_FWD];
@@ -342,12 +210,12 @@ static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r
     if (sq) {
       rs += t[T_REST][j];
       f1 += t[T_BF][j];
-      b1 += t[T_BB][j];
+      b1 += tbb[j];
     }
     if (slice && shifted)
       l1 += t[T_SLA2][j];
     if (slice && sq) {
-      l0 += t[T_SL][j];
+      l0 += tsl[j];
       l2 += t[T_REST][j];
     }
   }
@@ -377,14 +245,14 @@ static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r
 /* The same for the values' and the squares' rows, with every flag a constant in each copy. */
 static inline __attribute__((always_inline)) void pc_ev_chains_some(pc_ev_run *r,
                                                                     double (*t)[PC_EV_CHUNK],
-                                                                    size_t m, bool slice, bool vals,
-                                                                    bool sq) {
+                                                                    size_t m, bool slice, bool fin,
+                                                                    bool vals, bool sq) {
   if (vals && sq)
-    pc_ev_chains_rows(r, t, m, slice, true, true, false);
+    pc_ev_chains_rows(r, t, m, slice, fin, true, true, false);
   else if (vals)
-    pc_ev_chains_rows(r, t, m, slice, true, false, false);
+    pc_ev_chains_rows(r, t, m, slice, fin, true, false, false);
   else if (sq)
-    pc_ev_chains_rows(r, t, m, slice, false, true, false);
+    pc_ev_chains_rows(r, t, m, slice, fin, false, true, false);
 }
 
 /* One row's chain on its own: s + t[0] + t[1] + ..., in order. */
@@ -440,11 +308,12 @@ static inline double pc_ev_hsum_d(vd v) {
 
 /* The sums, in lanes, of the buffer's rows that pc_ev_lane_sums may take (in any order: they
  * are used only where exact), one accumulator per row so that the additions overlap. */
-static inline __attribute__((always_inline)) void pc_ev_row_sums(double (*t)[PC_EV_CHUNK], size_t m,
-                                                                 bool slice, double *sum) {
+static inline __attribute__((always_inline)) void
+pc_ev_row_sums(double (*t)[PC_EV_CHUNK], size_t m, bool slice, bool fin, double *sum) {
   static const int rows[] = {T_A, T_B, T_AA, T_AB, T_REST, T_BF, T_BB, T_SL};
   enum { NR = sizeof rows / sizeof rows[0] };
-  int nr = slice ? NR : NR - 1; /* T_SL is written only with slices */
+  /* T_SL is written only with slices, and neither it nor T_BB where `fin` (pc_ev_row) */
+  int nr = fin ? NR - 2 : slice ? NR : NR - 1;
   vd acc[NR] = {{0}};
   for (size_t j = 0; j < m; j += PC_W)
     for (int k = 0; k < NR; k++)
@@ -455,6 +324,8 @@ static inline __attribute__((always_inline)) void pc_ev_row_sums(double (*t)[PC_
       }
   for (int k = 0; k < nr; k++)
     sum[rows[k]] = pc_ev_hsum_d(acc[k]);
+  if (fin)
+    sum[T_BB] = sum[T_SL] = sum[T_BF];
 }
 
 /* Float32 and float16 values (lanes): a chunk's sums of a, b, |a|, |b| (the values) and of the
@@ -465,8 +336,9 @@ static inline __attribute__((always_inline)) void pc_ev_row_sums(double (*t)[PC_
  * multiple of 2^(e - 150), a subnormal one of 2^-149). So is b - a, and its rounded value too
  * (below 2^53 g it is exact, above its ulp is a multiple of g); likewise (b - a)^2, rounded or
  * not, is a multiple of g^2 (which stays a normal double: g >= 2^-150). */
-static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, double (*t)[PC_EV_CHUNK],
-                                size_t m, bool slice) {
+static inline __attribute__((always_inline)) unsigned
+pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, double (*t)[PC_EV_CHUNK], size_t m, bool slice,
+                bool fin) {
   pc_evidence *e = r->e;
   int g = slice ? r->group : 0;
   uint32_t key = UINT32_MAX;
@@ -477,7 +349,7 @@ static unsigned pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, double (*t)[P
   double sum[PC_EV_NTERMS];
   for (int k = 0; k < PC_EV_NTERMS; k++)
     sum[k] = 0;
-  pc_ev_row_sums(t, m, slice, sum);
+  pc_ev_row_sums(t, m, slice, fin, sum);
   bool vals = pc_ev_exact(e->sum_a, sum[T_AA], grain) && pc_ev_exact(e->sum_b, sum[T_AB], grain) &&
               pc_ev_exact(e->sum_abs_a, sum[T_AA], grain) &&
               pc_ev_exact(e->sum_abs_b, sum[T_AB], grain);
@@ -561,14 +433,14 @@ static void pc_ev_grid_sum(double *s, const double *t, size_t m) {
  * they are exact, chains for the rest. The lane sums restart. */
 static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_ev_vacc *c,
                                                                double (*t)[PC_EV_CHUNK], size_t m,
-                                                               bool slice, bool lanes) {
+                                                               bool slice, bool lanes, bool fin) {
   if (!lanes) {
-    pc_ev_chains_rows(r, t, m, slice, true, true, true);
+    pc_ev_chains_rows(r, t, m, slice, fin, true, true, true);
     return;
   }
   pc_evidence *e = r->e;
-  unsigned took = pc_ev_lane_sums(r, c, t, m, slice);
-  pc_ev_chains_some(r, t, m, slice, !(took & 1u), !(took & 2u));
+  unsigned took = pc_ev_lane_sums(r, c, t, m, slice, fin);
+  pc_ev_chains_some(r, t, m, slice, fin, !(took & 1u), !(took & 2u));
   double *shifted[3] = {&e->shift_sq[PC_SHIFT_FWD], &e->shift_sq[PC_SHIFT_BACK],
                         slice ? &e->slice_a2[r->group] : NULL};
   const int row[3] = {T_SF, T_SB, T_SLA2};
@@ -628,7 +500,101 @@ static void pc_ev_finish(pc_ev_run *r, const pc_ev_vacc *c) {
   }
 }
 
-/* The run for one setting (each a copy of the loop, so that none is tested per pair). */
+/* Whether values lo-1..hi of a and lo..hi-1 of b (float32 or float16; hi - lo a multiple of
+ * PC_W) are all finite: then so are the pairs of the steps from lo to hi and both their
+ * neighbours. A value is finite where its exponent bits are not all ones, that is where adding
+ * one to its exponent field alone does not carry into the sign bit; an inf or NaN keeps them
+ * when widened, so this is the steps' test of the doubles. */
+static inline __attribute__((always_inline)) bool pc_ev_all_finite(pc_ev_layout layout,
+                                                                   const unsigned char *a,
+                                                                   const unsigned char *b,
+                                                                   size_t lo, size_t hi) {
+  if (layout == PC_EV_HALF) {
+    const uint16_t e = 0x7C00u, one = 0x0400u;
+    uint16_t end[2];
+    memcpy(&end[0], a + 2 * (lo - 1), 2);
+    memcpy(&end[1], a + 2 * hi, 2);
+    vh carry = {0};
+    for (size_t i = lo; i < hi; i += PC_W) {
+      vh x, y;
+      memcpy(&x, a + 2 * i, sizeof x);
+      memcpy(&y, b + 2 * i, sizeof y);
+      carry |= ((x & e) + one) | ((y & e) + one);
+    }
+    unsigned any = ((end[0] & e) + one) | ((end[1] & e) + one);
+    for (int l = 0; l < PC_W; l++)
+      any |= carry[l];
+    return !(any & 0x8000u);
+  }
+  const uint32_t e = 0x7F800000u, one = 0x00800000u;
+  uint32_t end[2];
+  memcpy(&end[0], a + 4 * (lo - 1), 4);
+  memcpy(&end[1], a + 4 * hi, 4);
+  vu carry = {0};
+  for (size_t i = lo; i < hi; i += PC_W) {
+    vu x, y;
+    memcpy(&x, a + 4 * i, sizeof x);
+    memcpy(&y, b + 4 * i, sizeof y);
+    carry |= ((x & e) + one) | ((y & e) + one);
+  }
+  uint32_t any = ((end[0] & e) + one) | ((end[1] & e) + one);
+  for (int l = 0; l < PC_W; l++)
+    any |= carry[l];
+  return !(any & 0x80000000u);
+}
+
+/* Value j of a (float32 or float16) as a double, exactly as the vector loads give it. */
+static inline double pc_ev_scalar(pc_ev_layout layout, const unsigned char *a, size_t j) {
+  if (layout == PC_EV_HALF) {
+    uint16_t h;
+    memcpy(&h, a + 2 * j, sizeof h);
+    return pc_f16_float(h);
+  }
+  float f;
+  memcpy(&f, a + 4 * j, sizeof f);
+  return f;
+}
+
+/* The steps of a chunk [lo, hi), with its terms from column 0 of the buffer. In a chunk of
+ * float32 or float16 values that are all finite (`fin`), a's values are loaded once: a step's
+ * neighbours are its values shifted by a lane, with the last lane of the step before (for the
+ * first step, value lo - 1) or the first of the step after (for the last, value hi) moved in. */
+static inline __attribute__((always_inline)) void
+pc_ev_steps(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool sig, bool fin,
+            const unsigned char *a, const unsigned char *b, size_t lo, size_t hi, size_t from,
+            double (*t)[PC_EV_CHUNK], size_t sig_n) {
+  if (!fin) {
+    for (size_t i = lo; i < hi; i += PC_W)
+      pc_ev_step(r, c, layout, slice, sig, false, a, b, i, t, i - lo,
+                 (int64_t)sig_n - (int64_t)(i - from), NULL, (vf){0});
+    return;
+  }
+#if PC_W == 8
+  const vl before = {7, 8, 9, 10, 11, 12, 13, 14}, after = {1, 2, 3, 4, 5, 6, 7, 8};
+#else
+  const vl before = {3, 4, 5, 6}, after = {1, 2, 3, 4};
+#endif
+  vd x[3], prev = (vd){0} + pc_ev_scalar(layout, a, lo - 1), next;
+  vf fa, fnext = {0};
+  pc_ev_load(layout, a, lo, &x[0], &fa);
+  for (size_t i = lo; i < hi; i += PC_W) {
+    if (i + PC_W < hi)
+      pc_ev_load(layout, a, i + PC_W, &next, &fnext);
+    else
+      next = (vd){0} + pc_ev_scalar(layout, a, hi);
+    x[1] = __builtin_shuffle(prev, x[0], before);
+    x[2] = __builtin_shuffle(x[0], next, after);
+    pc_ev_step(r, c, layout, slice, sig, true, a, b, i, t, i - lo,
+               (int64_t)sig_n - (int64_t)(i - from), x, fa);
+    prev = x[0];
+    x[0] = next;
+    fa = fnext;
+  }
+}
+
+/* The run for one setting (each a copy of the loop, so that none is tested per pair). A chunk
+ * of float32 or float16 values whose pairs and neighbours are all finite (the common case) runs
+ * the steps without their finiteness masks, its pairs counted at once. */
 static inline __attribute__((always_inline)) void
 pc_ev_range(pc_ev_run *r, pc_ev_layout layout, bool slice, bool sig, const unsigned char *a,
             const unsigned char *b, size_t from, size_t end, size_t sig_n) {
@@ -637,10 +603,17 @@ pc_ev_range(pc_ev_run *r, pc_ev_layout layout, bool slice, bool sig, const unsig
   pc_ev_vacc_init(&c);
   for (size_t lo = from; lo < end; lo += PC_EV_CHUNK) {
     size_t hi = end - lo < PC_EV_CHUNK ? end : lo + PC_EV_CHUNK;
-    for (size_t i = lo; i < hi; i += PC_W)
-      pc_ev_step(r, &c, layout, slice, sig, a, b, i, t, i - lo,
-                 (int64_t)sig_n - (int64_t)(i - from));
-    pc_ev_chains(r, &c, t, hi - lo, slice, layout != PC_EV_DOUBLE);
+    if (layout != PC_EV_DOUBLE && pc_ev_all_finite(layout, a, b, lo, hi)) {
+      pc_ev_steps(r, &c, layout, slice, sig, true, a, b, lo, hi, from, t, sig_n);
+      vq steps = (vq){0} + (hi - lo) / PC_W; /* each lane counts one pair a step */
+      c.pairs += steps;
+      c.fwd += steps;
+      c.back += steps;
+      pc_ev_chains(r, &c, t, hi - lo, slice, true, true);
+    } else {
+      pc_ev_steps(r, &c, layout, slice, sig, false, a, b, lo, hi, from, t, sig_n);
+      pc_ev_chains(r, &c, t, hi - lo, slice, layout != PC_EV_DOUBLE, false);
+    }
     if (sig)
       pc_ev_flush_signature(r->e, &c);
   }

@@ -31,7 +31,10 @@
  * in vector lanes; minima and maxima of a and b treat -0 and +0 alike, and the first zero met
  * decides the sign where the extreme is 0, as the scalar loop's strict comparisons do. The rare
  * classes (zeroed, zeroed below float16's normal range, flipped) are added one pair at a time, in
- * order, in the steps that hold one. */
+ * order, in the steps that hold one. A chunk of float32 or float16 values whose pairs and both
+ * neighbours are all finite (almost every chunk of real data: one integer test of the stored bits
+ * a chunk) runs steps without the finiteness masks, whose lanes would all be ones: the same terms,
+ * its pairs counted at once, and one row for the (b - a)^2 that two or three hold otherwise. */
 #ifndef PC_EVIDENCE_LANES_H
 #define PC_EVIDENCE_LANES_H
 
