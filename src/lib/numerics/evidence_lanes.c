@@ -155,16 +155,16 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   }
   c->zeros_a -= (vq)za;
   c->rest -= (vq)rest;
-  c->rest_max = pc_ev_max(c->rest_max, (vd)((vl)d & absmask & rest));
+  c->rest_max = pc_vmax(c->rest_max, (vd)((vl)d & absmask & rest));
   /* Extremes with -0 as +0 (x + 0); a pair that is not finite is +inf for the minima, -inf for
    * the maxima. */
   vd xz = pc_ev_select(ok, x + 0.0, (vd)inf), yz = pc_ev_select(ok, y + 0.0, (vd)inf);
-  c->min_a = pc_ev_min(xz, c->min_a);
-  c->min_b = pc_ev_min(yz, c->min_b);
+  c->min_a = pc_vmin(xz, c->min_a);
+  c->min_b = pc_vmin(yz, c->min_b);
   xz = pc_ev_select(ok, xz, -(vd)inf);
   yz = pc_ev_select(ok, yz, -(vd)inf);
-  c->max_a = pc_ev_max(xz, c->max_a);
-  c->max_b = pc_ev_max(yz, c->max_b);
+  c->max_a = pc_vmax(xz, c->max_a);
+  c->max_b = pc_vmax(yz, c->max_b);
   pc_ev_first_zero(&r->zero_a_seen, &r->zero_a, x, za);
   pc_ev_first_zero(&r->zero_b_seen, &r->zero_b, y, zbo);
   if (pc_ev_any(rare))

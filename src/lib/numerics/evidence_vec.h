@@ -5,6 +5,7 @@
 #define PC_EVIDENCE_VEC_H
 
 #include "evidence_lanes.h" /* pc_ev_layout */
+#include "simd.h"           /* PC_W, the vector types, pc_vmin, pc_vmax, pc_vwiden_f */
 
 #include <stdbool.h> /* bool */
 #include <stdint.h>  /* int32_t, int64_t, uint16_t, uint32_t, uint64_t */
@@ -13,32 +14,6 @@
 #ifdef __AVX__
 #include <immintrin.h> /* F16C conversions, movemasks, min and max */
 #endif
-
-/* Pairs a step: one 512-bit vector of doubles in the AVX-512 build, else 256 bits (two xmm in
- * the baseline build). */
-#ifdef __AVX512F__
-#define PC_W 8
-#else
-#define PC_W 4
-#endif
-
-typedef double vd __attribute__((vector_size(PC_W * 8)));
-typedef int64_t vl __attribute__((vector_size(PC_W * 8)));
-typedef uint64_t vq __attribute__((vector_size(PC_W * 8)));
-typedef float vf __attribute__((vector_size(PC_W * 4)));
-typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
-typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
-typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
-
-static inline vd pc_ev_widen(vf x) {
-#if PC_W == 8
-  return _mm512_cvtps_pd(x);
-#elif defined(__AVX2__)
-  return _mm256_cvtps_pd(x);
-#else
-  return __builtin_convertvector(x, vd);
-#endif
-}
 
 /* double to float32, nearest even: C's (float) conversion. */
 static inline vf pc_ev_narrow(vd x) {
@@ -83,28 +58,6 @@ static inline vl pc_ev_finite(vd x) {
 
 static inline vd pc_ev_select(vl m, vd x, vd y) {
   return (vd)(((vl)x & m) | ((vl)y & ~m));
-}
-
-/* x < y ? x : y and x > y ? x : y, for any x and y (NaN and zeros included): what the AVX
- * instructions compute, one each, where the baseline build selects by a comparison. */
-static inline vd pc_ev_min(vd x, vd y) {
-#if PC_W == 8
-  return _mm512_min_pd(x, y);
-#elif defined(__AVX__)
-  return _mm256_min_pd(x, y);
-#else
-  return pc_ev_select(x < y, x, y);
-#endif
-}
-
-static inline vd pc_ev_max(vd x, vd y) {
-#if PC_W == 8
-  return _mm512_max_pd(x, y);
-#elif defined(__AVX__)
-  return _mm256_max_pd(x, y);
-#else
-  return pc_ev_select(x > y, x, y);
-#endif
 }
 
 /* The unsigned minimum of int32 lanes. */
@@ -183,7 +136,7 @@ pc_ev_load(pc_ev_layout layout, const unsigned char *p, size_t i, vd *x, vf *f) 
     v = pc_ev_load_half(p + 2 * i);
   if (f)
     *f = v;
-  *x = pc_ev_widen(v);
+  *x = pc_vwiden_f(v);
 }
 
 /* pc_round_bits of evidence.c's first version: float32 bits to nearest even, `drop` low bits

@@ -11,36 +11,18 @@
  * and the worst pair is found by scanning a chunk of 256 pairs again only when the chunk's maxima
  * show that it holds a new worst. */
 #include "kernel_f32.h"
+#include "simd.h" /* PC_W, the vector types, pc_vmin, pc_vmax, pc_vwiden_f; immintrin.h */
 
 #include <math.h>   /* INFINITY */
 #include <string.h> /* memcpy */
-
-#ifdef __AVX__
-#include <immintrin.h> /* _mm256_max_pd, _mm512_max_pd and friends */
-#endif
 
 #ifndef PC_F32_RUN
 #error "define PC_F32_RUN (pc_f32_run_base, pc_f32_run_avx2 or pc_f32_run_avx512)"
 #endif
 
-/* Doubles in one native vector: 8 in the AVX-512 build (one zmm register), else 4 (one ymm
- * register in the AVX2 build, two xmm in the baseline one). A step folds PC_W pairs; the
- * PC_F32_LANES lanes of an accumulator are PC_H vectors, and step s of a group goes to vector
- * s % PC_H, so lane l folds the pairs whose index is l modulo PC_F32_LANES in every build, and
- * the sums do not depend on the build. */
-#ifdef __AVX512F__
-#define PC_W 8
-#else
-#define PC_W 4
-#endif
-
-typedef double vd __attribute__((vector_size(PC_W * 8)));
-typedef int64_t vl __attribute__((vector_size(PC_W * 8)));
-typedef uint64_t vq __attribute__((vector_size(PC_W * 8)));
-typedef float vf __attribute__((vector_size(PC_W * 4)));
-typedef int32_t vi __attribute__((vector_size(PC_W * 4)));
-typedef uint32_t vu __attribute__((vector_size(PC_W * 4)));
-typedef uint16_t vh __attribute__((vector_size(PC_W * 2)));
+/* A step folds PC_W pairs (simd.h); the PC_F32_LANES lanes of an accumulator are PC_H vectors,
+ * and step s of a group goes to vector s % PC_H, so lane l folds the pairs whose index is l
+ * modulo PC_F32_LANES in every build, and the sums do not depend on the build. */
 typedef uint16_t vh2 __attribute__((vector_size(PC_W * 4))); /* 2 * PC_W patterns, a vu's bytes */
 
 /* Vectors an accumulator; steps of a group that go to one of them (a group is 2 * PC_H steps);
@@ -81,30 +63,6 @@ typedef struct pc_keys {
   vq abs[PC_F32_KEY_STEPS], rel[PC_F32_KEY_STEPS], ulp[PC_F32_KEY_STEPS];
 } pc_keys;
 
-/* Maxima and minima of values that are never NaN: AVX has one instruction for each, the
- * baseline build selects by a comparison; the results are the same. */
-static inline vd pc_vmax(vd x, vd y) {
-#if PC_W == 8
-  return _mm512_max_pd(x, y);
-#elif defined(__AVX__)
-  return _mm256_max_pd(x, y);
-#else
-  vl m = x > y;
-  return (vd)(((vl)x & m) | ((vl)y & ~m));
-#endif
-}
-
-static inline vd pc_vmin(vd x, vd y) {
-#if PC_W == 8
-  return _mm512_min_pd(x, y);
-#elif defined(__AVX__)
-  return _mm256_min_pd(x, y);
-#else
-  vl m = x < y;
-  return (vd)(((vl)x & m) | ((vl)y & ~m));
-#endif
-}
-
 static inline vu pc_vmaxu(vu x, vu y) {
 #if PC_W == 8
   return (vu)_mm256_max_epu32((__m256i)x, (__m256i)y);
@@ -141,18 +99,7 @@ static inline bool pc_vany(vu x) {
 #endif
 }
 
-/* Widening conversions; GCC lowers __builtin_convertvector of these in halves through memory,
- * so the AVX2 and AVX-512 builds name the one instruction of each. */
-static inline vd pc_vwiden_f(vf x) {
-#if PC_W == 8
-  return _mm512_cvtps_pd(x);
-#elif defined(__AVX2__)
-  return _mm256_cvtps_pd(x);
-#else
-  return __builtin_convertvector(x, vd);
-#endif
-}
-
+/* The widening of uint32 lanes to uint64 (see pc_vwiden_f in simd.h). */
 static inline vq pc_vwiden_u(vu x) {
 #if PC_W == 8
   return (vq)_mm512_cvtepu32_epi64((__m256i)x);
