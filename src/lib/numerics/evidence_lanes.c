@@ -555,6 +555,17 @@ static inline double pc_ev_scalar(pc_ev_layout layout, const unsigned char *a, s
   return f;
 }
 
+/* The lanes of x moved up by one with p's last lane in front (the elements before x's), and
+ * down by one with n's first lane behind (the elements after); __builtin_shufflevector, which
+ * GCC and clang both have, with the lane indices of the two vectors side by side. */
+#if PC_W == 8
+#define PC_EV_BEFORE(p, x) __builtin_shufflevector(p, x, 7, 8, 9, 10, 11, 12, 13, 14)
+#define PC_EV_AFTER(x, n) __builtin_shufflevector(x, n, 1, 2, 3, 4, 5, 6, 7, 8)
+#else
+#define PC_EV_BEFORE(p, x) __builtin_shufflevector(p, x, 3, 4, 5, 6)
+#define PC_EV_AFTER(x, n) __builtin_shufflevector(x, n, 1, 2, 3, 4)
+#endif
+
 /* The steps of a chunk [lo, hi), with its terms from column 0 of the buffer. In a chunk of
  * float32 or float16 values that are all finite (`fin`), a's values are loaded once: a step's
  * neighbours are its values shifted by a lane, with the last lane of the step before (for the
@@ -569,11 +580,6 @@ pc_ev_steps(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool s
                  (int64_t)sig_n - (int64_t)(i - from), NULL, (vf){0});
     return;
   }
-#if PC_W == 8
-  const vl before = {7, 8, 9, 10, 11, 12, 13, 14}, after = {1, 2, 3, 4, 5, 6, 7, 8};
-#else
-  const vl before = {3, 4, 5, 6}, after = {1, 2, 3, 4};
-#endif
   vd x[3], prev = (vd){0} + pc_ev_scalar(layout, a, lo - 1), next;
   vf fa, fnext = {0};
   pc_ev_load(layout, a, lo, &x[0], &fa);
@@ -582,8 +588,8 @@ pc_ev_steps(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool s
       pc_ev_load(layout, a, i + PC_W, &next, &fnext);
     else
       next = (vd){0} + pc_ev_scalar(layout, a, hi);
-    x[1] = __builtin_shuffle(prev, x[0], before);
-    x[2] = __builtin_shuffle(x[0], next, after);
+    x[1] = PC_EV_BEFORE(prev, x[0]);
+    x[2] = PC_EV_AFTER(x[0], next);
     pc_ev_step(r, c, layout, slice, sig, true, a, b, i, t, i - lo,
                (int64_t)sig_n - (int64_t)(i - from), x, fa);
     prev = x[0];
