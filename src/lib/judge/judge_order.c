@@ -341,11 +341,8 @@ int pc_compute_order(pc_run *run, pc_order_doubt *doubt) {
  * would widen its allowance (issue 36, item 5). Other layouts set the growth of their gradient
  * paths by a tolerance rule (docs/tolerances.md). */
 bool pc_in_backward_group(const pc_tensor *t) {
-  const char *p = t->path;
-  if (t->file && strncmp(p, t->file, strlen(t->file)) == 0 && p[strlen(t->file)] == ':')
-    p += strlen(t->file) + 1;
   size_t n;
-  p = pc_first_component(p, &n);
+  const char *p = pc_first_component(pc_tensor_dataset(t), &n);
   return (n == 9 && strncmp(p, "gradients", 9) == 0) ||
          (n == 16 && strncmp(p, "activation_grads", 16) == 0);
 }
