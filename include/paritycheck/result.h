@@ -154,8 +154,8 @@ typedef struct pc_stats {
   double q_ulp[PC_NQUANTILES];       /* docs/metrics.md says how close */
   pc_evidence ev;                    /* the judge's structural evidence */
   /* With an envelope's per-element bound e (pc_envelope_fig): over finite pairs, with
-   * bound_i = s e_i + floor + 2 grid_u |a_i|, the elements where |b - a| > elem_factor bound_i,
-   * and the largest |b - a| / bound_i. */
+   * bound_i = s e_i + elem_floor + 2 grid_u |a_i|, the elements where |b - a| > elem_factor
+   * bound_i, and the largest |b - a| / bound_i. */
   uint64_t env_beyond;
   double env_max_ratio;
 } pc_stats;
@@ -301,19 +301,22 @@ const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap);
  * (docs/tolerance-model.md, "Envelope"). Set before the tensor is streamed; the streaming pass
  * adds pc_stats.env_beyond and env_max_ratio from the per-element bound. */
 typedef struct pc_envelope_fig {
-  bool present;       /* the envelope holds this tensor */
-  bool elements;      /* its per-element bound was read beside A and B */
-  uint32_t members;   /* K */
-  double sigma;       /* the envelope's RMS error: sqrt(mean over members of RMS(m_k - a)^2) */
-  double max_member;  /* the largest member's RMS(m_k - a) */
-  double dof;         /* nu, the degrees of freedom the law credits each member's RMS with */
-  double floor;       /* sigma with one rounding of every element at A's precision added:
-                         sqrt(sigma^2 + (u_A rms_a)^2), what B is judged against */
-  double factor;      /* the pass factor: RMS(b - a) <= factor floor */
-  double scale;       /* s: an element's bound is s e_i (its members' RMS error, rounded up) */
-  double elem_factor; /* an element fails beyond elem_factor (s e_i + floor + 2 grid_u |a_i|) */
-  double grid_u;      /* the unit roundoff of the arithmetic emulated (the root's `emulate`) */
-  double rms_a;       /* RMS(A) the envelope was measured on (checked against A's) */
+  bool present;         /* the envelope holds this tensor */
+  bool elements;        /* its per-element bound was read beside A and B */
+  uint32_t members;     /* K */
+  double sigma;         /* the envelope's RMS error: sqrt(mean over members of RMS(m_k - a)^2) */
+  double max_member;    /* the largest member's RMS(m_k - a) */
+  double dof;           /* nu, the degrees of freedom the law credits each member's RMS with */
+  double floor;         /* sigma with one rounding of every element at A's precision added:
+                           sqrt(sigma^2 + (u_A rms_a)^2), what B is judged against */
+  double median_member; /* the median over members of RMS(m_k - a) */
+  double elem_floor;    /* the per-element test's floor: sqrt(median_member^2 + (u_A rms_a)^2) */
+  double factor;        /* the pass factor: RMS(b - a) <= factor floor */
+  double scale;         /* s: an element's bound is s e_i (its members' RMS error, rounded up) */
+  double
+      elem_factor; /* an element fails beyond elem_factor (s e_i + elem_floor + 2 grid_u |a_i|) */
+  double grid_u;   /* the unit roundoff of the arithmetic emulated (the root's `emulate`) */
+  double rms_a;    /* RMS(A) the envelope was measured on (checked against A's) */
 } pc_envelope_fig;
 
 typedef struct pc_tensor {

@@ -130,6 +130,42 @@ def test_localized():
     check("the untouched tensor passes", tensors(rep)["/x"]["verdict"] == "pass")
 
 
+def test_event_members_keep_the_element_floor():
+    """Two of eight members meet an event (element 0 of /x moved by 1.0, as a flipped sign is
+    moved by AdamW's first step): sigma grows to about 1/sqrt(4 * 4096) while the median member
+    stays at SIGMA. The element floor is the median member's (numpy), so a bug of 0.03 on 100
+    other elements, under sigma's floor, is 100 elements beyond their bound; B meeting the same
+    event at element 0 passes (its own bound r_0 = sqrt(2/8) holds it)."""
+    members = [noisy(SIGMA, 600 + k) for k in range(8)]
+    for m in members[:2]:
+        m["/x"][0] += 1.0
+    b = noisy(SIGMA, 10)
+    b["/x"][100:200] += 0.03
+    d = setup("event", b, members=members)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    t = tensors(rep)["/x"]
+    av = A["/x"].astype(np.float64)
+    dk = [math.sqrt(np.mean((m["/x"].astype(np.float64) - av) ** 2)) for m in members]
+    want = math.sqrt(np.median(dk) ** 2 + (U32 * math.sqrt(np.mean(av * av))) ** 2)
+    env = t["envelope"]
+    check("median_member is numpy's median of the members' RMS errors",
+          abs(env["median_member"] - np.median(dk)) <= 1e-12 * np.median(dk), env)
+    check("elem_floor = sqrt(median^2 + (u rms_a)^2)",
+          abs(env["elem_floor"] - want) <= 1e-9 * want, (env, want))
+    check("sigma is the event's, 30 x the median", env["floor"] > 30 * env["elem_floor"], env)
+    check("the bug is under sigma's floor: the RMS test alone passes it",
+          not any(r["criterion"] == "envelope" for r in t["reasons"]), t["reasons"])
+    check("the bug's 100 elements are beyond their bound",
+          t["verdict"] == "drift" and env["beyond"] == 100 and
+          t["diagnosis"]["kind"] == "localized", (t["verdict"], env, t.get("diagnosis")))
+    b = noisy(SIGMA, 11)
+    b["/x"][0] += 1.0
+    d = setup("event_honest", b, members=members)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("B meeting the members' event passes", p.returncode == 0,
+          tensors(rep)["/x"].get("envelope"))
+
+
 def bf16(x):
     """x (float32) rounded to bfloat16, to nearest even, as float32."""
     u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
@@ -279,7 +315,8 @@ def test_threads_and_blocks_identical():
 if __name__ == "__main__":
     os.makedirs(WORK, exist_ok=True)
     sys.exit(run_tests([test_honest_passes, test_five_sigma_fails, test_law_closed_form_k2,
-                        test_localized, test_grid_step_per_element,
+                        test_localized, test_event_members_keep_the_element_floor,
+                        test_grid_step_per_element,
                         test_exact_structure_within_a_wide_envelope,
                         test_indeterminate_only_where_spread_has_no_digits, test_another_a,
                         test_b_sidecar_ignored_and_no_envelope, test_bad_envelope_fails_closed,

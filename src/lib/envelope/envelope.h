@@ -56,17 +56,17 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
 /* --- the law (law.c) --------------------------------------------------------------------- */
 
 /** Fill fig's law from its K members' RMS errors d (absolute), the tensor's element count n and
- * the envelope's tensor count: present, members, sigma, max_member, dof, factor, elem_factor
- * (docs/tolerance-model.md, "Envelope"). */
-void pc_envelope_law(pc_envelope_fig *fig, const double *d, size_t k, uint64_t n, uint64_t tensors);
+ * the envelope's tensor count: present, members, sigma, max_member, median_member, dof, factor,
+ * elem_factor (docs/tolerance-model.md, "Envelope"). Sorts d in place. */
+void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors);
 
 /** The per-element test of n pairs (a, b) with their bounds e (decoded), added to
  * part->env_beyond and part->env_max_ratio: over pairs where a and b are finite,
- * ratio_i = |b_i - a_i| / (scale e_i + floor + 2 grid_u |a_i|) (0 / 0 = 0, x / 0 = inf). */
+ * ratio_i = |b_i - a_i| / (scale e_i + elem_floor + 2 grid_u |a_i|) (0 / 0 = 0, x / 0 = inf). */
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
                       const pc_envelope_fig *fig);
 
-/** fig->floor from A's unit roundoff (its dtype's) and fig->rms_a (envelope.h). */
+/** fig->floor and fig->elem_floor from A's unit roundoff (its dtype's) and fig->rms_a. */
 void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a);
 
 #endif

@@ -13,16 +13,23 @@
  *
  * Per element, r_i = RMS over members of (m_k,i - a_i) is an RMS of K samples of the element's
  * own error: (b_i - a_i) / r_i follows Student's t_K, and the element factor is its quantile at
- * alpha_t / n over the tensor's n elements. The bound adds the tensor's floor (an element whose
- * members happened to agree) and one step of the emulated grid at a_i, 2 u |a_i|: B rounds to
- * nearest where members round stochastically, and where a_i lies near a grid point all K
- * members may land on it while B lands one step away (measured on an H200: docs/python.md). Both
- * factors are multiplied by PC_ENVELOPE_GAP, the allowance for a backend whose algorithm, not only
- * its rounding, differs. */
+ * alpha_t / n over the tensor's n elements. The bound adds a floor for an element whose members
+ * happened to agree: the *median* member's RMS error (with A's own rounding), not sigma. An event
+ * in one or two members (a near-zero gradient whose sign flips, which AdamW's first step turns
+ * into a change of 2 lr; a crossed ReLU kink) moves a few elements far, and sigma with it; those
+ * elements keep their own wide r_i, but sigma added to every other element hid bugs there
+ * (issue 36, the trajectory's optimizer bugs). The median member is one an event missed as long
+ * as fewer than half of them met one. The bound also adds one step of the emulated grid at a_i, 2 u
+ * |a_i|: B rounds to nearest where members round stochastically, and where a_i lies near a grid
+ * point all K members may land on it while B lands one step away (measured on an H200:
+ * docs/python.md). Both factors are multiplied by PC_ENVELOPE_GAP, the allowance for a backend
+ * whose algorithm, not only its rounding, differs. */
 #include "envelope.h"
 
-#include <gsl/gsl_cdf.h>   /* gsl_cdf_chisq_Pinv, gsl_cdf_fdist_Q, gsl_cdf_tdist_Qinv */
-#include <gsl/gsl_errno.h> /* gsl_set_error_handler_off */
+#include <gsl/gsl_cdf.h>               /* gsl_cdf_chisq_Pinv, gsl_cdf_fdist_Q, gsl_cdf_tdist_Qinv */
+#include <gsl/gsl_errno.h>             /* gsl_set_error_handler_off */
+#include <gsl/gsl_sort.h>              /* gsl_sort */
+#include <gsl/gsl_statistics_double.h> /* gsl_stats_median_from_sorted_data */
 
 #include <math.h> /* fabs, isfinite, sqrt, INFINITY */
 
@@ -64,8 +71,7 @@ static double pc_f_upper(double alpha, double n1, double n2) {
   return hi;
 }
 
-void pc_envelope_law(pc_envelope_fig *fig, const double *d, size_t k, uint64_t n,
-                     uint64_t tensors) {
+void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors) {
   gsl_set_error_handler_off(); /* GSL's default handler aborts */
   double sum = 0, top = 0;
   for (size_t i = 0; i < k; i++) {
@@ -81,14 +87,17 @@ void pc_envelope_law(pc_envelope_fig *fig, const double *d, size_t k, uint64_t n
   fig->factor = PC_ENVELOPE_GAP * sqrt(pc_f_upper(alpha_t, fig->dof, (double)k * fig->dof));
   fig->elem_factor =
       PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(alpha_t / (2.0 * (double)(n ? n : 1)), (double)k);
+  gsl_sort(d, 1, k);
+  fig->median_member = gsl_stats_median_from_sorted_data(d, 1, k);
 }
 
 /* B rounds its own output at A's precision at least once, which members that share A's last
  * rounding (an exact op) do not show: one rounding of every element, RMS u_A RMS(A), is added in
- * quadrature. */
+ * quadrature, to sigma for the RMS test and to the median member for the elements. */
 void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a) {
-  double r = u_a * fig->rms_a;
+  double r = u_a * fig->rms_a, m = fig->median_member;
   fig->floor = sqrt(fig->sigma * fig->sigma + r * r);
+  fig->elem_floor = sqrt(m * m + r * r);
 }
 
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
@@ -101,7 +110,7 @@ void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const do
     double ei = e[i] >= 0 ? e[i] : 0; /* a NaN or negative bound widens nothing */
     double d = fabs(b[i] - a[i]);
     double bound =
-        (fig->scale > 0 ? fig->scale * ei : 0) + fig->floor + 2 * fig->grid_u * fabs(a[i]);
+        (fig->scale > 0 ? fig->scale * ei : 0) + fig->elem_floor + 2 * fig->grid_u * fabs(a[i]);
     double ratio = d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
     top = ratio > top ? ratio : top;
     beyond += ratio > fig->elem_factor;

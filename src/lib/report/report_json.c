@@ -342,6 +342,8 @@ static json_t *envelope_json(const pc_tensor *t) {
   rc |= json_object_set_new(o, "ratio", pc_json_real(f->floor > 0 ? err / f->floor : 0));
   rc |= json_object_set_new(o, "elements", json_boolean(f->elements));
   if (f->elements) {
+    rc |= json_object_set_new(o, "median_member", pc_json_real(f->median_member));
+    rc |= json_object_set_new(o, "elem_floor", pc_json_real(f->elem_floor));
     rc |= json_object_set_new(o, "elem_factor", pc_json_real(f->elem_factor));
     rc |= json_object_set_new(o, "grid_u", pc_json_real(f->grid_u));
     rc |= json_object_set_new(o, "beyond", pc_json_count(s->env_beyond));
