@@ -193,6 +193,8 @@ typedef enum pc_criterion {
   PC_CRIT_ENVELOPE_ELEMENTS, /* elements far beyond their own envelope: value: the largest
                                 |b - a| / bound_i (pc_stats.env_max_ratio); limit: the
                                 element factor */
+  PC_CRIT_ENVELOPE_SCALE,    /* B's least-squares scale on A beyond its members' (pc_envelope_fig):
+                                value: |c| / scale_floor; limit: the scale factor */
   /* Product metrics, in pc_metric order (PC_CRIT_METRIC_ + m): value: the metric; limit: the
    * tolerance's minimum (pc_metric_is_floor) or maximum. */
   PC_CRIT_METRIC_,
@@ -200,7 +202,7 @@ typedef enum pc_criterion {
 } pc_criterion;
 
 /** "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", "structure",
- * "envelope", "envelope_elements", then the metric names of pc_metric_name. */
+ * "envelope", "envelope_elements", "envelope_scale", then the metric names of pc_metric_name. */
 const char *pc_criterion_name(pc_criterion c);
 
 /** True for a criterion whose value must reach its limit (a floor metric), false for those that
@@ -274,7 +276,8 @@ typedef enum pc_diagnosis_kind {
   PC_DIAG_NOISE,         /* value: rel_rms: noise-like, consistent with amplified rounding */
   PC_DIAG_NO_DIGITS,     /* value: rel_rms (or kappa u with a reference): indeterminate */
   PC_DIAG_BEYOND,        /* value: how many times the honest bound B's error is (envelope or
-                            allowance): drift, no pattern proven */
+                            allowance): drift, no pattern proven; axis 3: the envelope's scale
+                            test alone, value its ratio, statistic B's scale on A minus 1 */
   PC_DIAG_LOCALIZED,     /* value: elements far beyond their own envelope; statistic: the
                             largest ratio; limit: the element factor (structural) */
   PC_DIAG_COUNT_         /* number of kinds; not a kind */
@@ -313,10 +316,15 @@ typedef struct pc_envelope_fig {
   double elem_floor;    /* the per-element test's floor: sqrt(median_member^2 + (u_A rms_a)^2) */
   double factor;        /* the pass factor: RMS(b - a) <= factor floor */
   double scale;         /* s: an element's bound is s e_i (its members' RMS error, rounded up) */
-  double
-      elem_factor; /* an element fails beyond elem_factor (s e_i + elem_floor + 2 grid_u |a_i|) */
-  double grid_u;   /* the unit roundoff of the arithmetic emulated (the root's `emulate`) */
-  double rms_a;    /* RMS(A) the envelope was measured on (checked against A's) */
+  double elem_factor;   /* an element fails beyond elem_factor bound_i (pc_stats.env_beyond) */
+  double grid_u;        /* the unit roundoff of the arithmetic emulated (the root's `emulate`) */
+  double rms_a;         /* RMS(A) the envelope was measured on (checked against A's) */
+  /* The scale test, where the envelope measured its members' scales on A (root `scale_test`):
+   * c_k = sum (m_k - a) a / sum a^2, and B's c = sum_a_diff / sum_sq_a against them. */
+  bool has_scale;
+  double member_scale; /* sqrt(mean over members of c_k^2) */
+  double scale_floor;  /* sqrt(member_scale^2 + u_A^2): B's own rounding at A's precision added */
+  double scale_factor; /* B passes when |c| <= scale_factor scale_floor */
 } pc_envelope_fig;
 
 typedef struct pc_tensor {

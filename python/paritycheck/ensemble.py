@@ -506,7 +506,7 @@ def _tensor_envelope(a, members):
     sumsq = np.zeros(a.shape, np.float64)
     count = np.zeros(a.shape, np.int64)
     mismatch = np.zeros(a.shape, bool)
-    rms, mx = [], []
+    rms, mx, sc = [], [], []
     for m in members:
         if m.shape != a.shape:
             raise ValueError("a member's shape %s differs from A's %s" % (m.shape, a.shape))
@@ -520,11 +520,16 @@ def _tensor_envelope(a, members):
         n = int(ok.sum())
         rms.append(float(np.sqrt((d * d).sum() / n)) if n else 0.0)
         mx.append(float(np.abs(d).max()) if d.size else 0.0)
+        # the member's least-squares scale on A, minus 1 (A's finite elements, the member's too)
+        aa = np.where(ok, a, 0.0)
+        e2 = float((aa * aa).sum())
+        sc.append(float((d * aa).sum()) / e2 if e2 > 0 else 0.0)
     r = np.sqrt(np.divide(sumsq, count, out=np.zeros_like(sumsq), where=count > 0))
     s = float(r.max()) if r.size else 0.0
     fin = a[fa]
     attrs = {"member_rms_err": np.array(rms, np.float64),
-             "member_max_abs": np.array(mx, np.float64), "scale": s,
+             "member_max_abs": np.array(mx, np.float64),
+             "member_scale_err": np.array(sc, np.float64), "scale": s,
              "a_rms": float(np.sqrt((fin * fin).mean())) if fin.size else 0.0,
              "count": np.int64(a.size), "nonfinite": np.int64(mismatch.sum())}
     return _round_up_f16(r, s), attrs
@@ -611,7 +616,7 @@ def make_envelope(run, reference, policy, members=8, seed=0, keep_members=None,
                 if not os.path.isfile(p):
                     raise ValueError("the member run wrote no %s (A has %s)" % (p, a_path))
             attrs = {"paritycheck_envelope": np.int64(1), "members": np.int64(members),
-                     "emulate": fmt, "policy": policy, "seed": np.int64(seed),
+                     "scale_test": np.int64(1), "emulate": fmt, "policy": policy, "seed": np.int64(seed),
                      "torch_version": str(torch.__version__),
                      "reference": os.path.basename(a_path),
                      "narrow_ops": ",".join(sorted(narrow_ops or NARROW_FAMILIES)),

@@ -16,8 +16,10 @@ def f16_up(x):
     return h.reshape(x.shape)
 
 
-def write_envelope(path, a, members, tensors=None, version=1, emulate="float32"):
-    """The sidecar of docs/envelope.md for A's datasets `a` (name -> array) and K member dumps."""
+def write_envelope(path, a, members, tensors=None, version=1, emulate="float32",
+                   scale_test=False):
+    """The sidecar of docs/envelope.md for A's datasets `a` (name -> array) and K member dumps;
+    with scale_test, the members' scales on A too (root scale_test 1, member_scale_err)."""
     k = len(members)
     with h5py.File(path, "w", track_order=True) as f:
         f.attrs["paritycheck_envelope"] = version
@@ -28,6 +30,8 @@ def write_envelope(path, a, members, tensors=None, version=1, emulate="float32")
         f.attrs["torch_version"] = "none"
         f.attrs["reference"] = "a.h5"
         f.attrs["tensors"] = tensors or len(a)
+        if scale_test:
+            f.attrs["scale_test"] = 1
         for name, av in a.items():
             av = av.astype(np.float64)
             diffs = [m[name].astype(np.float64) - av for m in members]
@@ -41,3 +45,6 @@ def write_envelope(path, a, members, tensors=None, version=1, emulate="float32")
             ds.attrs["a_rms"] = math.sqrt(np.mean(av * av))
             ds.attrs["count"] = av.size
             ds.attrs["nonfinite"] = 0
+            if scale_test:
+                ds.attrs["member_scale_err"] = np.array([(d * av).sum() / (av * av).sum()
+                                                         for d in diffs])

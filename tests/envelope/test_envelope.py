@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+import h5py
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -166,6 +167,61 @@ def test_event_members_keep_the_element_floor():
           tensors(rep)["/x"].get("envelope"))
 
 
+def test_scale_beyond_the_members():
+    """K = 2 members with their scales on A (root scale_test 1): three tests a tensor, so
+    alpha_t = ALPHA / (3 T) and both the RMS and the scale factor are 3 t_2(alpha_t / 2) (closed
+    form). B = A (1 + 1e-3) plus noise at SIGMA: its RMS error (about 10 SIGMA) and every element
+    are within the envelope, but its scale on A is some 600 times the members' (about SIGMA / 64):
+    reason envelope_scale, diagnosis scaled (B - c A is within the envelope). The same B passes
+    an envelope without the members' scales, and honest B passes either."""
+    members = [noisy(SIGMA, 700 + k) for k in range(2)]
+    b = noisy(SIGMA, 12)
+    b["/x"] = (A["/x"].astype(np.float64) * (1 + 1e-3) + (b["/x"] - A["/x"])).astype(np.float32)
+    d = setup("scale", b, members=members, scale_test=True)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    t = tensors(rep)["/x"]
+    env = t["envelope"]
+    av, bv = A["/x"].astype(np.float64), b["/x"].astype(np.float64)
+    ck = [((m["/x"].astype(np.float64) - av) * av).sum() / (av * av).sum() for m in members]
+    floor = math.sqrt(np.mean(np.square(ck)) + U32 ** 2)
+    ratio = abs(((bv - av) * av).sum() / (av * av).sum()) / floor
+    want = GAP * t2_upper(ALPHA / (3 * 2) / 2)
+    check("member_scale = sqrt(mean c_k^2) (numpy)",
+          abs(env["member_scale"] - math.sqrt(np.mean(np.square(ck)))) <= 1e-9 * env["member_scale"],
+          env)
+    check("scale_ratio = |c_B| / sqrt(mean c_k^2 + u^2) (numpy)",
+          abs(env["scale_ratio"] - ratio) <= 1e-9 * ratio, (env, ratio))
+    check("scale_factor and factor = 3 t_2(alpha_t / 2), alpha_t = 0.01 / 6",
+          abs(env["scale_factor"] - want) <= 1e-6 * want and
+          abs(env["factor"] - want) <= 1e-6 * want, (env, want))
+    crit = [r["criterion"] for r in t["reasons"]]
+    check("only the scale test fails", crit == ["envelope_scale"] and ratio > want, crit)
+    check("diagnosis: scaled by 1.001", t["diagnosis"]["kind"] == "scaled" and
+          abs(t["diagnosis"]["value"] - 1.001) < 1e-5, t.get("diagnosis"))
+    check("the untouched tensor passes", tensors(rep)["/y"]["verdict"] == "pass")
+    d = setup("scale_off", b, members=members)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("without the members' scales the same B passes", p.returncode == 0, p.stdout)
+    d = setup("scale_honest", noisy(SIGMA, 13), members=members, scale_test=True)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("honest B passes the scale test", p.returncode == 0, p.stdout)
+
+
+def test_scale_test_without_member_scales_fails_closed():
+    d = setup("scale_missing", noisy(SIGMA, 14), scale_test=True)
+    with h5py.File(os.path.join(d, "a.envelope.h5"), "a") as f:
+        del f["y"].attrs["member_scale_err"]
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("scale_test 1 and a tensor without member_scale_err: exit 2 naming it",
+          p.returncode == 2 and "member_scale_err" in json.dumps(rep) + p.stderr,
+          (p.returncode, p.stderr))
+    d = setup("scale_bad", noisy(SIGMA, 15))
+    with h5py.File(os.path.join(d, "a.envelope.h5"), "a") as f:
+        f.attrs["scale_test"] = 2
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("scale_test 2: exit 2", p.returncode == 2 and "scale_test" in p.stderr, p.stderr)
+
+
 def bf16(x):
     """x (float32) rounded to bfloat16, to nearest even, as float32."""
     u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
@@ -316,6 +372,8 @@ if __name__ == "__main__":
     os.makedirs(WORK, exist_ok=True)
     sys.exit(run_tests([test_honest_passes, test_five_sigma_fails, test_law_closed_form_k2,
                         test_localized, test_event_members_keep_the_element_floor,
+                        test_scale_beyond_the_members,
+                        test_scale_test_without_member_scales_fails_closed,
                         test_grid_step_per_element,
                         test_exact_structure_within_a_wide_envelope,
                         test_indeterminate_only_where_spread_has_no_digits, test_another_a,

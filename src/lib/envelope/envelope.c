@@ -14,7 +14,8 @@ struct pc_envelope {
   pc_file *f;
   uint32_t members;
   uint64_t tensors;
-  double grid_u; /* the unit roundoff of `emulate` */
+  double grid_u;   /* the unit roundoff of `emulate` */
+  bool scale_test; /* root `scale_test` 1: every tensor holds its members' scales on A */
 };
 
 /* The arithmetic an envelope emulates (root attribute `emulate`) and its unit roundoff. */
@@ -38,6 +39,13 @@ static bool pc_emulated_u(const pc_envelope *env, double *u) {
         return true;
       }
   }
+  return false;
+}
+
+static bool pc_root_present(const pc_envelope *env, const char *name) {
+  for (size_t i = 0; i < pc_file_attr_count(env->f); i++)
+    if (strcmp(pc_file_attr(env->f, i)->name, name) == 0)
+      return true;
   return false;
 }
 
@@ -80,8 +88,13 @@ static int pc_envelope_check_root(pc_envelope *env, const char *path, pc_error *
                         "%s: root attribute emulate must name bfloat16, float16, tf32, float32 "
                         "or float64",
                         path);
+  double scale_test = 0;
+  if (pc_root_present(env, "scale_test") &&
+      (!pc_root_number(env, "scale_test", &scale_test) || (scale_test != 0 && scale_test != 1)))
+    return pc_error_set(err, PC_EIO, "%s: root attribute scale_test must be 0 or 1", path);
   env->members = (uint32_t)members;
   env->tensors = (uint64_t)tensors;
+  env->scale_test = scale_test == 1;
   return PC_OK;
 }
 
@@ -144,13 +157,25 @@ static bool pc_same_dims(const pc_dataset *x, const pc_dataset *y) {
   return true;
 }
 
-/* The members' RMS errors: K finite values >= 0. */
-static bool pc_member_errors(pc_envelope *env, const pc_dataset *d, double *rms) {
-  if (pc_dataset_numbers(env->f, d, "member_rms_err", rms, env->members) != (long)env->members)
+/* K finite values of the members (>= 0 unless `signed_ok`) from the attribute `name`. */
+static bool pc_member_values(pc_envelope *env, const pc_dataset *d, const char *name, double *v,
+                             bool signed_ok) {
+  if (pc_dataset_numbers(env->f, d, name, v, env->members) != (long)env->members)
     return false;
   for (uint32_t k = 0; k < env->members; k++)
-    if (!isfinite(rms[k]) || rms[k] < 0)
+    if (!isfinite(v[k]) || (v[k] < 0 && !signed_ok))
       return false;
+  return true;
+}
+
+/* The scale test's figures, where the envelope holds them (scale_test 1). */
+static bool pc_member_scales(pc_envelope *env, const pc_dataset *d, double *c,
+                             pc_envelope_fig *fig) {
+  if (!env->scale_test)
+    return true;
+  if (!pc_member_values(env, d, "member_scale_err", c, true))
+    return false;
+  pc_envelope_scale_law(fig, c, env->members, env->tensors);
   return true;
 }
 
@@ -166,14 +191,17 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
     return pc_error_set(err, PC_EDATA,
                         "%s: %s: the envelope's bound is not a float dataset of A's shape", file,
                         a->path);
-  double *rms = calloc(env->members, sizeof *rms);
+  double *rms = calloc(2 * (size_t)env->members, sizeof *rms);
   if (!rms)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
   double scale, rms_a;
-  bool ok = pc_member_errors(env, d, rms) && pc_bound_number(env, d, "scale", &scale) &&
-            pc_bound_number(env, d, "a_rms", &rms_a);
+  bool ok = pc_member_values(env, d, "member_rms_err", rms, false) &&
+            pc_bound_number(env, d, "scale", &scale) && pc_bound_number(env, d, "a_rms", &rms_a);
   if (ok) {
-    pc_envelope_law(fig, rms, env->members, a->count, env->tensors);
+    pc_envelope_law(fig, rms, env->members, a->count, env->tensors, env->scale_test ? 3 : 2);
+    ok = pc_member_scales(env, d, rms + env->members, fig);
+  }
+  if (ok) {
     fig->scale = scale;
     fig->rms_a = rms_a;
     fig->grid_u = env->grid_u;
@@ -183,7 +211,8 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
   if (!ok)
     return pc_error_set(err, PC_EDATA,
                         "%s: %s: the envelope's attributes member_rms_err (%u values), scale and "
-                        "a_rms must be finite numbers >= 0 (docs/envelope.md)",
-                        file, a->path, env->members);
+                        "a_rms must be finite numbers >= 0, and member_scale_err %u finite "
+                        "numbers where the root's scale_test is 1 (docs/envelope.md)",
+                        file, a->path, env->members, env->members);
   return 1;
 }

@@ -18,7 +18,8 @@
 enum { PC_ENVELOPE_MIN_MEMBERS = 2, PC_ENVELOPE_MAX_MEMBERS = 4096 };
 
 /* The false-alarm rate of one envelope file: the chance that an honest B fails any of its
- * tensors, split evenly over its tensors' two tests (the RMS and the per-element one). */
+ * tensors, split evenly over its tensors' tests (the RMS and the per-element one, and the scale
+ * test where the envelope holds the members' scales). */
 #define PC_ENVELOPE_ALPHA 0.01
 
 /* How far a real backend may land beyond the emulation's spread: the emulation rounds as B
@@ -55,10 +56,16 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
 
 /* --- the law (law.c) --------------------------------------------------------------------- */
 
-/** Fill fig's law from its K members' RMS errors d (absolute), the tensor's element count n and
- * the envelope's tensor count: present, members, sigma, max_member, median_member, dof, factor,
- * elem_factor (docs/tolerance-model.md, "Envelope"). Sorts d in place. */
-void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors);
+/** Fill fig's law from its K members' RMS errors d (absolute), the tensor's element count n,
+ * the envelope's tensor count and how many tests each tensor takes (2, or 3 with the scale
+ * test): present, members, sigma, max_member, median_member, dof, factor, elem_factor
+ * (docs/tolerance-model.md, "Envelope"). Sorts d in place. */
+void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors,
+                     int tests);
+
+/** The scale test's law from the K members' scales on A, c_k = sum (m_k - a) a / sum a^2:
+ * has_scale, member_scale and scale_factor (a tensor's third test). */
+void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors);
 
 /** The per-element test of n pairs (a, b) with their bounds e (decoded), added to
  * part->env_beyond and part->env_max_ratio: over pairs where a and b are finite,

@@ -71,14 +71,20 @@ static double pc_f_upper(double alpha, double n1, double n2) {
   return hi;
 }
 
-void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors) {
+/* The false-alarm rate of one test of one tensor. */
+static double pc_alpha_t(uint64_t tensors, int tests) {
+  return PC_ENVELOPE_ALPHA / ((double)tests * (double)(tensors ? tensors : 1));
+}
+
+void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors,
+                     int tests) {
   gsl_set_error_handler_off(); /* GSL's default handler aborts */
   double sum = 0, top = 0;
   for (size_t i = 0; i < k; i++) {
     sum += d[i] * d[i];
     top = d[i] > top ? d[i] : top;
   }
-  double alpha_t = PC_ENVELOPE_ALPHA / (2.0 * (double)(tensors ? tensors : 1));
+  double alpha_t = pc_alpha_t(tensors, tests);
   fig->present = true;
   fig->members = (uint32_t)k;
   fig->sigma = sqrt(sum / (double)k);
@@ -91,13 +97,28 @@ void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint
   fig->median_member = gsl_stats_median_from_sorted_data(d, 1, k);
 }
 
+/* c_B / sqrt(mean c_k^2) follows Student's t_K when the c_k and c_B are exchangeable normal
+ * samples of the scale's rounding error (the projection of each member's error on A): the
+ * factor is its two-sided quantile at alpha_t, times PC_ENVELOPE_GAP. A member that an event
+ * moved (a flipped sign) widens it: heavy tails only make it wider. */
+void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors) {
+  double sum = 0;
+  for (size_t i = 0; i < k; i++)
+    sum += c[i] * c[i];
+  fig->has_scale = true;
+  fig->member_scale = sqrt(sum / (double)k);
+  fig->scale_factor = PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(pc_alpha_t(tensors, 3) / 2.0, (double)k);
+}
+
 /* B rounds its own output at A's precision at least once, which members that share A's last
  * rounding (an exact op) do not show: one rounding of every element, RMS u_A RMS(A), is added in
- * quadrature, to sigma for the RMS test and to the median member for the elements. */
+ * quadrature, to sigma for the RMS test and to the median member for the elements; to the
+ * scale, u_A (a bound: the rounding's projection on A is at most u_A of A). */
 void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a) {
   double r = u_a * fig->rms_a, m = fig->median_member;
   fig->floor = sqrt(fig->sigma * fig->sigma + r * r);
   fig->elem_floor = sqrt(m * m + r * r);
+  fig->scale_floor = sqrt(fig->member_scale * fig->member_scale + u_a * u_a);
 }
 
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,

@@ -18,8 +18,8 @@
 #include <string.h> /* memset */
 
 static const char *const pc_criterion_names[PC_CRIT_METRIC_] = {
-    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms",
-    "scale_error",  "structure",    "envelope",          "envelope_elements"};
+    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms",       "scale_error",
+    "structure",    "envelope",     "envelope_elements", "envelope_scale"};
 
 const char *pc_criterion_name(pc_criterion c) {
   if ((unsigned)c >= PC_CRIT_COUNT_)
