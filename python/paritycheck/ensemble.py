@@ -42,7 +42,10 @@ What the emulation does (policy of B -> arithmetic emulated at A's precision):
                                   accumulated in A's precision.  Autocast's dtype flow too:
                                   other ops whose floating inputs are all narrow (a GELU or
                                   BatchNorm after a Linear) have their outputs rounded, except
-                                  those autocast runs in float32 (softmax, LayerNorm, losses)
+                                  those autocast runs in float32 (softmax, LayerNorm, losses).
+                                  In the backward pass (no autocast there) every op follows
+                                  the dtype flow, and a tensor a narrow op reads (a Linear's
+                                  output gradient) is rounded once for all its readers
     tf32                          the same ops: inputs only (TF32 accumulates and writes fp32)
     bf16, fp16 (whole model)      every op that computes: inputs and outputs (in-place results
                                   too: parameters live on B's grid)
@@ -68,6 +71,7 @@ import weakref
 import h5py
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["emulate", "make_envelope", "dump_model", "EMULATION", "stochastic_round",
@@ -263,6 +267,26 @@ def _tree_map(fn, obj):
     return obj
 
 
+class _PythonCalls(TorchFunctionMode):
+    """Counts the torch calls made from Python that are running (a module's forward, an
+    optimizer's step): an aten op seen while none runs comes from autograd's engine, that is
+    from a backward pass (``Tensor.backward`` itself is not counted)."""
+
+    def __init__(self, emulation):
+        super().__init__()
+        self.emulation = emulation
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is torch.Tensor.backward:
+            return func(*args, **kwargs)
+        self.emulation._python_calls += 1
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.emulation._python_calls -= 1
+
+
 class _Emulation(TorchDispatchMode):
     """Perturbs the aten ops of a run as B's backend would round them (see the module
     docstring).  Sits below autograd, so backward ops pass through it too."""
@@ -283,6 +307,24 @@ class _Emulation(TorchDispatchMode):
         self._gens = {generator.device: generator}
         self._rules = {}
         self._narrow = {}  # autocast: id(tensor) -> weakref of tensors B would hold narrow
+        self._python_calls = 0  # autocast: torch calls from Python running (_PythonCalls)
+        self._calls_mode = _PythonCalls(self) if self.how == "autocast" else None
+        # autocast, in a backward pass: id(tensor) -> (weakref, version, its narrow copy), and
+        # id(view) -> (weakref, weakref of its base, the view op, its other arguments)
+        self._held = {}
+        self._views = {}
+
+    def __enter__(self):
+        if self._calls_mode is not None:
+            self._calls_mode.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            if self._calls_mode is not None:
+                self._calls_mode.__exit__(*exc)
 
     # which generator draws for a tensor: the given one on its device, else one seeded from it
     def _gen(self, device):
@@ -349,16 +391,72 @@ class _Emulation(TorchDispatchMode):
         r = self._narrow.get(id(t))
         return r is not None and r() is t
 
+    def _held_narrow(self, t):
+        """In a backward pass: the narrow copy of t that B holds, rounded once and shared by
+        every op that reads t, or t itself where none was made (or t changed since)."""
+        h = self._held.get(id(t)) if torch.is_tensor(t) else None
+        if h is None or h[0]() is not t or h[1] != t._version:
+            return t
+        return h[2]
+
+    def _hold_narrow(self, t):
+        """In a backward pass, t read by a narrow op: B holds it narrow (autograd gives a
+        gradient its tensor's dtype, and the tensor was narrow), so every reader of t sees the
+        same rounding, the bias gradient's sum as the weight gradient's matmul. A view (the
+        matmul reads g^T) is taken again from its base's narrow copy, so that the base's other
+        readers share that rounding."""
+        if not (torch.is_tensor(t) and t.is_floating_point()) or self._is_narrow(t):
+            return t
+        held = self._held_narrow(t)
+        if held is not t:
+            return held
+        v = self._views.get(id(t))
+        base = v[1]() if v is not None and v[0]() is t else None
+        if base is not None:
+            held = self._mark(v[2](self._hold_narrow(base), *v[3], **v[4]))
+        else:
+            held = self._mark(self._perturb(t))
+        if held is t:  # dry: nothing rounded, nothing to share (and no reference to keep)
+            return t
+        k = id(t)
+        self._held[k] = (weakref.ref(t, lambda _, k=k: self._held.pop(k, None)), t._version, held)
+        return held
+
+    def _autocast_backward(self, func, args, kwargs):
+        """Autocast does not reach a backward pass: every op follows the dtype flow, a tensor
+        a narrow op reads is rounded once for all its readers (_hold_narrow), and views are
+        remembered so that a view's rounding is its base's."""
+        name = func.overloadpacket.__name__
+        fn = self._hold_narrow if _family(name) in self.families else self._held_narrow
+        pos, names = self._written(func)
+        args = tuple(a if i in pos else _tree_map(fn, a) for i, a in enumerate(args))
+        kwargs = {k: v if k in names else _tree_map(fn, v) for k, v in kwargs.items()}
+        out = self._autocast_flow(func, args, kwargs, name)
+        view = any(r.alias_info is not None and not r.alias_info.is_write
+                   for r in func._schema.returns)
+        if view and torch.is_tensor(out) and args and torch.is_tensor(args[0]):
+            k = id(out)
+            self._views[k] = (weakref.ref(out, lambda _, k=k: self._views.pop(k, None)),
+                              weakref.ref(args[0]), func, args[1:], kwargs)
+        return out
+
     def _autocast(self, func, args, kwargs):
         """Autocast's dtype flow: narrow ops round inputs and outputs; other ops compute narrow
         (their floating outputs rounded) when all their floating inputs of one or more
         dimensions are narrow, or, in place, when the tensor they write is; views of narrow
-        tensors are narrow; autocast's float32 ops are left alone."""
+        tensors are narrow; autocast's float32 ops are left alone. In a backward pass (aten ops
+        while no torch call from Python runs): _autocast_backward."""
+        if self._python_calls == 0:
+            return self._autocast_backward(func, args, kwargs)
         name = func.overloadpacket.__name__
+        if _family(name) not in self.families and _base(name) in _AUTOCAST_FP32:
+            return func(*args, **kwargs)
+        return self._autocast_flow(func, args, kwargs, name)
+
+    def _autocast_flow(self, func, args, kwargs, name):
+        """The dtype flow of one op (_autocast), autocast's float32 list aside."""
         if _family(name) in self.families:
             out = self._apply(func, args, kwargs, (True, True))
-        elif _base(name) in _AUTOCAST_FP32:
-            return func(*args, **kwargs)
         else:
             pos, names = self._written(func)
             if pos or names:

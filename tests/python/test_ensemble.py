@@ -200,6 +200,26 @@ def test_backward_ops_are_perturbed(tmp_path):
     assert spread < 2.0 ** -5 * (c.abs().t() @ X.abs()).max().item()
 
 
+def test_backward_rounds_a_gradient_once_for_all_its_readers():
+    """Under fp16-autocast B holds the gradient of a Linear's (narrow) output in float16, and
+    its weight-gradient matmul and its bias-gradient sum both read that one rounding. With
+    x = ones, dL/dW[j, k] = sum_i g[i, j] = dL/db[j] exactly when the rounding is shared: g is
+    +-(1 + 2^-13) 2^-8 in alternate rows, off float16's grid, so each g[i, j] rounds up or down
+    at random, yet the sums (multiples of 2^-18) are exact in float32 and on float16's grid.
+    Unrounded, the bias gradient would be exactly 0."""
+    torch.manual_seed(0)
+    lin = nn.Linear(4, 3)
+    x = torch.ones(512, 4)
+    c = torch.full((512, 3), (1 + 2.0 ** -13) * 2.0 ** -8)
+    c[1::2] *= -1
+    with emulate("fp16-autocast", gen(1)):
+        (lin(x) * c).sum().backward()
+    gw, gb = lin.weight.grad, lin.bias.grad
+    assert gb.abs().sum().item() > 0
+    assert torch.equal(gw, gb[:, None].expand_as(gw))
+    assert torch.equal(gb.half().float(), gb)
+
+
 def test_autocast_dtype_flow(tmp_path):
     """Under bf16-autocast emulation a member's tensors are on bfloat16's grid where B holds
     them in bfloat16: a Linear's output and the GELU and BatchNorm after it (they run in their
