@@ -73,6 +73,14 @@ void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
                       const pc_envelope_fig *fig);
 
+/** B's least-squares scale on A, minus 1: c_B = sum (b - a) a / sum a^2 over finite pairs (0
+ * without any, or where A is zero there). */
+double pc_envelope_b_scale(const pc_stats *s);
+
+/** |c_B| in units of the members' scale spread, |c_B| / fig->scale_floor (+inf for c_B != 0 on a
+ * zero floor): the scale test's statistic, which the judge and the reports both show. */
+double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s);
+
 /** fig->floor and fig->elem_floor from A's unit roundoff (its dtype's) and fig->rms_a. */
 void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a);
 

@@ -110,6 +110,15 @@ void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint
   fig->scale_factor = PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(pc_alpha_t(tensors, 3) / 2.0, (double)k);
 }
 
+double pc_envelope_b_scale(const pc_stats *s) {
+  return s->finite_terms && s->sum_sq_a > 0 ? s->sum_a_diff / s->sum_sq_a : 0;
+}
+
+double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s) {
+  double c = fabs(pc_envelope_b_scale(s)), fl = fig->scale_floor;
+  return fl > 0 ? c / fl : c > 0 ? INFINITY : 0;
+}
+
 /* B rounds its own output at A's precision at least once, which members that share A's last
  * rounding (an exact op) do not show: one rounding of every element, RMS u_A RMS(A), is added in
  * quadrature, to sigma for the RMS test and to the median member for the elements; to the

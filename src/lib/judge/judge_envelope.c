@@ -1,6 +1,7 @@
 /* The judge against a measured envelope (judge_envelope.h). The law's factors were set when the
  * envelope was read (envelope.h); here they meet B's figures. */
 #include "judge_envelope.h"
+#include "envelope.h"
 #include "reasons.h"
 #include "structure.h"
 
@@ -68,23 +69,11 @@ static double pc_envelope_ratio(const pc_tensor *t) {
   return err > 0 ? INFINITY : 0;
 }
 
-/* B's least-squares scale on A, minus 1: sum (b - a) a / sum a^2 over finite pairs (0 without
- * any, or where A is zero there). */
-static double pc_scale_of_b(const pc_stats *s) {
-  return s->finite_terms && s->sum_sq_a > 0 ? s->sum_a_diff / s->sum_sq_a : 0;
-}
-
-/* |c_B| in units of the members' scale spread (pc_envelope_fig.scale_floor). */
-static double pc_scale_ratio(const pc_tensor *t) {
-  double c = fabs(pc_scale_of_b(&t->stats)), fl = t->envelope.scale_floor;
-  return fl > 0 ? c / fl : c > 0 ? INFINITY : 0;
-}
-
 /* RMS(b - c a) / floor with c = 1 + c_B: what is left once B's scale on A is taken out,
  * sum d^2 - (sum a d)^2 / sum a^2 (clamped at 0 against cancellation). */
 static double pc_residual_ratio(const pc_tensor *t) {
   const pc_stats *s = &t->stats;
-  double left = s->sum_sq_diff - s->sum_a_diff * pc_scale_of_b(s);
+  double left = s->sum_sq_diff - s->sum_a_diff * pc_envelope_b_scale(s);
   double rms = s->finite_terms && left > 0 ? sqrt(left / (double)s->finite_terms) : 0;
   return t->envelope.floor > 0 ? rms / t->envelope.floor : rms > 0 ? INFINITY : 0;
 }
@@ -102,12 +91,12 @@ static pc_diagnosis pc_envelope_diagnosis(const pc_tensor *t, double ratio, bool
   pc_diagnosis d = pc_structure_noise(t);
   if (d.kind != PC_DIAG_NOISE)
     return d;
-  double c = pc_scale_of_b(&t->stats);
+  double c = pc_envelope_b_scale(&t->stats), c_ratio = pc_envelope_scale_ratio(f, &t->stats);
   if (scale_beyond && pc_residual_ratio(t) <= f->factor)
-    return (pc_diagnosis){PC_DIAG_SCALED, true, 0, 1 + c, pc_scale_ratio(t), f->scale_factor};
+    return (pc_diagnosis){PC_DIAG_SCALED, true, 0, 1 + c, c_ratio, f->scale_factor};
   if (rms_beyond || !scale_beyond)
     return (pc_diagnosis){PC_DIAG_BEYOND, false, 2, ratio, ratio, f->factor};
-  return (pc_diagnosis){PC_DIAG_BEYOND, false, 3, pc_scale_ratio(t), c, f->scale_factor};
+  return (pc_diagnosis){PC_DIAG_BEYOND, false, 3, c_ratio, c, f->scale_factor};
 }
 
 void pc_judge_envelope(pc_tensor *t) {
@@ -125,9 +114,10 @@ void pc_judge_envelope(pc_tensor *t) {
     pc_add_reason(t, PC_CRIT_ENVELOPE, ratio, f->factor);
   if (f->elements && t->stats.env_beyond)
     pc_add_reason(t, PC_CRIT_ENVELOPE_ELEMENTS, t->stats.env_max_ratio, f->elem_factor);
-  bool scale_beyond = f->has_scale && !(pc_scale_ratio(t) <= f->scale_factor);
+  double c_ratio = pc_envelope_scale_ratio(f, &t->stats);
+  bool scale_beyond = f->has_scale && !(c_ratio <= f->scale_factor);
   if (scale_beyond)
-    pc_add_reason(t, PC_CRIT_ENVELOPE_SCALE, pc_scale_ratio(t), f->scale_factor);
+    pc_add_reason(t, PC_CRIT_ENVELOPE_SCALE, c_ratio, f->scale_factor);
   bool rms_beyond = beyond && t->stats.finite_terms;
   bool outside = rms_beyond || (f->elements && t->stats.env_beyond) || scale_beyond;
   /* Within what honest reruns measured, a pattern short of exact is honest: the measured spread

@@ -1,6 +1,7 @@
 /* JSON report (schema: docs/report-json.md): the run as one object, built with jansson and
  * written with keys in insertion order, doubles at full precision; every statistic of a compared
  * tensor, and with a baseline the gate's judgement. */
+#include "envelope.h"
 #include "json_util.h"
 #include "pc_internal.h"
 #include "report_common.h"
@@ -341,12 +342,10 @@ static json_t *envelope_json(const pc_tensor *t) {
   rc |= json_object_set_new(o, "factor", pc_json_real(f->factor));
   rc |= json_object_set_new(o, "ratio", pc_json_real(f->floor > 0 ? err / f->floor : 0));
   if (f->has_scale) {
-    double c = s->finite_terms && s->sum_sq_a > 0 ? s->sum_a_diff / s->sum_sq_a : 0;
     rc |= json_object_set_new(o, "member_scale", pc_json_real(f->member_scale));
     rc |= json_object_set_new(o, "scale_floor", pc_json_real(f->scale_floor));
     rc |= json_object_set_new(o, "scale_factor", pc_json_real(f->scale_factor));
-    rc |= json_object_set_new(o, "scale_ratio",
-                              pc_json_real(f->scale_floor > 0 ? fabs(c) / f->scale_floor : 0));
+    rc |= json_object_set_new(o, "scale_ratio", pc_json_real(pc_envelope_scale_ratio(f, s)));
   }
   rc |= json_object_set_new(o, "elements", json_boolean(f->elements));
   if (f->elements) {
