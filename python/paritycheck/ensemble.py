@@ -267,6 +267,13 @@ def _tree_map(fn, obj):
     return obj
 
 
+def _is_view(func):
+    """True for an aten op whose result aliases an input without writing it: a view must stay a
+    view (never rounded into a copy)."""
+    return any(r.alias_info is not None and not r.alias_info.is_write
+               for r in func._schema.returns)
+
+
 class _PythonCalls(TorchFunctionMode):
     """Counts the torch calls made from Python that are running (a module's forward, an
     optimizer's step): an aten op seen while none runs comes from autograd's engine, that is
@@ -349,9 +356,7 @@ class _Emulation(TorchDispatchMode):
         if rule is not False:
             return rule
         name = func.overloadpacket.__name__
-        schema = func._schema
-        view = any(r.alias_info is not None and not r.alias_info.is_write
-                   for r in schema.returns)
+        view = _is_view(func)
         rule = None
         if not view and name not in _MOVEMENT:
             fam = _family(name)
@@ -432,9 +437,7 @@ class _Emulation(TorchDispatchMode):
         args = tuple(a if i in pos else _tree_map(fn, a) for i, a in enumerate(args))
         kwargs = {k: v if k in names else _tree_map(fn, v) for k, v in kwargs.items()}
         out = self._autocast_flow(func, args, kwargs, name)
-        view = any(r.alias_info is not None and not r.alias_info.is_write
-                   for r in func._schema.returns)
-        if view and torch.is_tensor(out) and args and torch.is_tensor(args[0]):
+        if _is_view(func) and torch.is_tensor(out) and args and torch.is_tensor(args[0]):
             k = id(out)
             self._views[k] = (weakref.ref(out, lambda _, k=k: self._views.pop(k, None)),
                               weakref.ref(args[0]), func, args[1:], kwargs)
@@ -467,9 +470,7 @@ class _Emulation(TorchDispatchMode):
                 flo = flo[:1] if name in _FOLLOW_FIRST else flo
             if not flo or not all(self._is_narrow(t) for t in flo):
                 return func(*args, **kwargs)
-            view = any(r.alias_info is not None and not r.alias_info.is_write
-                       for r in func._schema.returns)
-            if view or name in _MOVEMENT or name in ("clone", "_to_copy", "copy_"):
+            if _is_view(func) or name in _MOVEMENT or name in ("clone", "_to_copy", "copy_"):
                 out = func(*args, **kwargs)
             else:
                 out = self._apply(func, args, kwargs, (False, True))
@@ -714,7 +715,8 @@ def make_envelope(run, reference, policy, members=8, seed=0, keep_members=None,
                 if not os.path.isfile(p):
                     raise ValueError("the member run wrote no %s (A has %s)" % (p, a_path))
             attrs = {"paritycheck_envelope": np.int64(1), "members": np.int64(members),
-                     "scale_test": np.int64(1), "emulate": fmt, "policy": policy, "seed": np.int64(seed),
+                     "scale_test": np.int64(1), "emulate": fmt, "policy": policy,
+                     "seed": np.int64(seed),
                      "torch_version": str(torch.__version__),
                      "reference": os.path.basename(a_path),
                      "narrow_ops": ",".join(sorted(narrow_ops or NARROW_FAMILIES)),
