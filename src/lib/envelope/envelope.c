@@ -168,6 +168,12 @@ static bool pc_member_values(pc_envelope *env, const pc_dataset *d, const char *
   return true;
 }
 
+/* How many tests each of the envelope's tensors takes, which split its false-alarm rate: the RMS
+ * and the per-element one, and the scale test where the envelope holds it. */
+static int pc_tests(const pc_envelope *env) {
+  return env->scale_test ? 3 : 2;
+}
+
 /* The scale test's figures, where the envelope holds them (scale_test 1). */
 static bool pc_member_scales(pc_envelope *env, const pc_dataset *d, double *c,
                              pc_envelope_fig *fig) {
@@ -175,7 +181,7 @@ static bool pc_member_scales(pc_envelope *env, const pc_dataset *d, double *c,
     return true;
   if (!pc_member_values(env, d, "member_scale_err", c, true))
     return false;
-  pc_envelope_scale_law(fig, c, env->members, env->tensors);
+  pc_envelope_scale_law(fig, c, env->members, env->tensors, pc_tests(env));
   return true;
 }
 
@@ -198,7 +204,7 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
   bool ok = pc_member_values(env, d, "member_rms_err", rms, false) &&
             pc_bound_number(env, d, "scale", &scale) && pc_bound_number(env, d, "a_rms", &rms_a);
   if (ok) {
-    pc_envelope_law(fig, rms, env->members, a->count, env->tensors, env->scale_test ? 3 : 2);
+    pc_envelope_law(fig, rms, env->members, a->count, env->tensors, pc_tests(env));
     ok = pc_member_scales(env, d, rms + env->members, fig);
   }
   if (ok) {

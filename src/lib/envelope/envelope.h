@@ -63,9 +63,11 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
 void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors,
                      int tests);
 
-/** The scale test's law from the K members' scales on A, c_k = sum (m_k - a) a / sum a^2:
- * has_scale, member_scale and scale_factor (a tensor's third test). */
-void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors);
+/** The scale test's law from the K members' scales on A, c_k = sum (m_k - a) a / sum a^2, with
+ * the false-alarm rate split as pc_envelope_law's (tests = 3): has_scale, member_scale and
+ * scale_factor. */
+void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors,
+                           int tests);
 
 /** The per-element test of n pairs (a, b) with their bounds e (decoded), added to
  * part->env_beyond and part->env_max_ratio: over pairs where a and b are finite,

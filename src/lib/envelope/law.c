@@ -101,13 +101,15 @@ void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint
  * samples of the scale's rounding error (the projection of each member's error on A): the
  * factor is its two-sided quantile at alpha_t, times PC_ENVELOPE_GAP. A member that an event
  * moved (a flipped sign) widens it: heavy tails only make it wider. */
-void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors) {
+void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors,
+                           int tests) {
   double sum = 0;
   for (size_t i = 0; i < k; i++)
     sum += c[i] * c[i];
   fig->has_scale = true;
   fig->member_scale = sqrt(sum / (double)k);
-  fig->scale_factor = PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(pc_alpha_t(tensors, 3) / 2.0, (double)k);
+  fig->scale_factor =
+      PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(pc_alpha_t(tensors, tests) / 2.0, (double)k);
 }
 
 double pc_envelope_b_scale(const pc_stats *s) {
