@@ -158,6 +158,10 @@ typedef struct pc_stats {
    * bound_i, and the largest |b - a| / bound_i. */
   uint64_t env_beyond;
   double env_max_ratio;
+  /* With the envelope's median test (pc_envelope_fig.has_median): the finite pairs where
+   * |b - a| > median_bound. B's median error (the value of rank ceil(n/2) among the n finite
+   * pairs' |b - a|) exceeds median_bound exactly when this count exceeds floor(n/2). */
+  uint64_t env_above_median;
 } pc_stats;
 
 /* Aggregate figures of a tensor, derived from pc_stats (docs/metrics.md, "Aggregates"). */
@@ -195,6 +199,10 @@ typedef enum pc_criterion {
                                 element factor */
   PC_CRIT_ENVELOPE_SCALE,    /* B's least-squares scale on A beyond its members' (pc_envelope_fig):
                                 value: |c| / scale_floor; limit: the scale factor */
+  PC_CRIT_ENVELOPE_MEDIAN,   /* B's median element error beyond its members' (pc_envelope_fig):
+                                value: the fraction of finite pairs beyond median_bound
+                                (pc_stats.env_above_median / finite_terms); limit: floor(n/2) / n,
+                                so that the value exceeds it when B's median does the bound */
   /* Product metrics, in pc_metric order (PC_CRIT_METRIC_ + m): value: the metric; limit: the
    * tolerance's minimum (pc_metric_is_floor) or maximum. */
   PC_CRIT_METRIC_,
@@ -202,7 +210,8 @@ typedef enum pc_criterion {
 } pc_criterion;
 
 /** "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms", "scale_error", "structure",
- * "envelope", "envelope_elements", "envelope_scale", then the metric names of pc_metric_name. */
+ * "envelope", "envelope_elements", "envelope_scale", "envelope_median", then the metric names
+ * of pc_metric_name. */
 const char *pc_criterion_name(pc_criterion c);
 
 /** True for a criterion whose value must reach its limit (a floor metric), false for those that
@@ -277,7 +286,10 @@ typedef enum pc_diagnosis_kind {
   PC_DIAG_NO_DIGITS,     /* value: rel_rms (or kappa u with a reference): indeterminate */
   PC_DIAG_BEYOND,        /* value: how many times the honest bound B's error is (envelope or
                             allowance): drift, no pattern proven; axis 3: the envelope's scale
-                            test alone, value its ratio, statistic B's scale on A minus 1 */
+                            test alone, value its ratio, statistic B's scale on A minus 1;
+                            axis 4: the envelope's median test alone, value the fraction of
+                            elements beyond median_bound, statistic median_bound, limit the
+                            test's (floor(n/2) / n) */
   PC_DIAG_LOCALIZED,     /* value: elements far beyond their own envelope; statistic: the
                             largest ratio; limit: the element factor (structural) */
   PC_DIAG_COUNT_         /* number of kinds; not a kind */
@@ -325,6 +337,13 @@ typedef struct pc_envelope_fig {
   double member_scale; /* sqrt(mean over members of c_k^2) */
   double scale_floor;  /* sqrt(member_scale^2 + u_A^2): B's own rounding at A's precision added */
   double scale_factor; /* B passes when |c| <= scale_factor scale_floor */
+  /* The median test, where the envelope measured its members' median element errors (root
+   * `median_test`): q_k = the value of rank ceil(n/2) among |m_k,i - a_i| over finite pairs. */
+  bool has_median;
+  double member_median; /* sqrt(mean over members of q_k^2) */
+  double median_floor;  /* sqrt(member_median^2 + (2 u_A rms_a)^2): one step of A's grid added */
+  double median_factor; /* the law's factor for the q_k (as `factor` for the d_k) */
+  double median_bound;  /* median_factor median_floor: B passes when its median is within it */
 } pc_envelope_fig;
 
 typedef struct pc_tensor {

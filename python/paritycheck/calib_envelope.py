@@ -8,7 +8,8 @@ The fit reads those attributes only, through the envelope judge's own law
 admits (exactly its law when K = 2): an honest B is one more exchangeable sample, so
 RMS(b - a)^2 / mean_k d_k^2 follows F(1, K) = t_K^2, and (b_i - a_i) / r_i follows t_K. With the
 false-alarm rate alpha = 0.01 per envelope file split over its T tensors and two tests,
-alpha_t = alpha / (2 T) (three tests, alpha / (3 T), where its root's scale_test is 1), and
+alpha_t = alpha / (2 T) (one test more for each of its root's scale_test and median_test that
+is 1: alpha / (4 T) with both), and
 the gap G_e = 3 for a backend whose algorithm differs:
 
     floor       = sqrt(mean_k d_k^2 + (u RMS(A))^2)       one rounding at the profile's precision u
@@ -131,8 +132,9 @@ def envelope_needs(path, u):
         raise Refused("%s: cannot be read as HDF5 (%s)" % (path, e))
     with f:
         k, t, emulate = _root(f, path)
-        # the judge's split: two tests a tensor, three where the envelope holds the scale test
-        tests = 3.0 if f.attrs.get("scale_test", 0) == 1 else 2.0
+        # the judge's split: two tests a tensor, plus the scale and the median test where the
+        # envelope holds them
+        tests = 2.0 + sum(1.0 for a in ("scale_test", "median_test") if f.attrs.get(a, 0) == 1)
         alpha_t = ALPHA / (tests * t)
         q_rel = t_quantile_upper(alpha_t / 2.0, k)
         names = []

@@ -598,6 +598,15 @@ def _round_up_f16(r, s):
     return e
 
 
+def _lower_median(x):
+    """The value of rank ceil(n/2) among the n values of x (0 for none): the median test's
+    statistic, as the judge counts it (docs/envelope.md)."""
+    if x.size == 0:
+        return 0.0
+    k = (x.size + 1) // 2 - 1
+    return float(np.partition(x.ravel(), k)[k])
+
+
 def _tensor_envelope(a, members):
     """(e, attributes) of one tensor: ``a`` is A's values (float64), ``members`` yields each
     member's values (float64) one at a time, so memory holds about three tensors."""
@@ -605,7 +614,7 @@ def _tensor_envelope(a, members):
     sumsq = np.zeros(a.shape, np.float64)
     count = np.zeros(a.shape, np.int64)
     mismatch = np.zeros(a.shape, bool)
-    rms, mx, sc = [], [], []
+    rms, mx, sc, med = [], [], [], []
     for m in members:
         if m.shape != a.shape:
             raise ValueError("a member's shape %s differs from A's %s" % (m.shape, a.shape))
@@ -623,12 +632,14 @@ def _tensor_envelope(a, members):
         aa = np.where(ok, a, 0.0)
         e2 = float((aa * aa).sum())
         sc.append(float((d * aa).sum()) / e2 if e2 > 0 else 0.0)
+        med.append(_lower_median(np.abs(d[ok])))
     r = np.sqrt(np.divide(sumsq, count, out=np.zeros_like(sumsq), where=count > 0))
     s = float(r.max()) if r.size else 0.0
     fin = a[fa]
     attrs = {"member_rms_err": np.array(rms, np.float64),
              "member_max_abs": np.array(mx, np.float64),
-             "member_scale_err": np.array(sc, np.float64), "scale": s,
+             "member_scale_err": np.array(sc, np.float64),
+             "member_median_err": np.array(med, np.float64), "scale": s,
              "a_rms": float(np.sqrt((fin * fin).mean())) if fin.size else 0.0,
              "count": np.int64(a.size), "nonfinite": np.int64(mismatch.sum())}
     return _round_up_f16(r, s), attrs
@@ -715,7 +726,8 @@ def make_envelope(run, reference, policy, members=8, seed=0, keep_members=None,
                 if not os.path.isfile(p):
                     raise ValueError("the member run wrote no %s (A has %s)" % (p, a_path))
             attrs = {"paritycheck_envelope": np.int64(1), "members": np.int64(members),
-                     "scale_test": np.int64(1), "emulate": fmt, "policy": policy,
+                     "scale_test": np.int64(1), "median_test": np.int64(1),
+                     "emulate": fmt, "policy": policy,
                      "seed": np.int64(seed),
                      "torch_version": str(torch.__version__),
                      "reference": os.path.basename(a_path),

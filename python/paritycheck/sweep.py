@@ -14,6 +14,10 @@ import h5py
 import numpy as np
 
 MUTATIONS = ["zero", "x2", "neg", "roll", "zero10", "shuffle"]
+# Small factors (a BatchNorm or LayerNorm eps, a missing correction): not structural, and an
+# honest profile may pass some of them, so they are no part of MUTATIONS; tests/zoo/
+# scale_sweep.py checks that three-way mode catches every one that plain mode catches.
+SCALES = ["x0.95", "x0.9", "x0.8"]
 MIN_ELEMENTS = 64
 STRIDE = 4
 
@@ -24,6 +28,8 @@ def mutate(kind, x, rng):
         return np.zeros_like(x)
     if kind == "x2":
         return x * 2
+    if kind in SCALES:
+        return x * float(kind[1:])
     if kind == "neg":
         return -x
     if kind == "roll":
@@ -37,6 +43,19 @@ def mutate(kind, x, rng):
         rng.shuffle(y)
         return y.reshape(x.shape)
     raise ValueError(kind)
+
+
+def to_logical(y, logical):
+    """y (float32 storage) rounded to nearest even in its logical dtype (the dataset's `dtype`
+    attribute), so that a scaled tensor stays one that dtype holds: the loader refuses values
+    its logical dtype cannot hold."""
+    if logical == "float16":
+        return y.astype(np.float16).astype(y.dtype)
+    if logical == "bfloat16" and y.dtype == np.float32:
+        u = y.view(np.uint32).astype(np.uint64)
+        r = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+        return r.astype(np.uint32).view(np.float32)
+    return y
 
 
 def eligible(path):
@@ -59,7 +78,9 @@ def changed_copy(src, dst, names, kind, seed):
     with h5py.File(dst, "r+") as f:
         for n in names:
             x = f[n][()]
-            y = mutate(kind, x, rng).astype(x.dtype)
+            logical = f[n].attrs.get("dtype", b"")
+            logical = logical.decode() if isinstance(logical, bytes) else str(logical)
+            y = to_logical(mutate(kind, x, rng).astype(x.dtype), logical)
             if np.array_equal(x, y, equal_nan=True):
                 continue
             f[n][...] = y

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """`python3 -m paritycheck.calibrate --from-envelopes` (docs/calibrate.md, "From envelopes"):
 
-1. two envelope sidecars written with numpy (tests/envelope/envelope_files.py), K = 8 and K = 2:
+1. two envelope sidecars written with numpy (tests/envelope/envelope_files.py), K = 8 and K = 2
+   (the K = 2 one with the scale and median tests: four tests a tensor split its rate):
    the written max_rel_rms_u and atol_rms equal the rule's values computed here from
    the member arrays, with Student's t from closed forms (t_2) and Abramowitz & Stegun 26.7.3's
    finite series (t_8), not from the package; at K = 2 the need is also the envelope judge's
@@ -84,10 +85,11 @@ def t8_upper(p):
     return hi
 
 
-def needs(a, ms, t_upper):
-    """(rel need, elem need) in u over the tensors of one envelope, from the member arrays."""
+def needs(a, ms, t_upper, tests=2):
+    """(rel need, elem need) in u over the tensors of one envelope, from the member arrays;
+    `tests` a tensor takes (2, 4 with the scale and median tests) split the rate."""
     tensors = len(a)
-    alpha_t = ALPHA / (2 * tensors)
+    alpha_t = ALPHA / (tests * tensors)
     rel, elem = 0.0, 0.0
     for name, av in a.items():
         av = av.astype(np.float64)
@@ -135,7 +137,7 @@ def setup():
     write(os.path.join(d, "a.h5"), dict(A1, **A1_REST))
     write_envelope(os.path.join(d, "a.envelope.h5"), A1, M1)
     write(os.path.join(d, "a2.h5"), A2)
-    write_envelope(os.path.join(d, "a2.envelope.h5"), A2, M2)
+    write_envelope(os.path.join(d, "a2.envelope.h5"), A2, M2, scale_test=True, median_test=True)
     return d
 
 
@@ -158,7 +160,7 @@ def test_fit_and_gate():
     if p.returncode:
         return
     rel1, elem1 = needs(A1, M1, t8_upper)
-    rel2, elem2 = needs(A2, M2, t2_upper)
+    rel2, elem2 = needs(A2, M2, t2_upper, tests=4)  # its root: scale_test and median_test 1
     got = defaults_all(out)
     want_rr = two_digits_up(max(rel1, rel2))
     want_atol = two_digits_up(max(elem1, elem2))

@@ -16,10 +16,17 @@ def f16_up(x):
     return h.reshape(x.shape)
 
 
+def lower_median(x):
+    """The value of rank ceil(n/2) among the n values of x, by a full sort."""
+    x = np.sort(np.asarray(x, np.float64).reshape(-1))
+    return float(x[math.ceil(x.size / 2) - 1]) if x.size else 0.0
+
+
 def write_envelope(path, a, members, tensors=None, version=1, emulate="float32",
-                   scale_test=False):
+                   scale_test=False, median_test=False):
     """The sidecar of docs/envelope.md for A's datasets `a` (name -> array) and K member dumps;
-    with scale_test, the members' scales on A too (root scale_test 1, member_scale_err)."""
+    with scale_test, the members' scales on A too (root scale_test 1, member_scale_err); with
+    median_test, their median element errors (root median_test 1, member_median_err)."""
     k = len(members)
     with h5py.File(path, "w", track_order=True) as f:
         f.attrs["paritycheck_envelope"] = version
@@ -32,6 +39,8 @@ def write_envelope(path, a, members, tensors=None, version=1, emulate="float32",
         f.attrs["tensors"] = tensors or len(a)
         if scale_test:
             f.attrs["scale_test"] = 1
+        if median_test:
+            f.attrs["median_test"] = 1
         for name, av in a.items():
             av = av.astype(np.float64)
             diffs = [m[name].astype(np.float64) - av for m in members]
@@ -48,3 +57,5 @@ def write_envelope(path, a, members, tensors=None, version=1, emulate="float32",
             if scale_test:
                 ds.attrs["member_scale_err"] = np.array([(d * av).sum() / (av * av).sum()
                                                          for d in diffs])
+            if median_test:
+                ds.attrs["member_median_err"] = np.array([lower_median(np.abs(d)) for d in diffs])

@@ -222,6 +222,83 @@ def test_scale_test_without_member_scales_fails_closed():
     check("scale_test 2: exit 2", p.returncode == 2 and "scale_test" in p.stderr, p.stderr)
 
 
+def test_median_beyond_the_members():
+    """K = 2 members with their median element errors (root median_test 1, no scale test):
+    three tests a tensor, alpha_t = ALPHA / (3 T), and at K = 2 the law takes nu = 1, so the
+    median factor is 3 t_2(alpha_t / 2) (closed form). B = A + 0.5 SIGMA noise with its first m
+    elements of /x moved by 70 SIGMA: its RMS error (about 50 SIGMA) and every element are
+    within the envelope (the factors are about 84). With m = 2049 of 4096, B's median error (rank
+    2048) is a moved element, beyond the bound of about 57 SIGMA: only the median test fails;
+    with m = 2048 its median is an unmoved element and B passes. Read in 100-element blocks on
+    2 threads, so the count is merged across parts."""
+    members = [noisy(SIGMA, 800 + k) for k in range(2)]
+    av = A["/x"].astype(np.float64)
+    qk = [np.sort(np.abs(m["/x"].astype(np.float64) - av))[2047] for m in members]
+    want_q = math.sqrt(np.mean(np.square(qk)))
+    rms_a = math.sqrt(np.mean(av * av))
+    want_floor = math.sqrt(want_q ** 2 + (2 * U32 * rms_a) ** 2)
+    want_factor = GAP * t2_upper(ALPHA / (3 * 2) / 2)
+    for moved, fails in ((2049, True), (2048, False)):
+        b = noisy(SIGMA / 2, 16)
+        x = b["/x"].astype(np.float64)
+        x[:moved] += 70 * SIGMA
+        b["/x"] = x.astype(np.float32)
+        d = setup("median_%d" % moved, b, members=members, median_test=True)
+        p, rep = run_json(["-j", "2", "--block-elems", "100", os.path.join(d, "a.h5"),
+                           os.path.join(d, "b.h5")])
+        t = tensors(rep)["/x"]
+        env = t["envelope"]
+        dist = np.abs(b["/x"].astype(np.float64) - av)
+        above = int((dist > env["median_bound"]).sum())
+        check("member_median = sqrt(mean q_k^2), q_k the rank-2048 |m_k - a| (numpy sort)",
+              abs(env["member_median"] - want_q) <= 1e-12 * want_q, (env, want_q))
+        check("median_floor = sqrt(member_median^2 + (2 u RMS(A))^2)",
+              abs(env["median_floor"] - want_floor) <= 1e-9 * want_floor, env)
+        check("median_factor = 3 t_2(alpha_t / 2), alpha_t = 0.01 / 6",
+              abs(env["median_factor"] - want_factor) <= 1e-6 * want_factor, env)
+        check("median_bound = factor floor", abs(env["median_bound"] - env["median_factor"] *
+                                                  env["median_floor"]) <= 1e-12 * env["median_bound"])
+        check("above_median = numpy's count beyond the bound (%d)" % moved,
+              env["above_median"] == above == moved, (env["above_median"], above))
+        crit = [r["criterion"] for r in t.get("reasons", [])]
+        if fails:
+            check("2049 of 4096 moved: only the median test fails, exit 1",
+                  p.returncode == 1 and crit == ["envelope_median"], (p.returncode, crit))
+            r = t["reasons"][0]
+            check("reason: value 2049 / 4096, limit 2048 / 4096",
+                  r["value"] == 2049 / 4096 and r["limit"] == 0.5, r)
+            dg = t["diagnosis"]
+            check("diagnosis: beyond the members' median", dg["kind"] == "beyond" and
+                  dg["value"] == 2049 / 4096 and "typical element" in dg["text"], dg)
+        else:
+            check("2048 of 4096 moved: B's median is unmoved, it passes",
+                  p.returncode == 0 and not crit, (p.returncode, crit))
+    d = setup("median_off", b, members=members)
+    b["/x"][2048] += np.float32(70 * SIGMA)
+    write(os.path.join(d, "b.h5"), b)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("without the members' medians the same B passes", p.returncode == 0, p.stdout)
+    d = setup("median_honest", noisy(SIGMA, 17), members=members, median_test=True,
+              scale_test=True)
+    p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+    check("honest B passes the median and scale tests", p.returncode == 0, p.stdout)
+
+
+def test_median_test_fails_closed():
+    for name, edit, why in (
+            ("median_missing", lambda f: f["y"].attrs.__delitem__("member_median_err"),
+             "member_median_err"),
+            ("median_negative", lambda f: f["x"].attrs.__setitem__(
+                "member_median_err", np.array([-1.0] * 8)), "member_median_err"),
+            ("median_bad", lambda f: f.attrs.__setitem__("median_test", 2), "median_test")):
+        d = setup(name, noisy(SIGMA, 18), median_test=True)
+        with h5py.File(os.path.join(d, "a.envelope.h5"), "a") as f:
+            edit(f)
+        p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+        check("%s: exit 2 naming %s" % (name, why),
+              p.returncode == 2 and why in json.dumps(rep) + p.stderr, (p.returncode, p.stderr))
+
+
 def bf16(x):
     """x (float32) rounded to bfloat16, to nearest even, as float32."""
     u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
@@ -374,6 +451,7 @@ if __name__ == "__main__":
                         test_localized, test_event_members_keep_the_element_floor,
                         test_scale_beyond_the_members,
                         test_scale_test_without_member_scales_fails_closed,
+                        test_median_beyond_the_members, test_median_test_fails_closed,
                         test_grid_step_per_element,
                         test_exact_structure_within_a_wide_envelope,
                         test_indeterminate_only_where_spread_has_no_digits, test_another_a,

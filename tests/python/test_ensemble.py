@@ -276,6 +276,9 @@ def _recompute(a, members):
             "member_rms_err": [math.sqrt((d * d).sum() / max(o.sum(), 1))
                                for d, o in zip(diffs, ok)],
             "member_max_abs": [np.abs(d).max() for d in diffs],
+            # rank ceil(n/2) of the sorted |m - a| over finite pairs (n odd: the median)
+            "member_median_err": [np.sort(np.abs(d[o]))[math.ceil(o.sum() / 2) - 1]
+                                  if o.sum() else 0.0 for d, o in zip(diffs, ok)],
             "a_rms": math.sqrt((fin * fin).mean()) if fin.size else 0.0, "count": a.size,
             "nonfinite": int(sum((fa != np.isfinite(m)) for m in ms).astype(bool).sum())}
 
@@ -291,6 +294,7 @@ def _check_envelope(env_path, a_path, member_paths, policy, k):
         assert at["seed"] == 0 and at["torch_version"] == torch.__version__
         assert at["reference"] == os.path.basename(a_path)
         assert at["tensors"] == len(floating)
+        assert at["scale_test"] == 1 and at["median_test"] == 1
         got = {}
         f.visititems(lambda n, o: got.__setitem__(n, o) if isinstance(o, h5py.Dataset)
                      else None)
@@ -304,6 +308,8 @@ def _check_envelope(env_path, a_path, member_paths, policy, k):
             np.testing.assert_allclose(ds.attrs["member_rms_err"], want["member_rms_err"],
                                        rtol=1e-12, atol=0)
             np.testing.assert_array_equal(ds.attrs["member_max_abs"], want["member_max_abs"])
+            np.testing.assert_array_equal(ds.attrs["member_median_err"],
+                                          want["member_median_err"])
             assert ds.attrs["a_rms"] == pytest.approx(want["a_rms"], rel=1e-12)
             assert ds.attrs["count"] == want["count"]
             assert ds.attrs["nonfinite"] == want["nonfinite"]

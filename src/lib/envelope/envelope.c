@@ -14,8 +14,9 @@ struct pc_envelope {
   pc_file *f;
   uint32_t members;
   uint64_t tensors;
-  double grid_u;   /* the unit roundoff of `emulate` */
-  bool scale_test; /* root `scale_test` 1: every tensor holds its members' scales on A */
+  double grid_u;    /* the unit roundoff of `emulate` */
+  bool scale_test;  /* root `scale_test` 1: every tensor holds its members' scales on A */
+  bool median_test; /* root `median_test` 1: every tensor holds its members' median errors */
 };
 
 /* The arithmetic an envelope emulates (root attribute `emulate`) and its unit roundoff. */
@@ -65,6 +66,16 @@ static bool pc_root_number(pc_envelope *env, const char *name, double *out) {
   return end != buf && *end == '\0' && isfinite(*out);
 }
 
+/* An optional root attribute that must be 0 or 1 (absent: 0): false when it is anything else. */
+static bool pc_root_flag(pc_envelope *env, const char *name, bool *on) {
+  double v = 0;
+  *on = false;
+  if (pc_root_present(env, name) && (!pc_root_number(env, name, &v) || (v != 0 && v != 1)))
+    return false;
+  *on = v == 1;
+  return true;
+}
+
 /* The root attributes the law needs: the version, K within its bounds, and how many tensors
  * share the false-alarm rate. */
 static int pc_envelope_check_root(pc_envelope *env, const char *path, pc_error *err) {
@@ -88,13 +99,12 @@ static int pc_envelope_check_root(pc_envelope *env, const char *path, pc_error *
                         "%s: root attribute emulate must name bfloat16, float16, tf32, float32 "
                         "or float64",
                         path);
-  double scale_test = 0;
-  if (pc_root_present(env, "scale_test") &&
-      (!pc_root_number(env, "scale_test", &scale_test) || (scale_test != 0 && scale_test != 1)))
-    return pc_error_set(err, PC_EIO, "%s: root attribute scale_test must be 0 or 1", path);
+  if (!pc_root_flag(env, "scale_test", &env->scale_test) ||
+      !pc_root_flag(env, "median_test", &env->median_test))
+    return pc_error_set(err, PC_EIO,
+                        "%s: root attributes scale_test and median_test must be 0 or 1", path);
   env->members = (uint32_t)members;
   env->tensors = (uint64_t)tensors;
-  env->scale_test = scale_test == 1;
   return PC_OK;
 }
 
@@ -169,19 +179,25 @@ static bool pc_member_values(pc_envelope *env, const pc_dataset *d, const char *
 }
 
 /* How many tests each of the envelope's tensors takes, which split its false-alarm rate: the RMS
- * and the per-element one, and the scale test where the envelope holds it. */
+ * and the per-element one, and the scale and median tests where the envelope holds them. */
 static int pc_tests(const pc_envelope *env) {
-  return env->scale_test ? 3 : 2;
+  return 2 + env->scale_test + env->median_test;
 }
 
-/* The scale test's figures, where the envelope holds them (scale_test 1). */
-static bool pc_member_scales(pc_envelope *env, const pc_dataset *d, double *c,
-                             pc_envelope_fig *fig) {
-  if (!env->scale_test)
-    return true;
-  if (!pc_member_values(env, d, "member_scale_err", c, true))
-    return false;
-  pc_envelope_scale_law(fig, c, env->members, env->tensors, pc_tests(env));
+/* The scale and median tests' figures, where the envelope holds them (scale_test, median_test
+ * 1); v has room for K values. */
+static bool pc_member_tests(pc_envelope *env, const pc_dataset *d, uint64_t n, double *v,
+                            pc_envelope_fig *fig) {
+  if (env->scale_test) {
+    if (!pc_member_values(env, d, "member_scale_err", v, true))
+      return false;
+    pc_envelope_scale_law(fig, v, env->members, env->tensors, pc_tests(env));
+  }
+  if (env->median_test) {
+    if (!pc_member_values(env, d, "member_median_err", v, false))
+      return false;
+    pc_envelope_median_law(fig, v, env->members, n, env->tensors, pc_tests(env));
+  }
   return true;
 }
 
@@ -205,7 +221,7 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
             pc_bound_number(env, d, "scale", &scale) && pc_bound_number(env, d, "a_rms", &rms_a);
   if (ok) {
     pc_envelope_law(fig, rms, env->members, a->count, env->tensors, pc_tests(env));
-    ok = pc_member_scales(env, d, rms + env->members, fig);
+    ok = pc_member_tests(env, d, a->count, rms + env->members, fig);
   }
   if (ok) {
     fig->scale = scale;
@@ -217,8 +233,9 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
   if (!ok)
     return pc_error_set(err, PC_EDATA,
                         "%s: %s: the envelope's attributes member_rms_err (%u values), scale and "
-                        "a_rms must be finite numbers >= 0, and member_scale_err %u finite "
-                        "numbers where the root's scale_test is 1 (docs/envelope.md)",
-                        file, a->path, env->members, env->members);
+                        "a_rms must be finite numbers >= 0, member_scale_err %u finite numbers "
+                        "where the root's scale_test is 1, and member_median_err %u finite "
+                        "numbers >= 0 where its median_test is 1 (docs/envelope.md)",
+                        file, a->path, env->members, env->members, env->members);
   return 1;
 }

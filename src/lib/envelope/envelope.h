@@ -19,7 +19,7 @@ enum { PC_ENVELOPE_MIN_MEMBERS = 2, PC_ENVELOPE_MAX_MEMBERS = 4096 };
 
 /* The false-alarm rate of one envelope file: the chance that an honest B fails any of its
  * tensors, split evenly over its tensors' tests (the RMS and the per-element one, and the scale
- * test where the envelope holds the members' scales). */
+ * and median tests where the envelope holds the members' scales and medians). */
 #define PC_ENVELOPE_ALPHA 0.01
 
 /* How far a real backend may land beyond the emulation's spread: the emulation rounds as B
@@ -57,21 +57,29 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
 /* --- the law (law.c) --------------------------------------------------------------------- */
 
 /** Fill fig's law from its K members' RMS errors d (absolute), the tensor's element count n,
- * the envelope's tensor count and how many tests each tensor takes (2, or 3 with the scale
- * test): present, members, sigma, max_member, median_member, dof, factor, elem_factor
- * (docs/tolerance-model.md, "Envelope"). Sorts d in place. */
+ * the envelope's tensor count and how many tests each tensor takes (2, plus the scale and the
+ * median test where the envelope holds them): present, members, sigma, max_member,
+ * median_member, dof, factor, elem_factor (docs/tolerance-model.md, "Envelope"). Sorts d in
+ * place. */
 void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors,
                      int tests);
 
 /** The scale test's law from the K members' scales on A, c_k = sum (m_k - a) a / sum a^2, with
- * the false-alarm rate split as pc_envelope_law's (tests = 3): has_scale, member_scale and
+ * the false-alarm rate split as pc_envelope_law's: has_scale, member_scale and
  * scale_factor. */
 void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors,
                            int tests);
 
+/** The median test's law from the K members' median element errors q_k (the value of rank
+ * ceil(n/2) among |m_k,i - a_i| over finite pairs), with the false-alarm rate split as
+ * pc_envelope_law's: has_median, member_median and median_factor. */
+void pc_envelope_median_law(pc_envelope_fig *fig, const double *q, size_t k, uint64_t n,
+                            uint64_t tensors, int tests);
+
 /** The per-element test of n pairs (a, b) with their bounds e (decoded), added to
  * part->env_beyond and part->env_max_ratio: over pairs where a and b are finite,
- * ratio_i = |b_i - a_i| / (scale e_i + elem_floor + 2 grid_u |a_i|) (0 / 0 = 0, x / 0 = inf). */
+ * ratio_i = |b_i - a_i| / (scale e_i + elem_floor + 2 grid_u |a_i|) (0 / 0 = 0, x / 0 = inf);
+ * with the median test, also part->env_above_median: the pairs where |b_i - a_i| > median_bound. */
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
                       const pc_envelope_fig *fig);
 
@@ -83,7 +91,8 @@ double pc_envelope_b_scale(const pc_stats *s);
  * zero floor): the scale test's statistic, which the judge and the reports both show. */
 double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s);
 
-/** fig->floor and fig->elem_floor from A's unit roundoff (its dtype's) and fig->rms_a. */
+/** fig->floor, elem_floor, scale_floor and (with the median test) median_floor and
+ * median_bound from A's unit roundoff (its dtype's) and fig->rms_a. */
 void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a);
 
 #endif

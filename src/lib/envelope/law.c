@@ -112,6 +112,23 @@ void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint
       PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(pc_alpha_t(tensors, tests) / 2.0, (double)k);
 }
 
+/* The members' median element errors q_k are read as the d_k are: q_k^2 = sigma_q^2 chi2_nu /
+ * nu with nu from their spread, and B's median one more exchangeable sample, so the factor is
+ * the RMS test's at the q_k's own nu. A median moves little between members (it ignores the
+ * events that widen sigma: a flip in under half the elements), so nu is large and the bound
+ * near G_e times the members' median: a B whose typical element moved (an optimizer bug that
+ * shifts every parameter by lr while honest reruns flip a few) fails it. */
+void pc_envelope_median_law(pc_envelope_fig *fig, const double *q, size_t k, uint64_t n,
+                            uint64_t tensors, int tests) {
+  double sum = 0, dof = pc_envelope_dof(q, k, n);
+  for (size_t i = 0; i < k; i++)
+    sum += q[i] * q[i];
+  fig->has_median = true;
+  fig->member_median = sqrt(sum / (double)k);
+  fig->median_factor =
+      PC_ENVELOPE_GAP * sqrt(pc_f_upper(pc_alpha_t(tensors, tests), dof, (double)k * dof));
+}
+
 double pc_envelope_b_scale(const pc_stats *s) {
   return s->finite_terms && s->sum_sq_a > 0 ? s->sum_a_diff / s->sum_sq_a : 0;
 }
@@ -124,18 +141,27 @@ double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s) {
 /* B rounds its own output at A's precision at least once, which members that share A's last
  * rounding (an exact op) do not show: one rounding of every element, RMS u_A RMS(A), is added in
  * quadrature, to sigma for the RMS test and to the median member for the elements; to the
- * scale, u_A (a bound: the rounding's projection on A is at most u_A of A). */
+ * scale, u_A (a bound: the rounding's projection on A is at most u_A of A). To the median, a
+ * whole step of A's grid at RMS(A), 2 u_A RMS(A): where every member reproduces A's bits in
+ * most elements (an optimizer's float32 update under autocast), B's own kernels (a fused
+ * multiply-add in place of two roundings) may move most of them by one ulp, which is at most
+ * 2 u_A |a_i|, and the median |a_i| is at most sqrt(2) RMS(A) (Markov), which the factor's G_e
+ * covers. */
 void pc_envelope_set_floor(pc_envelope_fig *fig, double u_a) {
-  double r = u_a * fig->rms_a, m = fig->median_member;
+  double r = u_a * fig->rms_a, m = fig->median_member, q = fig->member_median;
   fig->floor = sqrt(fig->sigma * fig->sigma + r * r);
   fig->elem_floor = sqrt(m * m + r * r);
   fig->scale_floor = sqrt(fig->member_scale * fig->member_scale + u_a * u_a);
+  if (fig->has_median) {
+    fig->median_floor = sqrt(q * q + 4 * r * r);
+    fig->median_bound = fig->median_factor * fig->median_floor;
+  }
 }
 
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
                       const pc_envelope_fig *fig) {
   double top = part->env_max_ratio;
-  uint64_t beyond = 0;
+  uint64_t beyond = 0, above = 0;
   for (size_t i = 0; i < n; i++) {
     if (!isfinite(a[i]) || !isfinite(b[i]))
       continue;
@@ -146,7 +172,9 @@ void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const do
     double ratio = d == 0 ? 0 : bound > 0 ? d / bound : INFINITY;
     top = ratio > top ? ratio : top;
     beyond += ratio > fig->elem_factor;
+    above += d > fig->median_bound;
   }
   part->env_max_ratio = top;
   part->env_beyond += beyond;
+  part->env_above_median += fig->has_median ? above : 0;
 }

@@ -18,8 +18,8 @@
 #include <string.h> /* memset */
 
 static const char *const pc_criterion_names[PC_CRIT_METRIC_] = {
-    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms",       "scale_error",
-    "structure",    "envelope",     "envelope_elements", "envelope_scale"};
+    "nan_mismatch", "inf_mismatch", "mismatch_fraction", "rel_rms",        "scale_error",
+    "structure",    "envelope",     "envelope_elements", "envelope_scale", "envelope_median"};
 
 const char *pc_criterion_name(pc_criterion c) {
   if ((unsigned)c >= PC_CRIT_COUNT_)
@@ -171,16 +171,17 @@ static void pc_classify_plain(pc_tensor *t) {
   pc_classify_failure(t, pc_plain_allowance(t), true);
 }
 
-/* A scale reason the profile kept (after the run's allowances) whose error is a clean factor
- * (pc_structure_noise reads "scaled by c"): then the tensor stays drift, so diagnosed. */
+/* A scale reason the profile kept (after the run's allowances) stands in three-way mode as in
+ * plain mode, with plain's verdict; where the error is a clean factor (pc_structure_noise reads
+ * "scaled by c") the tensor is drift, so diagnosed. */
 static bool pc_scale_stands(pc_tensor *t) {
   if (!pc_find_reason(t, PC_CRIT_SCALE_ERROR))
     return false;
   pc_diagnosis d = pc_structure_noise(t);
-  if (d.kind != PC_DIAG_SCALED)
-    return false;
-  t->verdict = PC_VERDICT_DRIFT;
-  t->diagnosis = d;
+  if (d.kind == PC_DIAG_SCALED) {
+    t->verdict = PC_VERDICT_DRIFT;
+    t->diagnosis = d;
+  }
   return true;
 }
 
@@ -212,10 +213,11 @@ static void pc_relax_by_reference(pc_tensor *t) {
   /* kappa is measured on A's N elements, B's distance on B's: two RMS of N terms each, which
    * honest noise puts up to pc_rms_ratio_bound(N) apart (5x at N = 12, 1.2x at 1024). */
   t->context.reference_limit = m * kappa_u * pc_rms_ratio_bound(t->stats.ev.pairs);
-  /* A structure stands as in plain mode: three-way never passes what plain catches. So does a
-   * scale the profile caught where the evidence proves a clean factor (most of the error along
-   * A, beyond the beta tail: a BatchNorm eps, a missing correction): the reference measures how
-   * far B may honestly be, not that a factor is honest. */
+  /* A structure stands as in plain mode: three-way never passes what plain catches. So does
+   * any scale the profile caught (a BatchNorm or LayerNorm eps, a missing correction), a clean
+   * factor or not: R's distance to A has one degree of freedom along A, too few to measure how
+   * far an honest B's scale may stray, and the reference measures how far B may be, not that a
+   * scale is honest (issue 36: a LayerNorm eps with noise beside it passed three-way). */
   if (t->diagnosis.structural || pc_scale_stands(t))
     return;
   /* B within the allowance and keeping a digit passes. Beyond it, B is indeterminate only where

@@ -78,10 +78,24 @@ static double pc_residual_ratio(const pc_tensor *t) {
   return t->envelope.floor > 0 ? rms / t->envelope.floor : rms > 0 ? INFINITY : 0;
 }
 
+/* The median test (pc_stats.env_above_median): B's median element error, the value of rank
+ * ceil(n/2) among the n finite pairs' |b - a|, exceeds median_bound exactly when more than
+ * floor(n/2) pairs do. Its statistic is the fraction of pairs beyond the bound, its limit
+ * floor(n/2) / n. */
+static bool pc_median_beyond(const pc_tensor *t, double *fraction, double *limit) {
+  const pc_stats *s = &t->stats;
+  if (!t->envelope.has_median || !s->finite_terms)
+    return false;
+  *fraction = (double)s->env_above_median / (double)s->finite_terms;
+  *limit = (double)(s->finite_terms / 2) / (double)s->finite_terms;
+  return s->env_above_median > s->finite_terms / 2;
+}
+
 /* What a failure beyond the envelope looks like: elements far beyond their own bound are a
  * localized structure; otherwise a pattern the evidence proves (a slice, a rounding grid, a
  * small factor); a scale beyond the members' with the rest within the envelope is "scaled by
- * c", proven; else how many times the envelope B's error (or its scale) is. */
+ * c", proven; else how many times the envelope B's error (or its scale) is, or, where only the
+ * median test failed, how many elements lie beyond the members' median. */
 static pc_diagnosis pc_envelope_diagnosis(const pc_tensor *t, double ratio, bool rms_beyond,
                                           bool scale_beyond) {
   const pc_envelope_fig *f = &t->envelope;
@@ -94,6 +108,9 @@ static pc_diagnosis pc_envelope_diagnosis(const pc_tensor *t, double ratio, bool
   double c = pc_envelope_b_scale(&t->stats), c_ratio = pc_envelope_scale_ratio(f, &t->stats);
   if (scale_beyond && pc_residual_ratio(t) <= f->factor)
     return (pc_diagnosis){PC_DIAG_SCALED, true, 0, 1 + c, c_ratio, f->scale_factor};
+  double frac, limit;
+  if (!rms_beyond && !scale_beyond && pc_median_beyond(t, &frac, &limit))
+    return (pc_diagnosis){PC_DIAG_BEYOND, false, 4, frac, f->median_bound, limit};
   if (rms_beyond || !scale_beyond)
     return (pc_diagnosis){PC_DIAG_BEYOND, false, 2, ratio, ratio, f->factor};
   return (pc_diagnosis){PC_DIAG_BEYOND, false, 3, c_ratio, c, f->scale_factor};
@@ -118,8 +135,13 @@ void pc_judge_envelope(pc_tensor *t) {
   bool scale_beyond = f->has_scale && !(c_ratio <= f->scale_factor);
   if (scale_beyond)
     pc_add_reason(t, PC_CRIT_ENVELOPE_SCALE, c_ratio, f->scale_factor);
+  double frac, limit;
+  bool median_beyond = pc_median_beyond(t, &frac, &limit);
+  if (median_beyond)
+    pc_add_reason(t, PC_CRIT_ENVELOPE_MEDIAN, frac, limit);
   bool rms_beyond = beyond && t->stats.finite_terms;
-  bool outside = rms_beyond || (f->elements && t->stats.env_beyond) || scale_beyond;
+  bool outside =
+      rms_beyond || (f->elements && t->stats.env_beyond) || scale_beyond || median_beyond;
   /* Within what honest reruns measured, a pattern short of exact is honest: the measured spread
    * is that large here (a factor, crossings, a permutation of a BatchNorm gradient). */
   if (t->diagnosis.structural && !pc_diagnosis_exact(t->diagnosis.kind) && !outside)

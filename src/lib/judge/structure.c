@@ -128,7 +128,12 @@ const char *pc_diagnosis_text(const pc_diagnosis *d, char *buf, size_t cap) {
              d->axis == 2 ? "spread measured by the envelope" : "allowance", v);
     break;
   case PC_DIAG_BEYOND:
-    if (d->axis == 3)
+    if (d->axis == 4)
+      snprintf(buf, cap,
+               "B's typical element moved: %.3g %% of the elements beyond %.3g, the members' "
+               "median error times its honest factor, no pattern proven",
+               100 * v, d->statistic);
+    else if (d->axis == 3)
       snprintf(buf, cap,
                "B's scale on A is off by %.3g, %.3g x its honest envelope (it passes within "
                "%.3g x), no pattern proven",

@@ -116,6 +116,7 @@ void pc_stats_merge(pc_stats *dst, const pc_stats *src) {
   dst->sum_ab += src->sum_ab;
   dst->sum_sq_diff += src->sum_sq_diff;
   dst->env_beyond += src->env_beyond;
+  dst->env_above_median += src->env_above_median;
   dst->env_max_ratio =
       src->env_max_ratio > dst->env_max_ratio ? src->env_max_ratio : dst->env_max_ratio;
   dst->sum_a_diff += src->sum_a_diff;

@@ -347,6 +347,13 @@ static json_t *envelope_json(const pc_tensor *t) {
     rc |= json_object_set_new(o, "scale_factor", pc_json_real(f->scale_factor));
     rc |= json_object_set_new(o, "scale_ratio", pc_json_real(pc_envelope_scale_ratio(f, s)));
   }
+  if (f->has_median) {
+    rc |= json_object_set_new(o, "member_median", pc_json_real(f->member_median));
+    rc |= json_object_set_new(o, "median_floor", pc_json_real(f->median_floor));
+    rc |= json_object_set_new(o, "median_factor", pc_json_real(f->median_factor));
+    rc |= json_object_set_new(o, "median_bound", pc_json_real(f->median_bound));
+    rc |= json_object_set_new(o, "above_median", pc_json_count(s->env_above_median));
+  }
   rc |= json_object_set_new(o, "elements", json_boolean(f->elements));
   if (f->elements) {
     rc |= json_object_set_new(o, "median_member", pc_json_real(f->median_member));
