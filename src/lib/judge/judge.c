@@ -171,9 +171,9 @@ static void pc_classify_plain(pc_tensor *t) {
   pc_classify_failure(t, pc_plain_allowance(t), true);
 }
 
-/* A scale reason the profile kept (after the run's allowances) stands in three-way mode as in
- * plain mode, with plain's verdict; where the error is a clean factor (pc_structure_noise reads
- * "scaled by c") the tensor is drift, so diagnosed. */
+/* A scale reason the profile kept (after the run's allowances) stands in three-way mode when
+ * the greater part of the error lies along A (pc_scale_dominates): with plain's verdict, and
+ * where it is a clean factor (pc_structure_noise reads "scaled by c") as drift, so diagnosed. */
 static bool pc_scale_stands(pc_tensor *t) {
   if (!pc_find_reason(t, PC_CRIT_SCALE_ERROR))
     return false;
@@ -181,8 +181,9 @@ static bool pc_scale_stands(pc_tensor *t) {
   if (d.kind == PC_DIAG_SCALED) {
     t->verdict = PC_VERDICT_DRIFT;
     t->diagnosis = d;
+    return true;
   }
-  return true;
+  return pc_scale_dominates(t);
 }
 
 /* Three-way mode (docs/tolerance-model.md, "With a reference"): A's distance to R measures the
@@ -213,11 +214,13 @@ static void pc_relax_by_reference(pc_tensor *t) {
   /* kappa is measured on A's N elements, B's distance on B's: two RMS of N terms each, which
    * honest noise puts up to pc_rms_ratio_bound(N) apart (5x at N = 12, 1.2x at 1024). */
   t->context.reference_limit = m * kappa_u * pc_rms_ratio_bound(t->stats.ev.pairs);
-  /* A structure stands as in plain mode: three-way never passes what plain catches. So does
-   * any scale the profile caught (a BatchNorm or LayerNorm eps, a missing correction), a clean
-   * factor or not: R's distance to A has one degree of freedom along A, too few to measure how
-   * far an honest B's scale may stray, and the reference measures how far B may be, not that a
-   * scale is honest (issue 36: a LayerNorm eps with noise beside it passed three-way). */
+  /* A structure stands as in plain mode: three-way never passes what plain catches. So does a
+   * scale the profile caught that holds the greater part of the error (a BatchNorm or LayerNorm
+   * eps, a missing correction), a clean factor or not: the reference measures how far honest
+   * noise, spread over every direction, may take B, not that a factor is honest (issue 36: a
+   * LayerNorm eps with 74 % of its error along A passed three-way). A scale that is a small
+   * part of a large honest error (an ill-conditioned BatchNorm net's gradients under bf16: 8 %)
+   * is that noise's projection on A, which R's allowance covers. */
   if (t->diagnosis.structural || pc_scale_stands(t))
     return;
   /* B within the allowance and keeping a digit passes. Beyond it, B is indeterminate only where

@@ -198,6 +198,11 @@ static bool pc_scale_test(const pc_stats *s, double min_share, double min_factor
   return true;
 }
 
+bool pc_scale_dominates(const pc_tensor *t) {
+  pc_diagnosis d;
+  return pc_scale_test(&t->stats, PC_FACTOR_SHARE, 0, &d);
+}
+
 /* B[i] = A[i - s]: under honest noise, the shifted distance is the unshifted one plus A's own
  * variation, never a quarter of it (F law of two sums of `pairs` squares). */
 static bool pc_shift_test(const pc_evidence *e, pc_diagnosis *d) {

@@ -25,6 +25,12 @@ bool pc_diagnosis_exact(pc_diagnosis_kind k);
  * nearer 1). */
 double pc_rms_ratio_bound(uint64_t n);
 
+/** Whether the greater part of t's error lies along A: at least half its energy, beyond the
+ * beta tail of isotropic noise (the structure tests' false-alarm probability). Honest rounding
+ * spreads its error over every direction, however ill-conditioned the tensor; an epsilon, a
+ * missing correction or a wrong normalisation puts most of theirs along A. */
+bool pc_scale_dominates(const pc_tensor *t);
+
 /** What a failing tensor without a structural signature looks like: "looks like A rounded to
  * bf16" when B is that on most elements, else noise-like (PC_DIAG_NOISE, value rel_rms). */
 pc_diagnosis pc_structure_noise(const pc_tensor *t);

@@ -250,6 +250,26 @@ def tally(runs, eff, results):
     return rows
 
 
+def threeway_lapses(runs, results):
+    """The bug runs that plain mode catches and three-way mode passes (exit 0), with the same
+    --accept-indeterminate: issue 36 asks for none. Plain mode catches a bug when it fails it
+    (exit 1) and passes every honest run of its family and backend: where it fails those too,
+    failing the bug tells it from nothing. Sorted (family, backend, bug, accept) tuples."""
+    honest_fail = {(runs[i]["family"], runs[i]["backend"], accept)
+                   for (i, mode, accept), (rc, _, _) in results.items()
+                   if mode == "plain" and runs[i]["bug"] is None and rc != 0}
+    out = []
+    for (i, mode, accept), (rc, _, _) in results.items():
+        run = runs[i]
+        if mode != "plain" or rc != 1 or run["bug"] is None or \
+                (run["family"], run["backend"], accept) in honest_fail:
+            continue
+        tw = results.get((i, "threeway", accept))
+        if tw is not None and tw[0] == 0:
+            out.append((run["family"], run["backend"], run["bug"], accept))
+    return sorted(out)
+
+
 def evaluate(zoo, binary, modes=MODES, jobs=2, runner=run_binary):
     man, runs = zoo_runs(zoo)
     env_opt = binary_has_envelope(binary) if "envelope" in modes else False
@@ -299,6 +319,13 @@ def markdown(runs, eff, rows, results):
             mode, "yes" if acc else "no", t["honest_pass"], t["honest"], t["caught"], t["bugs"],
             t["right"], t["bugs"], t["req_caught"], t["required"], t["req_right"],
             t["required"], t["errors"]))
+    if any(m == "threeway" for _, m, _ in results) and any(m == "plain" for _, m, _ in results):
+        lapses = threeway_lapses(runs, results)
+        out += ["", "## Three-way against plain", "",
+                "Bug runs plain mode catches (where it passes the honest runs) and three-way mode "
+                "passes: %d" % len(lapses)]
+        out += ["- %s %s %s (accept-indeterminate %s)" % (f, b, g, "yes" if a else "no")
+                for f, b, g, a in lapses]
     out += ["", "## Each bug: its first tensor and effect-to-honest-drift ratio", "",
             "| family | backend | bug | first tensor | effect | honest drift | ratio | "
             "required | first visible (>= 3x) | max ratio |",
@@ -381,6 +408,8 @@ def json_report(man, runs, eff, rows, results, env_opt):
             "effects": [dict(zip(("family", "backend", "bug"), k), **v)
                         for k, v in sorted(eff.items())],
             "runs": per_run,
+            "threeway_lapses": [dict(zip(("family", "backend", "bug", "accept_indeterminate"), x))
+                                for x in threeway_lapses(runs, results)],
             "envelope_honest": [dict(zip(("family", "backend"), k), **v)
                                 for k, v in sorted(honest.items())],
             "envelope_bugs": [dict(zip(("family", "backend", "bug"), k), **v)

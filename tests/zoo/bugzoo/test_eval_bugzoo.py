@@ -170,6 +170,15 @@ def test_tally(runs, eff):
     st = rows[("steps", "cuda_fp32", "plain", False)]
     check((st["errors"], st["honest"], st["bugs"], st["required"], st["req_caught"],
            st["missed"]) == (1, 0, 1, 1, 0, ["late_step"]), "tally steps: %s" % st)
+    # three-way passes late_scale on fp32 and bf16, which plain fails: a lapse on fp32, where
+    # plain passes the honest run, none on bf16, where plain fails the honest run too;
+    # noisy_twin, caught by both, is none
+    tw = {("toy", "cuda_fp32", "late_scale"): 0, ("toy", "cuda_bf16", "late_scale"): 0,
+          ("toy", "cuda_fp32", "noisy_twin"): 1}
+    both = dict(results)
+    both.update({(idx[k], "threeway", False): (rc, None, {}) for k, rc in tw.items()})
+    lapses = ev.threeway_lapses(runs, both)
+    check(lapses == [("toy", "cuda_fp32", "late_scale", False)], "three-way lapses: %s" % lapses)
 
 
 def test_binary(zoo, binary):
