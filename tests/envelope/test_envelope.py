@@ -284,6 +284,26 @@ def test_median_beyond_the_members():
     check("honest B passes the median and scale tests", p.returncode == 0, p.stdout)
 
 
+def test_zero_floor_reads_inf():
+    """A tensor that is zero in A and in every member has a floor of 0: a B that differs there
+    is beyond any factor, its ratio +inf in the JSON ("inf") as the judge takes it; a B that is
+    zero there too passes with ratio 0."""
+    z = {"/z": np.zeros(256, np.float32)}
+    for name, bz, verdict, ratio in (("zero_floor_b", np.full(256, 1e-3, np.float32), "drift",
+                                      "inf"), ("zero_floor_same", z["/z"], "pass", 0.0)):
+        d = fresh(name)
+        write(os.path.join(d, "a.h5"), z)
+        write(os.path.join(d, "b.h5"), {"/z": bz})
+        write_envelope(os.path.join(d, "a.envelope.h5"), z, [z, z])
+        p, rep = run_json([os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+        t = tensors(rep)["/z"]
+        crit = [(r["criterion"], r["value"]) for r in t.get("reasons", [])]
+        check("%s: floor 0, ratio %s, %s" % (name, ratio, verdict),
+              t["envelope"]["floor"] == 0 and t["envelope"]["ratio"] == ratio and
+              t["verdict"] == verdict and (verdict == "pass" or ("envelope", "inf") in crit),
+              (t["envelope"], t["verdict"], crit))
+
+
 def test_median_test_fails_closed():
     for name, edit, why in (
             ("median_missing", lambda f: f["y"].attrs.__delitem__("member_median_err"),
@@ -452,6 +472,7 @@ if __name__ == "__main__":
                         test_scale_beyond_the_members,
                         test_scale_test_without_member_scales_fails_closed,
                         test_median_beyond_the_members, test_median_test_fails_closed,
+                        test_zero_floor_reads_inf,
                         test_grid_step_per_element,
                         test_exact_structure_within_a_wide_envelope,
                         test_indeterminate_only_where_spread_has_no_digits, test_another_a,

@@ -87,6 +87,11 @@ void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const do
  * without any, or where A is zero there). */
 double pc_envelope_b_scale(const pc_stats *s);
 
+/** B's RMS distance to A in units of the envelope's floor, RMS(b - a) / fig->floor over finite
+ * pairs (+inf where the floor is 0, every member equal to a zero A, yet B differs): the RMS
+ * test's statistic, which the judge and the reports both show. */
+double pc_envelope_rms_ratio(const pc_envelope_fig *fig, const pc_stats *s);
+
 /** |c_B| in units of the members' scale spread, |c_B| / fig->scale_floor (+inf for c_B != 0 on a
  * zero floor): the scale test's statistic, which the judge and the reports both show. */
 double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s);

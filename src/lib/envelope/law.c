@@ -133,6 +133,11 @@ double pc_envelope_b_scale(const pc_stats *s) {
   return s->finite_terms && s->sum_sq_a > 0 ? s->sum_a_diff / s->sum_sq_a : 0;
 }
 
+double pc_envelope_rms_ratio(const pc_envelope_fig *fig, const pc_stats *s) {
+  double err = s->finite_terms ? sqrt(s->sum_sq_diff / (double)s->finite_terms) : 0;
+  return fig->floor > 0 ? err / fig->floor : err > 0 ? INFINITY : 0;
+}
+
 double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s) {
   double c = fabs(pc_envelope_b_scale(s)), fl = fig->scale_floor;
   return fl > 0 ? c / fl : c > 0 ? INFINITY : 0;

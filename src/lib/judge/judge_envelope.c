@@ -59,16 +59,6 @@ static void pc_drop_structure(pc_tensor *t) {
   memset(&t->diagnosis, 0, sizeof t->diagnosis);
 }
 
-/* B's RMS distance to A in units of the envelope's floor: +inf when the envelope allows
- * nothing (every member equal to A, and A zero) yet B differs. */
-static double pc_envelope_ratio(const pc_tensor *t) {
-  const pc_stats *s = &t->stats;
-  double err = s->finite_terms ? sqrt(s->sum_sq_diff / (double)s->finite_terms) : 0;
-  if (t->envelope.floor > 0)
-    return err / t->envelope.floor;
-  return err > 0 ? INFINITY : 0;
-}
-
 /* RMS(b - c a) / floor with c = 1 + c_B: what is left once B's scale on A is taken out,
  * sum d^2 - (sum a d)^2 / sum a^2 (clamped at 0 against cancellation). */
 static double pc_residual_ratio(const pc_tensor *t) {
@@ -125,7 +115,7 @@ void pc_judge_envelope(pc_tensor *t) {
     return;
   }
   pc_drop_profile_magnitude(t);
-  double ratio = pc_envelope_ratio(t);
+  double ratio = pc_envelope_rms_ratio(f, &t->stats);
   bool beyond = !(ratio <= f->factor);
   if (beyond && t->stats.finite_terms)
     pc_add_reason(t, PC_CRIT_ENVELOPE, ratio, f->factor);

@@ -332,7 +332,6 @@ static json_t *vs_reference_json(const pc_vs_reference *v) {
 static json_t *envelope_json(const pc_tensor *t) {
   const pc_envelope_fig *f = &t->envelope;
   const pc_stats *s = &t->stats;
-  double err = s->finite_terms ? sqrt(s->sum_sq_diff / (double)s->finite_terms) : 0;
   json_t *o = json_object();
   int rc = json_object_set_new(o, "members", pc_json_count(f->members));
   rc |= json_object_set_new(o, "sigma", pc_json_real(f->sigma));
@@ -340,7 +339,7 @@ static json_t *envelope_json(const pc_tensor *t) {
   rc |= json_object_set_new(o, "floor", pc_json_real(f->floor));
   rc |= json_object_set_new(o, "dof", pc_json_real(f->dof));
   rc |= json_object_set_new(o, "factor", pc_json_real(f->factor));
-  rc |= json_object_set_new(o, "ratio", pc_json_real(f->floor > 0 ? err / f->floor : 0));
+  rc |= json_object_set_new(o, "ratio", pc_json_real(pc_envelope_rms_ratio(f, s)));
   if (f->has_scale) {
     rc |= json_object_set_new(o, "member_scale", pc_json_real(f->member_scale));
     rc |= json_object_set_new(o, "scale_floor", pc_json_real(f->scale_floor));
