@@ -87,7 +87,8 @@ def _write_shards(root):
 
 def _write_enveloped(root):
     """A pair whose A carries an envelope sidecar (docs/envelope.md): 4 members 1e-5 apart; B
-    within it but for 3 elements of the big tensor (the per-element test, cut across ranks)."""
+    within it but for 3 elements of the big tensor (the per-element test, cut across ranks); with
+    the scale and median tests, whose sums and counts merge across the parts too."""
     rng = np.random.default_rng(36)
     a = {"/act/big": rng.standard_normal((64, 128, 130)).astype(np.float32),
          "/head/logits": rng.standard_normal((64, 100)).astype(np.float32)}
@@ -98,7 +99,8 @@ def _write_enveloped(root):
         with h5py.File(os.path.join(root, path), "w") as f:
             for k, v in side.items():
                 f[k] = v
-    write_envelope(os.path.join(root, "a.envelope.h5"), a, members)
+    write_envelope(os.path.join(root, "a.envelope.h5"), a, members, scale_test=True,
+                   median_test=True)
 
 
 def make_cases(tmp):

@@ -80,6 +80,8 @@ bool pc_record_get_tensor(pc_rbuf *r, pc_tensor *t) {
   pc_rbuf_get(r, &t->envelope, sizeof t->envelope);
   pc_fix_bool(&t->envelope.present);
   pc_fix_bool(&t->envelope.elements);
+  pc_fix_bool(&t->envelope.has_scale);
+  pc_fix_bool(&t->envelope.has_median);
   pc_record_get_stats(r, &t->stats);
   pc_rbuf_get(r, t->metrics, sizeof t->metrics);
   for (int m = 0; m < PC_METRIC_COUNT_; m++) {
