@@ -17,6 +17,7 @@ struct pc_envelope {
   double grid_u;    /* the unit roundoff of `emulate` */
   bool scale_test;  /* root `scale_test` 1: every tensor holds its members' scales on A */
   bool median_test; /* root `median_test` 1: every tensor holds its members' median errors */
+  pc_law law;       /* what the law shares over the envelope's tensors */
 };
 
 /* The arithmetic an envelope emulates (root attribute `emulate`) and its unit roundoff. */
@@ -108,6 +109,12 @@ static int pc_envelope_check_root(pc_envelope *env, const char *path, pc_error *
   return PC_OK;
 }
 
+/* How many tests each of the envelope's tensors takes, which split its false-alarm rate: the RMS
+ * and the per-element one, and the scale and median tests where the envelope holds them. */
+static int pc_tests(const pc_envelope *env) {
+  return 2 + env->scale_test + env->median_test;
+}
+
 int pc_envelope_open(pc_envelope **out, const char *path, const pc_open_limits *lim,
                      pc_error *err) {
   *out = NULL;
@@ -117,6 +124,8 @@ int pc_envelope_open(pc_envelope **out, const char *path, const pc_open_limits *
   int rc = pc_file_open_limited(&env->f, path, lim, err);
   if (rc == PC_OK)
     rc = pc_envelope_check_root(env, path, err);
+  if (rc == PC_OK && pc_law_init(&env->law, env->members, env->tensors, pc_tests(env)) < 0)
+    rc = pc_error_set(err, PC_ENOMEM, "out of memory");
   if (rc < 0) {
     pc_envelope_close(env);
     return rc;
@@ -129,6 +138,7 @@ void pc_envelope_close(pc_envelope *env) {
   if (!env)
     return;
   pc_file_close(env->f);
+  pc_law_free(&env->law);
   free(env);
 }
 
@@ -178,12 +188,6 @@ static bool pc_member_values(pc_envelope *env, const pc_dataset *d, const char *
   return true;
 }
 
-/* How many tests each of the envelope's tensors takes, which split its false-alarm rate: the RMS
- * and the per-element one, and the scale and median tests where the envelope holds them. */
-static int pc_tests(const pc_envelope *env) {
-  return 2 + env->scale_test + env->median_test;
-}
-
 /* The scale and median tests' figures, where the envelope holds them (scale_test, median_test
  * 1); v has room for K values. */
 static bool pc_member_tests(pc_envelope *env, const pc_dataset *d, uint64_t n, double *v,
@@ -191,12 +195,12 @@ static bool pc_member_tests(pc_envelope *env, const pc_dataset *d, uint64_t n, d
   if (env->scale_test) {
     if (!pc_member_values(env, d, "member_scale_err", v, true))
       return false;
-    pc_envelope_scale_law(fig, v, env->members, env->tensors, pc_tests(env));
+    pc_envelope_scale_law(&env->law, fig, v);
   }
   if (env->median_test) {
     if (!pc_member_values(env, d, "member_median_err", v, false))
       return false;
-    pc_envelope_median_law(fig, v, env->members, n, env->tensors, pc_tests(env));
+    pc_envelope_median_law(&env->law, fig, v, n);
   }
   return true;
 }
@@ -220,7 +224,7 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
   bool ok = pc_member_values(env, d, "member_rms_err", rms, false) &&
             pc_bound_number(env, d, "scale", &scale) && pc_bound_number(env, d, "a_rms", &rms_a);
   if (ok) {
-    pc_envelope_law(fig, rms, env->members, a->count, env->tensors, pc_tests(env));
+    pc_envelope_law(&env->law, fig, rms, a->count);
     ok = pc_member_tests(env, d, a->count, rms + env->members, fig);
   }
   if (ok) {

@@ -11,6 +11,8 @@
 
 #include <paritycheck/result.h>
 
+#include <gsl/gsl_roots.h> /* gsl_root_fsolver */
+
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
 
@@ -56,25 +58,36 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
 
 /* --- the law (law.c) --------------------------------------------------------------------- */
 
-/** Fill fig's law from its K members' RMS errors d (absolute), the tensor's element count n,
- * the envelope's tensor count and how many tests each tensor takes (2, plus the scale and the
- * median test where the envelope holds them): present, members, sigma, max_member,
- * median_member, dof, factor, elem_factor (docs/tolerance-model.md, "Envelope"). Sorts d in
- * place. */
-void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors,
-                     int tests);
+/** What the law of one envelope shares over its tensors: K, the false-alarm rate of one test
+ * alpha_t = PC_ENVELOPE_ALPHA / (tests x tensors) (tests: 2, plus the scale and the median test
+ * where the envelope holds them), the scale test's factor (the same for every tensor), and a
+ * root finder for the F quantiles. */
+typedef struct pc_law {
+  gsl_root_fsolver *root;
+  size_t k;
+  double alpha_t;
+  double scale_factor;
+} pc_law;
 
-/** The scale test's law from the K members' scales on A, c_k = sum (m_k - a) a / sum a^2, with
- * the false-alarm rate split as pc_envelope_law's: has_scale, member_scale and
- * scale_factor. */
-void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors,
-                           int tests);
+/** Fill *law for an envelope of K = k members; PC_ENOMEM when the root finder cannot be had
+ * (release with pc_law_free either way). */
+int pc_law_init(pc_law *law, size_t k, uint64_t tensors, int tests);
+
+void pc_law_free(pc_law *law);
+
+/** Fill fig's law from its K members' RMS errors d (absolute) and the tensor's element count n:
+ * present, members, sigma, max_member, median_member, dof, factor, elem_factor
+ * (docs/tolerance-model.md, "Envelope"). Sorts d in place. */
+void pc_envelope_law(const pc_law *law, pc_envelope_fig *fig, double *d, uint64_t n);
+
+/** The scale test's law from the K members' scales on A, c_k = sum (m_k - a) a / sum a^2:
+ * has_scale, member_scale and scale_factor. */
+void pc_envelope_scale_law(const pc_law *law, pc_envelope_fig *fig, const double *c);
 
 /** The median test's law from the K members' median element errors q_k (the value of rank
- * ceil(n/2) among |m_k,i - a_i| over finite pairs), with the false-alarm rate split as
- * pc_envelope_law's: has_median, member_median and median_factor. */
-void pc_envelope_median_law(pc_envelope_fig *fig, const double *q, size_t k, uint64_t n,
-                            uint64_t tensors, int tests);
+ * ceil(n/2) among |m_k,i - a_i| over finite pairs): has_median, member_median and
+ * median_factor. */
+void pc_envelope_median_law(const pc_law *law, pc_envelope_fig *fig, const double *q, uint64_t n);
 
 /** The per-element test of n pairs (a, b) with their bounds e (decoded), added to
  * part->env_beyond and part->env_max_ratio: over pairs where a and b are finite,

@@ -27,7 +27,7 @@
 #include "envelope.h"
 
 #include <gsl/gsl_cdf.h>               /* gsl_cdf_chisq_Pinv, gsl_cdf_fdist_Q, gsl_cdf_tdist_Qinv */
-#include <gsl/gsl_errno.h>             /* gsl_set_error_handler_off */
+#include <gsl/gsl_errno.h>             /* gsl_set_error_handler_off, GSL_SUCCESS */
 #include <gsl/gsl_sort.h>              /* gsl_sort */
 #include <gsl/gsl_statistics_double.h> /* gsl_stats_median_from_sorted_data */
 
@@ -55,61 +55,90 @@ static double pc_envelope_dof(const double *d, size_t k, uint64_t n) {
   return nu < 1 ? 1 : nu > cap ? cap : nu;
 }
 
-/* x with P(F(n1, n2) > x) = alpha, by bisection on GSL's upper tail, which holds at any degrees
- * of freedom where GSL's own inverse fails to converge (n1 in the thousands). */
-static double pc_f_upper(double alpha, double n1, double n2) {
-  double lo = 0, hi = 1;
-  while (gsl_cdf_fdist_Q(hi, n1, n2) > alpha && hi < 1e300)
-    hi *= 2;
-  for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
-    double mid = 0.5 * (lo + hi);
-    if (gsl_cdf_fdist_Q(mid, n1, n2) > alpha)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return hi;
-}
-
 /* The false-alarm rate of one test of one tensor. */
 static double pc_alpha_t(uint64_t tensors, int tests) {
   return PC_ENVELOPE_ALPHA / ((double)tests * (double)(tensors ? tensors : 1));
 }
 
-void pc_envelope_law(pc_envelope_fig *fig, double *d, size_t k, uint64_t n, uint64_t tensors,
-                     int tests) {
+int pc_law_init(pc_law *law, size_t k, uint64_t tensors, int tests) {
   gsl_set_error_handler_off(); /* GSL's default handler aborts */
+  law->root = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+  law->k = k;
+  law->alpha_t = pc_alpha_t(tensors, tests);
+  law->scale_factor = PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(law->alpha_t / 2.0, (double)k);
+  return law->root ? PC_OK : PC_ENOMEM;
+}
+
+void pc_law_free(pc_law *law) {
+  if (law->root)
+    gsl_root_fsolver_free(law->root);
+  law->root = NULL;
+}
+
+typedef struct pc_f_tail {
+  double alpha, n1, n2;
+} pc_f_tail;
+
+static double pc_f_excess(double x, void *p) {
+  const pc_f_tail *t = p;
+  return gsl_cdf_fdist_Q(x, t->n1, t->n2) - t->alpha;
+}
+
+/* x with P(F(n1, n2) > x) = alpha, from GSL's upper tail, which holds at any degrees of freedom
+ * where GSL's own inverse fails to converge (n1 in the thousands): the root bracketed by
+ * doubling, then narrowed by Brent's method (a third of the tail evaluations bisection took) to
+ * 1e-13 relative; the bracket's upper end, so the factor never falls short of the quantile. */
+static double pc_f_upper(gsl_root_fsolver *root, double alpha, double n1, double n2) {
+  pc_f_tail tail = {alpha, n1, n2};
+  gsl_function f = {pc_f_excess, &tail};
+  double lo = 0, hi = 1;
+  while (pc_f_excess(hi, &tail) > 0 && hi < 1e300) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (!(pc_f_excess(lo, &tail) > 0) || gsl_root_fsolver_set(root, &f, lo, hi) != GSL_SUCCESS)
+    return hi;
+  for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
+    if (gsl_root_fsolver_iterate(root) != GSL_SUCCESS)
+      break;
+    lo = gsl_root_fsolver_x_lower(root);
+    hi = gsl_root_fsolver_x_upper(root);
+  }
+  return hi;
+}
+
+void pc_envelope_law(const pc_law *law, pc_envelope_fig *fig, double *d, uint64_t n) {
+  size_t k = law->k;
   double sum = 0, top = 0;
   for (size_t i = 0; i < k; i++) {
     sum += d[i] * d[i];
     top = d[i] > top ? d[i] : top;
   }
-  double alpha_t = pc_alpha_t(tensors, tests);
   fig->present = true;
   fig->members = (uint32_t)k;
   fig->sigma = sqrt(sum / (double)k);
   fig->max_member = top;
   fig->dof = pc_envelope_dof(d, k, n);
-  fig->factor = PC_ENVELOPE_GAP * sqrt(pc_f_upper(alpha_t, fig->dof, (double)k * fig->dof));
+  fig->factor =
+      PC_ENVELOPE_GAP * sqrt(pc_f_upper(law->root, law->alpha_t, fig->dof, (double)k * fig->dof));
   fig->elem_factor =
-      PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(alpha_t / (2.0 * (double)(n ? n : 1)), (double)k);
+      PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(law->alpha_t / (2.0 * (double)(n ? n : 1)), (double)k);
   gsl_sort(d, 1, k);
   fig->median_member = gsl_stats_median_from_sorted_data(d, 1, k);
 }
 
 /* c_B / sqrt(mean c_k^2) follows Student's t_K when the c_k and c_B are exchangeable normal
  * samples of the scale's rounding error (the projection of each member's error on A): the
- * factor is its two-sided quantile at alpha_t, times PC_ENVELOPE_GAP. A member that an event
- * moved (a flipped sign) widens it: heavy tails only make it wider. */
-void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint64_t tensors,
-                           int tests) {
+ * factor is its two-sided quantile at alpha_t, times PC_ENVELOPE_GAP, the same for every tensor
+ * of the envelope (pc_law_init). A member that an event moved (a flipped sign) widens it: heavy
+ * tails only make it wider. */
+void pc_envelope_scale_law(const pc_law *law, pc_envelope_fig *fig, const double *c) {
   double sum = 0;
-  for (size_t i = 0; i < k; i++)
+  for (size_t i = 0; i < law->k; i++)
     sum += c[i] * c[i];
   fig->has_scale = true;
-  fig->member_scale = sqrt(sum / (double)k);
-  fig->scale_factor =
-      PC_ENVELOPE_GAP * gsl_cdf_tdist_Qinv(pc_alpha_t(tensors, tests) / 2.0, (double)k);
+  fig->member_scale = sqrt(sum / (double)law->k);
+  fig->scale_factor = law->scale_factor;
 }
 
 /* The members' median element errors q_k are read as the d_k are: q_k^2 = sigma_q^2 chi2_nu /
@@ -118,15 +147,15 @@ void pc_envelope_scale_law(pc_envelope_fig *fig, const double *c, size_t k, uint
  * events that widen sigma: a flip in under half the elements), so nu is large and the bound
  * near G_e times the members' median: a B whose typical element moved (an optimizer bug that
  * shifts every parameter by lr while honest reruns flip a few) fails it. */
-void pc_envelope_median_law(pc_envelope_fig *fig, const double *q, size_t k, uint64_t n,
-                            uint64_t tensors, int tests) {
+void pc_envelope_median_law(const pc_law *law, pc_envelope_fig *fig, const double *q, uint64_t n) {
+  size_t k = law->k;
   double sum = 0, dof = pc_envelope_dof(q, k, n);
   for (size_t i = 0; i < k; i++)
     sum += q[i] * q[i];
   fig->has_median = true;
   fig->member_median = sqrt(sum / (double)k);
   fig->median_factor =
-      PC_ENVELOPE_GAP * sqrt(pc_f_upper(pc_alpha_t(tensors, tests), dof, (double)k * dof));
+      PC_ENVELOPE_GAP * sqrt(pc_f_upper(law->root, law->alpha_t, dof, (double)k * dof));
 }
 
 double pc_envelope_b_scale(const pc_stats *s) {
