@@ -163,11 +163,6 @@ bool pc_envelope_is_sidecar(const char *path) {
   return n > k && strcmp(path + n - k, pc_sidecar_suffix) == 0;
 }
 
-/* One numeric attribute of the bound's dataset that must be a finite value >= 0. */
-static bool pc_bound_number(pc_envelope *env, const pc_dataset *d, const char *name, double *v) {
-  return pc_dataset_numbers(env->f, d, name, v, 1) == 1 && isfinite(*v) && *v >= 0;
-}
-
 static bool pc_same_dims(const pc_dataset *x, const pc_dataset *y) {
   if (x->rank != y->rank || x->count != y->count)
     return false;
@@ -177,31 +172,45 @@ static bool pc_same_dims(const pc_dataset *x, const pc_dataset *y) {
   return true;
 }
 
-/* K finite values of the members (>= 0 unless `signed_ok`) from the attribute `name`. */
-static bool pc_member_values(pc_envelope *env, const pc_dataset *d, const char *name, double *v,
-                             bool signed_ok) {
-  if (pc_dataset_numbers(env->f, d, name, v, env->members) != (long)env->members)
+/* The attributes of the bound's dataset (docs/envelope.md), read in one call. */
+enum { PC_ATTR_RMS, PC_ATTR_SCALE, PC_ATTR_A_RMS, PC_ATTR_C, PC_ATTR_Q, PC_ATTR_N_ };
+
+/* req[i] read and its `want` values finite (and >= 0 unless `signed_ok`). */
+static bool pc_values_ok(const pc_numbers_req *req, long want, bool signed_ok) {
+  if (req->got != want)
     return false;
-  for (uint32_t k = 0; k < env->members; k++)
-    if (!isfinite(v[k]) || (v[k] < 0 && !signed_ok))
+  for (long k = 0; k < want; k++)
+    if (!isfinite(req->out[k]) || (req->out[k] < 0 && !signed_ok))
       return false;
   return true;
 }
 
-/* The scale and median tests' figures, where the envelope holds them (scale_test, median_test
- * 1); v has room for K values. */
-static bool pc_member_tests(pc_envelope *env, const pc_dataset *d, uint64_t n, double *v,
-                            pc_envelope_fig *fig) {
-  if (env->scale_test) {
-    if (!pc_member_values(env, d, "member_scale_err", v, true))
-      return false;
-    pc_envelope_scale_law(&env->law, fig, v);
-  }
-  if (env->median_test) {
-    if (!pc_member_values(env, d, "member_median_err", v, false))
-      return false;
-    pc_envelope_median_law(&env->law, fig, v, n);
-  }
+/* The law's figures from the attributes of d, into fig; false when one is missing or bad.
+ * v has room for 3 K + 2 values. */
+static bool pc_envelope_read(pc_envelope *env, const pc_dataset *d, uint64_t n, double *v,
+                             pc_envelope_fig *fig) {
+  size_t k = env->members;
+  pc_numbers_req req[PC_ATTR_N_] = {
+      {"member_rms_err", v, k, -1},
+      {"scale", v + k, 1, -1},
+      {"a_rms", v + k + 1, 1, -1},
+      {"member_scale_err", v + k + 2, env->scale_test ? k : 0, -1},
+      {"member_median_err", v + 2 * k + 2, env->median_test ? k : 0, -1}};
+  pc_dataset_numbers(env->f, d, req, PC_ATTR_N_);
+  if (!pc_values_ok(&req[PC_ATTR_RMS], (long)k, false) ||
+      !pc_values_ok(&req[PC_ATTR_SCALE], 1, false) ||
+      !pc_values_ok(&req[PC_ATTR_A_RMS], 1, false) ||
+      (env->scale_test && !pc_values_ok(&req[PC_ATTR_C], (long)k, true)) ||
+      (env->median_test && !pc_values_ok(&req[PC_ATTR_Q], (long)k, false)))
+    return false;
+  pc_envelope_law(&env->law, fig, v, n);
+  if (env->scale_test)
+    pc_envelope_scale_law(&env->law, fig, req[PC_ATTR_C].out);
+  if (env->median_test)
+    pc_envelope_median_law(&env->law, fig, req[PC_ATTR_Q].out, n);
+  fig->scale = v[k];
+  fig->rms_a = v[k + 1];
+  fig->grid_u = env->grid_u;
   return true;
 }
 
@@ -217,23 +226,11 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
     return pc_error_set(err, PC_EDATA,
                         "%s: %s: the envelope's bound is not a float dataset of A's shape", file,
                         a->path);
-  double *rms = calloc(2 * (size_t)env->members, sizeof *rms);
-  if (!rms)
+  double *v = calloc(3 * (size_t)env->members + 2, sizeof *v);
+  if (!v)
     return pc_error_set(err, PC_ENOMEM, "out of memory");
-  double scale, rms_a;
-  bool ok = pc_member_values(env, d, "member_rms_err", rms, false) &&
-            pc_bound_number(env, d, "scale", &scale) && pc_bound_number(env, d, "a_rms", &rms_a);
-  if (ok) {
-    pc_envelope_law(&env->law, fig, rms, a->count);
-    ok = pc_member_tests(env, d, a->count, rms + env->members, fig);
-  }
-  if (ok) {
-    fig->scale = scale;
-    fig->rms_a = rms_a;
-    fig->grid_u = env->grid_u;
-    *bound = d;
-  }
-  free(rms);
+  bool ok = pc_envelope_read(env, d, a->count, v, fig);
+  free(v);
   if (!ok)
     return pc_error_set(err, PC_EDATA,
                         "%s: %s: the envelope's attributes member_rms_err (%u values), scale and "
@@ -241,5 +238,6 @@ int pc_envelope_find(pc_envelope *env, const pc_dataset *a, pc_envelope_fig *fig
                         "where the root's scale_test is 1, and member_median_err %u finite "
                         "numbers >= 0 where its median_test is 1 (docs/envelope.md)",
                         file, a->path, env->members, env->members, env->members);
+  *bound = d;
   return 1;
 }

@@ -230,12 +230,13 @@ const char *pc_dataset_attr(pc_file *f, const pc_dataset *d, const char *name, c
   return NULL;
 }
 
-long pc_dataset_numbers(pc_file *f, const pc_dataset *d, const char *name, double *out,
-                        size_t cap) {
-  if (!f || !d || !name || !out || cap == 0 || !f->format->dataset_numbers)
-    return -1;
+void pc_dataset_numbers(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    req[i].got = -1;
+  if (!f || !d || !f->format->dataset_numbers)
+    return;
   pc_spill_touch(d);
-  return f->format->dataset_numbers(f, d, name, out, cap);
+  f->format->dataset_numbers(f, d, req, n);
 }
 
 const char *pc_file_path(const pc_file *f) {

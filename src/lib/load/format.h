@@ -86,11 +86,10 @@ typedef struct pc_format {
    * read (a rule that needs it then does not apply). */
   bool (*dataset_attribute)(pc_file *f, const pc_dataset *d, const char *name, char *buf,
                             size_t size);
-  /* Optional: dataset d's numeric attribute `name` (a scalar or a 1-D array of at most cap
-   * values) as doubles into out; its length, or -1 when it has none, is of another kind or
-   * longer, or cannot be read. */
-  long (*dataset_numbers)(pc_file *f, const pc_dataset *d, const char *name, double *out,
-                          size_t cap);
+  /* Optional: dataset d's numeric attributes req[0 .. n) (each a scalar or a 1-D array of at
+   * most cap values) as doubles; each req's got its length, or -1 when it has none, is of
+   * another kind or longer, or cannot be read. */
+  void (*dataset_numbers)(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n);
   /* Reads block b's stored bytes into raw (b->n elements of ds->elem_size bytes). PC_EDATA
    * naming the file and dataset on failure. */
   int (*read)(pc_reader *r, const pc_block *b, void *raw, pc_error *err);

@@ -63,8 +63,7 @@ int pc_h5_attributes(pc_file *f, pc_error *err);
 
 /** format.h's `dataset_attribute`: dataset d's scalar string, integer, float or boolean
  * attribute `name` as text. */
-long pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, const char *name, double *out,
-                           size_t cap);
+void pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n);
 bool pc_h5_dataset_attribute(pc_file *f, const pc_dataset *d, const char *name, char *buf,
                              size_t size);
 

@@ -576,23 +576,29 @@ bool pc_h5_dataset_attribute(pc_file *f, const pc_dataset *d, const char *name, 
 
 /* HDF5 converts any integer or float attribute to doubles (H5T_NATIVE_DOUBLE); anything else is
  * refused before it reads. */
-long pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, const char *name, double *out,
-                           size_t cap) {
+static long pc_h5_numbers(hid_t obj, const pc_numbers_req *req) {
   long n = -1;
-  hid_t obj = H5Oopen(pc_h5_of(f)->fid, d->path, H5P_DEFAULT);
-  hid_t attr = obj >= 0 && H5Aexists(obj, name) > 0 ? H5Aopen(obj, name, H5P_DEFAULT) : -1;
+  hid_t attr = H5Aexists(obj, req->name) > 0 ? H5Aopen(obj, req->name, H5P_DEFAULT) : -1;
   hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
   hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
   H5T_class_t cls = type < 0 ? H5T_NO_CLASS : H5Tget_class(type);
   hssize_t points = space < 0 ? -1 : H5Sget_simple_extent_npoints(space);
-  if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && points >= 1 && (size_t)points <= cap &&
-      H5Sget_simple_extent_ndims(space) <= 1 && H5Aread(attr, H5T_NATIVE_DOUBLE, out) >= 0)
+  if ((cls == H5T_INTEGER || cls == H5T_FLOAT) && points >= 1 && (size_t)points <= req->cap &&
+      H5Sget_simple_extent_ndims(space) <= 1 && H5Aread(attr, H5T_NATIVE_DOUBLE, req->out) >= 0)
     n = (long)points;
   pc_attr_close(attr, type, space);
+  return n;
+}
+
+/* The object is opened once for all the attributes: opening it by path walks the file's groups
+ * and was most of an envelope tensor's cost when done per attribute. */
+void pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n) {
+  hid_t obj = H5Oopen(pc_h5_of(f)->fid, d->path, H5P_DEFAULT);
+  for (size_t i = 0; i < n && obj >= 0; i++)
+    req[i].got = req[i].out && req[i].cap ? pc_h5_numbers(obj, &req[i]) : -1;
   if (obj >= 0)
     H5Oclose(obj);
   H5Eclear2(H5E_DEFAULT);
-  return n;
 }
 
 typedef struct pc_attr_walk {

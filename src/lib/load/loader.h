@@ -121,10 +121,20 @@ const pc_attr *pc_file_attr(const pc_file *f, size_t i);
 const char *pc_dataset_attr(pc_file *f, const pc_dataset *d, const char *name, char *buf,
                             size_t size);
 
-/** Dataset d's numeric attribute `name` (a scalar, or a 1-D array of at most cap values) as
- * doubles into out: its length, or -1 when it has none (or the format keeps no dataset
- * attributes), it is not numeric, or it is longer. The loader's thread's to call. */
-long pc_dataset_numbers(pc_file *f, const pc_dataset *d, const char *name, double *out, size_t cap);
+/* One numeric attribute to read (pc_dataset_numbers): `name`, room for `cap` doubles at `out`;
+ * `got` is set to its length, or -1. */
+typedef struct pc_numbers_req {
+  const char *name;
+  double *out;
+  size_t cap;
+  long got;
+} pc_numbers_req;
+
+/** Dataset d's numeric attributes req[0 .. n) (each a scalar, or a 1-D array of at most cap
+ * values) as doubles, with one lookup of d: each req's got is its length, or -1 when d has no
+ * such attribute (or the format keeps no dataset attributes), it is not numeric, or it is
+ * longer. The loader's thread's to call. */
+void pc_dataset_numbers(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n);
 
 /** The path the file was opened with. */
 const char *pc_file_path(const pc_file *f);
