@@ -105,6 +105,11 @@ double pc_envelope_b_scale(const pc_stats *s);
  * test's statistic, which the judge and the reports both show. */
 double pc_envelope_rms_ratio(const pc_envelope_fig *fig, const pc_stats *s);
 
+/** What is left of B's error once its scale on A is taken out, RMS(b - (1 + c_B) a) over finite
+ * pairs (sum d^2 - (sum a d)^2 / sum a^2, clamped at 0 against cancellation), in units of the
+ * envelope's floor as pc_envelope_rms_ratio: whether c_B explains B's error ("scaled by"). */
+double pc_envelope_residual_ratio(const pc_envelope_fig *fig, const pc_stats *s);
+
 /** |c_B| in units of the members' scale spread, |c_B| / fig->scale_floor (+inf for c_B != 0 on a
  * zero floor): the scale test's statistic, which the judge and the reports both show. */
 double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s);

@@ -96,7 +96,7 @@ static double pc_f_upper(gsl_root_fsolver *root, double alpha, double n1, double
     lo = hi;
     hi *= 2;
   }
-  if (!(pc_f_excess(lo, &tail) > 0) || gsl_root_fsolver_set(root, &f, lo, hi) != GSL_SUCCESS)
+  if (gsl_root_fsolver_set(root, &f, lo, hi) != GSL_SUCCESS) /* no sign change: hi >= 1e300 */
     return hi;
   for (int i = 0; i < 200 && hi - lo > 1e-13 * hi; i++) {
     if (gsl_root_fsolver_iterate(root) != GSL_SUCCESS)
@@ -162,14 +162,25 @@ double pc_envelope_b_scale(const pc_stats *s) {
   return s->finite_terms && s->sum_sq_a > 0 ? s->sum_a_diff / s->sum_sq_a : 0;
 }
 
+/* x >= 0 in units of a floor: +inf for x > 0 on a zero floor (the envelope allows nothing there:
+ * every member equal to a zero A), 0 for x = 0. */
+static double pc_over_floor(double x, double floor) {
+  return floor > 0 ? x / floor : x > 0 ? INFINITY : 0;
+}
+
 double pc_envelope_rms_ratio(const pc_envelope_fig *fig, const pc_stats *s) {
   double err = s->finite_terms ? sqrt(s->sum_sq_diff / (double)s->finite_terms) : 0;
-  return fig->floor > 0 ? err / fig->floor : err > 0 ? INFINITY : 0;
+  return pc_over_floor(err, fig->floor);
+}
+
+double pc_envelope_residual_ratio(const pc_envelope_fig *fig, const pc_stats *s) {
+  double left = s->sum_sq_diff - s->sum_a_diff * pc_envelope_b_scale(s);
+  return pc_over_floor(s->finite_terms && left > 0 ? sqrt(left / (double)s->finite_terms) : 0,
+                       fig->floor);
 }
 
 double pc_envelope_scale_ratio(const pc_envelope_fig *fig, const pc_stats *s) {
-  double c = fabs(pc_envelope_b_scale(s)), fl = fig->scale_floor;
-  return fl > 0 ? c / fl : c > 0 ? INFINITY : 0;
+  return pc_over_floor(fabs(pc_envelope_b_scale(s)), fig->scale_floor);
 }
 
 /* B rounds its own output at A's precision at least once, which members that share A's last

@@ -7,7 +7,7 @@
 
 #include "pc_internal.h"
 
-#include <math.h>   /* fabs, fmax, isfinite, sqrt, INFINITY */
+#include <math.h>   /* fabs, fmax, sqrt */
 #include <stdio.h>  /* snprintf */
 #include <stdlib.h> /* free */
 #include <string.h> /* memset */
@@ -59,15 +59,6 @@ static void pc_drop_structure(pc_tensor *t) {
   memset(&t->diagnosis, 0, sizeof t->diagnosis);
 }
 
-/* RMS(b - c a) / floor with c = 1 + c_B: what is left once B's scale on A is taken out,
- * sum d^2 - (sum a d)^2 / sum a^2 (clamped at 0 against cancellation). */
-static double pc_residual_ratio(const pc_tensor *t) {
-  const pc_stats *s = &t->stats;
-  double left = s->sum_sq_diff - s->sum_a_diff * pc_envelope_b_scale(s);
-  double rms = s->finite_terms && left > 0 ? sqrt(left / (double)s->finite_terms) : 0;
-  return t->envelope.floor > 0 ? rms / t->envelope.floor : rms > 0 ? INFINITY : 0;
-}
-
 /* The median test (pc_stats.env_above_median): B's median element error, the value of rank
  * ceil(n/2) among the n finite pairs' |b - a|, exceeds median_bound exactly when more than
  * floor(n/2) pairs do. Its statistic is the fraction of pairs beyond the bound, its limit
@@ -96,7 +87,7 @@ static pc_diagnosis pc_envelope_diagnosis(const pc_tensor *t, double ratio, bool
   if (d.kind != PC_DIAG_NOISE)
     return d;
   double c = pc_envelope_b_scale(&t->stats), c_ratio = pc_envelope_scale_ratio(f, &t->stats);
-  if (scale_beyond && pc_residual_ratio(t) <= f->factor)
+  if (scale_beyond && pc_envelope_residual_ratio(f, &t->stats) <= f->factor)
     return (pc_diagnosis){PC_DIAG_SCALED, true, 0, 1 + c, c_ratio, f->scale_factor};
   double frac, limit;
   if (!rms_beyond && !scale_beyond && pc_median_beyond(t, &frac, &limit))

@@ -61,9 +61,11 @@ int pc_h5_walk(pc_file *f, pc_error *err);
  * attributes, in creation order where the file tracks it, else by name. */
 int pc_h5_attributes(pc_file *f, pc_error *err);
 
+/** format.h's `dataset_numbers`: dataset d's numeric attributes req[0 .. n), d opened once. */
+void pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n);
+
 /** format.h's `dataset_attribute`: dataset d's scalar string, integer, float or boolean
  * attribute `name` as text. */
-void pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n);
 bool pc_h5_dataset_attribute(pc_file *f, const pc_dataset *d, const char *name, char *buf,
                              size_t size);
 
