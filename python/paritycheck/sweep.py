@@ -13,6 +13,8 @@ import subprocess
 import h5py
 import numpy as np
 
+from .calib_cv import round_bf16
+
 MUTATIONS = ["zero", "x2", "neg", "roll", "zero10", "shuffle"]
 # Small factors (a BatchNorm or LayerNorm eps, a missing correction): not structural, and an
 # honest profile may pass some of them, so they are no part of MUTATIONS; tests/zoo/
@@ -51,10 +53,8 @@ def to_logical(y, logical):
     its logical dtype cannot hold."""
     if logical == "float16":
         return y.astype(np.float16).astype(y.dtype)
-    if logical == "bfloat16" and y.dtype == np.float32:
-        u = y.view(np.uint32).astype(np.uint64)
-        r = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-        return r.astype(np.uint32).view(np.float32)
+    if logical == "bfloat16":
+        return round_bf16(y).astype(y.dtype)
     return y
 
 
