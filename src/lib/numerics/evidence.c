@@ -1,8 +1,8 @@
-/* Structural evidence (evidence.h): the sums of pc_evidence over one block, in row-major order.
- * The pairs' terms are computed in vector lanes and added in order by scalar chains
- * (evidence_lanes.h says how the sums stay exactly those of one scalar loop); this file cuts a
- * block into ranges of one slice group each, pads the block's ends for the vector code, and
- * merges blocks. */
+/* Structural evidence (evidence.h): the sums of pc_evidence over one block. The pairs' terms
+ * are computed in vector lanes and summed as evidence_lanes.h defines (the shifted distances and
+ * the slices' a^2 in lanes, every other sum exactly as one scalar loop in row-major order); this
+ * file cuts a block into ranges of one slice group each, pads the block's ends for the vector
+ * code, and merges blocks. */
 #include "evidence.h"
 #include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512 */
 #include "evidence_lanes.h"

@@ -14,14 +14,21 @@
 #error "define PC_EV_RUN (pc_f32_run_base_evidence, ..._avx2_evidence or ..._avx512_evidence)"
 #endif
 
-/* Pairs whose terms are buffered before the sums take them (evidence_lanes.h): 11 terms of 8
- * bytes, 22.5 KiB, stay in the L1 cache. A multiple of every build's step. */
+/* Pairs whose terms are buffered before the sums take them (evidence_lanes.h): 8 terms of 8
+ * bytes, 16 KiB, stay in the L1 cache. A multiple of every build's step. */
 enum { PC_EV_CHUNK = 256 };
 
-/* The terms of a pair, one row of the buffer each: a, b, |a|, |b| (finite pairs), (b - a)^2 of
- * a rest pair, the shifted distance and the unshifted one of each shift, and with slices
- * (b - a)^2 and a^2 of the finite pairs. */
-enum { T_A, T_B, T_AA, T_AB, T_REST, T_SF, T_BF, T_SB, T_BB, T_SL, T_SLA2, PC_EV_NTERMS };
+/* The terms of a pair that are summed in order, one row of the buffer each: a, b, |a|, |b|
+ * (finite pairs), (b - a)^2 of a rest pair, the unshifted distance of each shift, and with
+ * slices (b - a)^2 of the finite pairs. */
+enum { T_A, T_B, T_AA, T_AB, T_REST, T_BF, T_BB, T_SL, PC_EV_NTERMS };
+
+/* The lane sums (evidence_lanes.h) take PC_EV_LANES lanes in every build: a build of PC_W < 8
+ * keeps them in 8 / PC_W vectors, its steps taking them in turn. */
+enum { PC_EV_LANES = PC_EV_MAX_STEP, PC_EV_VECS = PC_EV_LANES / PC_W };
+
+/* The lane-summed terms: the shifted distance of each shift, and with slices a^2. */
+enum { L_SF, L_SB, L_SLA2, PC_EV_NLANE };
 
 /* Counts and extremes of a run, in lanes. The signature's counts are int32 lanes (their masks
  * come from float32 compares), added into the state at each chunk's end so they cannot wrap.
@@ -35,6 +42,7 @@ typedef struct pc_ev_vacc {
   vi cand[3], hit[3];
   vd rest_max, min_a, max_a, min_b, max_b;
   vu gkey;
+  vd lane[PC_EV_NLANE][PC_EV_VECS]; /* the lane sums of the run, not restarted per chunk */
 } pc_ev_vacc;
 
 /* The precision signature of a step (`in`: the finite pairs of the sample, as int32 lanes). */
@@ -100,14 +108,15 @@ static inline void pc_ev_grain(pc_ev_vacc *c, vf fa, vf fb) {
   c->gkey = pc_ev_minu(pc_ev_minu(ka, kb), c->gkey);
 }
 
-/* One step: pairs i..i+PC_W-1, whose terms go to column j of the buffer. sig_left: how many
+/* One step: pairs i..i+PC_W-1, whose terms go to column j of the buffer and to the lane sums'
+ * vectors h (0 where PC_W is 8, else the step's turn). sig_left: how many
  * pairs from i on are in the signature's sample (used when `sig`). `fin`: the step's pairs and
  * their neighbours are known to be finite (pc_ev_all_finite), so every mask of finiteness is all
  * ones and drops out, and the caller counts the pairs and shifted pairs for the whole chunk. */
 static inline __attribute__((always_inline)) void
 pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool sig, bool fin,
            const unsigned char *a, const unsigned char *b, size_t i, double (*t)[PC_EV_CHUNK],
-           size_t j, int64_t sig_left, const vd *given, vf given_fa) {
+           size_t j, size_t h, int64_t sig_left, const vd *given, vf given_fa) {
   const vl absmask = (vl){0} + INT64_MAX, inf = (vl){0} + 0x7FF0000000000000;
   const bool lanes = layout != PC_EV_DOUBLE;
   vd x, y, xp, xn;
@@ -136,15 +145,15 @@ pc_ev_step(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool si
   pc_ev_put(t, T_AA, j, ax, ok);
   pc_ev_put(t, T_AB, j, (vd)((vl)y & absmask), ok);
   pc_ev_put(t, T_REST, j, d2, rest);
-  pc_ev_put(t, T_SF, j, sf * sf, fwd);
   pc_ev_put(t, T_BF, j, d2, fwd);
-  pc_ev_put(t, T_SB, j, sb * sb, back);
   if (!fin) /* else row T_BF holds them (pc_ev_row) */
     pc_ev_put(t, T_BB, j, d2, back);
   if (slice && !fin)
     pc_ev_put(t, T_SL, j, d2, ok);
+  c->lane[L_SF][h] += (vd)((vl)(sf * sf) & fwd);
+  c->lane[L_SB][h] += (vd)((vl)(sb * sb) & back);
   if (slice)
-    pc_ev_put(t, T_SLA2, j, x * x, ok);
+    c->lane[L_SLA2][h] += (vd)((vl)(x * x) & ok);
   if (lanes)
     pc_ev_grain(c, fa, fb);
   vl za = ok & (x == 0), zbo = ok & zb;
@@ -184,18 +193,18 @@ static inline int pc_ev_row(int k, bool fin) {
 }
 
 /* Adds columns 0..m-1 of the buffer to the sums, in order: one chain per sum, all interleaved.
- * The values' rows (a, b, |a|, |b|) where `vals`, the (b - a)^2 rows where `sq`, the shifted
- * distances and with slices a^2 where `shifted`: those that the lane sums did not take. */
-static inline __attribute__((always_inline)) void
-pc_ev_chains_rows(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice, bool fin, bool vals,
-                  bool sq, bool shifted) {
+ * The values' rows (a, b, |a|, |b|) where `vals`, the (b - a)^2 rows where `sq`: those that the
+ * exact lane sums did not take. */
+static inline __attribute__((always_inline)) void pc_ev_chains_rows(pc_ev_run *r,
+                                                                    double (*t)[PC_EV_CHUNK],
+                                                                    size_t m, bool slice, bool fin,
+                                                                    bool vals, bool sq) {
   pc_evidence *e = r->e;
   const double *tbb = t[pc_ev_row(T_BB, fin)], *tsl = t[pc_ev_row(T_SL, fin)];
   int g = slice ? r->group : 0;
   double sa = e->sum_a, sb = e->sum_b, saa = e->sum_abs_a, sab = e->sum_abs_b, rs = e->rest_sq;
-  double f0 = e->shift_sq[PC_SHIFT_FWD], f1 = e->shift_base_sq[PC_SHIFT_FWD];
-  double b0 = e->shift_sq[PC_SHIFT_BACK], b1 = e->shift_base_sq[PC_SHIFT_BACK];
-  double l0 = e->slice_sq[g], l1 = e->slice_a2[g], l2 = e->slice_rest_sq[g];
+  double f1 = e->shift_base_sq[PC_SHIFT_FWD], b1 = e->shift_base_sq[PC_SHIFT_BACK];
+  double l0 = e->slice_sq[g], l2 = e->slice_rest_sq[g];
   for (size_t j = 0; j < m; j++) {
     if (vals) {
       sa += t[T_A][j];
@@ -203,17 +212,11 @@ pc_ev_chains_rows(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice, 
       saa += t[T_AA][j];
       sab += t[T_AB][j];
     }
-    if (shifted) {
-      f0 += t[T_SF][j];
-      b0 += t[T_SB][j];
-    }
     if (sq) {
       rs += t[T_REST][j];
       f1 += t[T_BF][j];
       b1 += tbb[j];
     }
-    if (slice && shifted)
-      l1 += t[T_SLA2][j];
     if (slice && sq) {
       l0 += tsl[j];
       l2 += t[T_REST][j];
@@ -225,17 +228,11 @@ pc_ev_chains_rows(pc_ev_run *r, double (*t)[PC_EV_CHUNK], size_t m, bool slice, 
     e->sum_abs_a = saa;
     e->sum_abs_b = sab;
   }
-  if (shifted) {
-    e->shift_sq[PC_SHIFT_FWD] = f0;
-    e->shift_sq[PC_SHIFT_BACK] = b0;
-  }
   if (sq) {
     e->rest_sq = rs;
     e->shift_base_sq[PC_SHIFT_FWD] = f1;
     e->shift_base_sq[PC_SHIFT_BACK] = b1;
   }
-  if (slice && shifted)
-    e->slice_a2[g] = l1;
   if (slice && sq) {
     e->slice_sq[g] = l0;
     e->slice_rest_sq[g] = l2;
@@ -248,18 +245,11 @@ static inline __attribute__((always_inline)) void pc_ev_chains_some(pc_ev_run *r
                                                                     size_t m, bool slice, bool fin,
                                                                     bool vals, bool sq) {
   if (vals && sq)
-    pc_ev_chains_rows(r, t, m, slice, fin, true, true, false);
+    pc_ev_chains_rows(r, t, m, slice, fin, true, true);
   else if (vals)
-    pc_ev_chains_rows(r, t, m, slice, fin, true, false, false);
+    pc_ev_chains_rows(r, t, m, slice, fin, true, false);
   else if (sq)
-    pc_ev_chains_rows(r, t, m, slice, fin, false, true, false);
-}
-
-/* One row's chain on its own: s + t[0] + t[1] + ..., in order. */
-static double pc_ev_chain_one(double s, const double *t, size_t m) {
-  for (size_t j = 0; j < m; j++)
-    s += t[j];
-  return s;
+    pc_ev_chains_rows(r, t, m, slice, fin, false, true);
 }
 
 /* 2^k for the biased exponent field k + 1023 in 1..2046. */
@@ -377,76 +367,17 @@ pc_ev_lane_sums(pc_ev_run *r, const pc_ev_vacc *c, double (*t)[PC_EV_CHUNK], siz
   return (vals ? 1u : 0u) | (sq ? 2u : 0u);
 }
 
-/* Terms t[j..) of a row (each >= 0: the shifted distances, a^2) added to *s from lanes, one
- * step of PC_W terms at a time, as long as that is provably what the chain adds in order; returns
- * where it stopped: at m, at a step it cannot take (that step and any after it are left to the
- * chain), or at j where s is out of range (left unchanged then).
- * With s in [2^E, 2^(E+1)), the doubles there are the multiples of u = 2^(E - 52). A term
- * t < 2^(E-1) rounded to that grid is r = (t + C) - C, C = 1.5 * 2^E (t + C stays in C's binade,
- * whose spacing is u, and the subtraction is exact), and t - r is exact. If no t is a tie
- * (|t - r| = u/2) and s + (the sum of the r) < 2^(E+1), then every partial sum of the chain is a
- * multiple of u in [2^E, 2^(E+1)) (the terms are >= 0), each exact p + t lies in that binade,
- * and its rounding is p + r: the chain ends at s + (the sum of the r), which the lanes compute
- * exactly (multiples of u below 2^E; were the exact sum above, the rounded one would be too, and
- * the test fail: then the steps are chained instead, from j). */
-static size_t pc_ev_grid_run(double *s, const double *t, size_t j, size_t m) {
-  uint64_t bits;
-  memcpy(&bits, s, sizeof bits);
-  int64_t field = (int64_t)(bits >> 52); /* s > 0: its exponent field; else out of range */
-  if (field < 54 || field > 2045)        /* u/2 a normal double, 2^(E+1) finite */
-    return j;
-  const vd c = (vd){0} + 1.5 * pc_ev_pow2(field), half = (vd){0} + pc_ev_pow2(field - 53);
-  const vd top = (vd){0} + pc_ev_pow2(field - 1);
-  const vl absmask = (vl){0} + INT64_MAX;
-  vd acc = {0};
-  size_t k = j;
-  for (; k < m; k += PC_W) {
-    vd x;
-    memcpy(&x, t + k, sizeof x);
-    vd r = (x + c) - c, d = (vd)((vl)(x - r) & absmask);
-    if (pc_ev_any((d == half) | ~(x < top))) /* a tie; too large, inf or NaN */
-      break;
-    acc += r;
-  }
-  double sum = *s + pc_ev_hsum_d(acc);
-  if (!(sum < pc_ev_pow2(field + 1)))
-    return j;
-  *s = sum;
-  return k;
-}
-
-/* A row of m terms (each >= 0) added to *s exactly as its chain adds them in order: runs of
- * steps from lanes (pc_ev_grid_run), the steps it cannot take chained. After a few such steps
- * the rest is chained, so that rows full of ties cost little more than their chain. */
-static void pc_ev_grid_sum(double *s, const double *t, size_t m) {
-  size_t j = 0;
-  for (int tries = 0; j < m && tries < 4; tries++) {
-    size_t k = pc_ev_grid_run(s, t, j, m);
-    size_t end = k + PC_W < m ? k + PC_W : m; /* the step it stopped at */
-    *s = pc_ev_chain_one(*s, t + k, end - k);
-    j = end;
-  }
-  *s = pc_ev_chain_one(*s, t + j, m - j);
-}
-
-/* A chunk's terms into the sums, each exactly as its chain in element order: the lane sums where
- * they are exact, chains for the rest. The lane sums restart. */
+/* A chunk's in-order terms into the sums, each exactly as its chain in element order: the exact
+ * lane sums where they are exact, chains for the rest. The grain restarts. */
 static inline __attribute__((always_inline)) void pc_ev_chains(pc_ev_run *r, pc_ev_vacc *c,
                                                                double (*t)[PC_EV_CHUNK], size_t m,
                                                                bool slice, bool lanes, bool fin) {
   if (!lanes) {
-    pc_ev_chains_rows(r, t, m, slice, fin, true, true, true);
+    pc_ev_chains_rows(r, t, m, slice, fin, true, true);
     return;
   }
-  pc_evidence *e = r->e;
   unsigned took = pc_ev_lane_sums(r, c, t, m, slice, fin);
   pc_ev_chains_some(r, t, m, slice, fin, !(took & 1u), !(took & 2u));
-  double *shifted[3] = {&e->shift_sq[PC_SHIFT_FWD], &e->shift_sq[PC_SHIFT_BACK],
-                        slice ? &e->slice_a2[r->group] : NULL};
-  const int row[3] = {T_SF, T_SB, T_SLA2};
-  for (int k = 0; k < 3; k++)
-    if (shifted[k])
-      pc_ev_grid_sum(shifted[k], t[row[k]], m);
   c->gkey = (vu){0} + UINT32_MAX;
 }
 
@@ -475,9 +406,21 @@ static uint64_t pc_ev_hsum(vq v) {
   return s;
 }
 
-/* The run's counts and extremes, from the lanes into r and its evidence. */
+/* The PC_EV_LANES lane sums of v added pairwise, ((l0 + l1) + (l2 + l3)) + ((l4 + l5) +
+ * (l6 + l7)), in every build. */
+static double pc_ev_fold_lanes(const vd *v) {
+  double l[PC_EV_LANES];
+  memcpy(l, v, sizeof l);
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* The run's counts, extremes and lane sums, from the lanes into r and its evidence. */
 static void pc_ev_finish(pc_ev_run *r, const pc_ev_vacc *c) {
   pc_evidence *e = r->e;
+  e->shift_sq[PC_SHIFT_FWD] += pc_ev_fold_lanes(c->lane[L_SF]);
+  e->shift_sq[PC_SHIFT_BACK] += pc_ev_fold_lanes(c->lane[L_SB]);
+  if (r->group >= 0)
+    e->slice_a2[r->group] += pc_ev_fold_lanes(c->lane[L_SLA2]);
   uint64_t rest = pc_ev_hsum(c->rest);
   double rest_max = 0;
   e->pairs += pc_ev_hsum(c->pairs);
@@ -576,7 +519,7 @@ pc_ev_steps(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool s
             double (*t)[PC_EV_CHUNK], size_t sig_n) {
   if (!fin) {
     for (size_t i = lo; i < hi; i += PC_W)
-      pc_ev_step(r, c, layout, slice, sig, false, a, b, i, t, i - lo,
+      pc_ev_step(r, c, layout, slice, sig, false, a, b, i, t, i - lo, (i - lo) / PC_W % PC_EV_VECS,
                  (int64_t)sig_n - (int64_t)(i - from), NULL, (vf){0});
     return;
   }
@@ -590,7 +533,7 @@ pc_ev_steps(pc_ev_run *r, pc_ev_vacc *c, pc_ev_layout layout, bool slice, bool s
       next = (vd){0} + pc_ev_scalar(layout, a, hi);
     x[1] = PC_EV_BEFORE(prev, x[0]);
     x[2] = PC_EV_AFTER(x[0], next);
-    pc_ev_step(r, c, layout, slice, sig, true, a, b, i, t, i - lo,
+    pc_ev_step(r, c, layout, slice, sig, true, a, b, i, t, i - lo, (i - lo) / PC_W % PC_EV_VECS,
                (int64_t)sig_n - (int64_t)(i - from), x, fa);
     prev = x[0];
     x[0] = next;
@@ -628,7 +571,7 @@ pc_ev_range(pc_ev_run *r, pc_ev_layout layout, bool slice, bool sig, const unsig
 
 size_t PC_EV_RUN(pc_ev_run *r, pc_ev_layout layout, const unsigned char *a, const unsigned char *b,
                  size_t from, size_t to, size_t sig_n) {
-  size_t end = from + (to - from) / PC_W * PC_W;
+  size_t end = from + (to - from) / PC_EV_LANES * PC_EV_LANES; /* the same cut in every build */
   bool slice = r->group >= 0, sig = sig_n > 0;
   if (end == from)
     return end;

@@ -4,28 +4,35 @@
  * AVX-512; evidence.c picks the widest the processor runs. Every build reaches the same state bit
  * for bit. Internal to the library.
  *
- * How the sums stay those of the scalar loop (docs/performance.md, "Evidence in lanes"): every
- * double sum of pc_evidence is defined as a sum in row-major order (one chain of additions per
- * sum and block), and the judge tests thresholds on them, so neither float32 lanes folded per
- * block nor compensated sums would do: either moves some figures by a last bit. The vector code
- * computes each pair's terms (squares, masks for the zero, flip and rest classes, the shifted
- * distances), branch-free, PC_W pairs a step, into a buffer of a chunk (PC_EV_CHUNK pairs), and
- * each sum takes a chunk's terms in one of three ways, all giving the in-order chain's double bit
- * for bit:
- *  - summed in double lanes in any order, where that sum is exact (float32 and float16 values:
- *    Σa, Σb, Σ|a|, Σ|b| and the (b - a)^2 sums). Every value is a multiple of the chunk's grain
- *    g, the unit in the last place of its smallest float32 exponent, and every (b - a)^2, rounded
- *    or not, of g^2; with gamma the smaller of that grain and the lowest set bit of the running
- *    sum, every partial sum in any order is a multiple of gamma of magnitude at most |s| + Σ|t|:
- *    below 2^53 gamma none rounds, so the chain and the lanes both give the exact sum;
- *  - on the running sum's grid (the shifted distances and the slices' a^2, whose terms carry
- *    more bits than the sum keeps, so the chain rounds at every step): while the sum s stays in
- *    its binade [2^E, 2^(E+1)), each rounded addition adds the term rounded to the multiples of
- *    2^(E-52), which lanes compute ((t + 1.5 * 2^E) - 1.5 * 2^E) and sum exactly, unless a term
- *    is a tie (the chain's rounding to even then depends on s) or half the binade or more; such
- *    a step, and a chunk whose sum leaves the binade, is chained;
- *  - else the chain itself: a scalar loop adds the chunk's terms in element order, one chain per
- *    sum, the chains interleaved. Doubles (float64 values and the padded block ends) always.
+ * How each double sum of pc_evidence is accumulated (docs/performance.md, "Evidence in lanes"),
+ * and why: the judge tests thresholds on them, so every sum is defined independently of the
+ * build, the number of threads and the machine, and each takes the cheapest accumulation that
+ * keeps its definition.
+ *  - The shifted distances Σ(b[i] - a[i -+ 1])^2 and the slices' Σa^2: lane sums. The judge
+ *    compares them with a quarter of the unshifted distance and with half of A's energy, so
+ *    their last bits decide nothing, and a chain in element order cost a third of the evidence
+ *    (its terms carry more bits than the sum keeps, so no lane order gives the chain's bits).
+ *    Each run of the vector code (a slice group's range of a block; the block's first pair and
+ *    the pairs left at a range's end are runs of their own, padded to PC_EV_MAX_STEP pairs)
+ *    keeps PC_EV_MAX_STEP double lanes, lane l taking, in order, the terms of the run's pairs
+ *    whose offset from its first pair is l modulo 8; at the run's end the lanes are added
+ *    pairwise, ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), and the result to the block's
+ *    sum. Runs are cut at multiples of 8 pairs in every build, so the bits do not depend on the
+ *    build; the relative error is at most about (n/8 + 3) u for n terms, below a chain's.
+ *  - Every other sum: the chain in row-major order (one chain of additions per sum and block),
+ *    bit for bit. The vector code computes each pair's terms (squares, masks for the zero, flip
+ *    and rest classes), branch-free, PC_W pairs a step, into a buffer of a chunk (PC_EV_CHUNK
+ *    pairs), and each sum takes a chunk's terms in one of two ways:
+ *    - summed in double lanes in any order, where that sum is exact (float32 and float16
+ *      values: Σa, Σb, Σ|a|, Σ|b| and the (b - a)^2 sums). Every value is a multiple of the
+ *      chunk's grain g, the unit in the last place of its smallest float32 exponent, and every
+ *      (b - a)^2, rounded or not, of g^2; with gamma the smaller of that grain and the lowest
+ *      set bit of the running sum, every partial sum in any order is a multiple of gamma of
+ *      magnitude at most |s| + Σ|t|: below 2^53 gamma none rounds, so the chain and the lanes
+ *      both give the exact sum;
+ *    - else the chain itself: a scalar loop adds the chunk's terms in element order, one chain
+ *      per sum, the chains interleaved. Doubles (float64 values and the padded block ends)
+ *      always.
  * A term that is masked out is +0, and x + 0 = x for every sum here (none is ever -0), so adding
  * it is skipping it. Counts, maxima and the precision signature are exact in any order and stay
  * in vector lanes; minima and maxima of a and b treat -0 and +0 alike, and the first zero met
@@ -58,8 +65,8 @@ typedef struct pc_ev_run {
   double zero_a, zero_b;
 } pc_ev_run;
 
-/** Folds pairs from..end-1 of a and b into r, in order, where end is the last multiple of the
- * build's step past `from` at most `to`; returns end. Values from-1 and end of a must be
+/** Folds pairs from..end-1 of a and b into r, in order, where end is the last multiple of
+ * PC_EV_MAX_STEP past `from` at most `to`; returns end. Values from-1 and end of a must be
  * readable (they are the shifted neighbours), so from >= 1 and to < the block's length.
  * sig_n: the first sig_n pairs from `from` count the precision signature. */
 size_t pc_f32_run_base_evidence(pc_ev_run *r, pc_ev_layout layout, const unsigned char *a,

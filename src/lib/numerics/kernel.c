@@ -435,6 +435,10 @@ static void pc_f32_finish(const pc_kernel_args *k, const pc_f32_state *st) {
   f.sum_ab = pc_lanes_sum(st->sab);
   f.sum_sq_diff = pc_lanes_sum(st->ssd);
   f.sum_a_diff = pc_lanes_sum(st->sad);
+  if (st->h_abs) {
+    st->h_abs->count[0] += pc_lanes_u64(st->zero_abs);
+    st->h_rel->count[0] += pc_lanes_u64(st->zero_rel);
+  }
   if (st->h_abs && st->count) {
     pc_qhist_touch(st->h_abs, pc_qhist_bucket(pc_lanes_min(st->min_abs)),
                    pc_qhist_bucket(f.max_abs));

@@ -8,8 +8,8 @@
  * double operations, no contraction into FMA. What differs is bookkeeping: sums are kept in
  * PC_F32_LANES lanes (added lane-wise, then pairwise: kernel.c, pc_lanes_sum), histogram buckets
  * are counted by scalar increments one group behind the vector code (so that the two overlap),
- * and the worst pair is found by scanning a chunk of 256 pairs again only when the chunk's maxima
- * show that it holds a new worst. */
+ * and the worst pair is found by scanning one chunk of 256 pairs again at a run's end: the first
+ * whose maxima show the run's worst. */
 #include "kernel_f32.h"
 #include "simd.h" /* PC_W, the vector types, pc_vmin, pc_vmax, pc_vwiden_f; immintrin.h */
 
@@ -275,28 +275,45 @@ static void pc_take_worst(pc_f32_state *st, const pc_pair *p, size_t i, int cls)
   st->wulp = p->ulp;
 }
 
-/* The chunk [lo, hi) is folded: does it hold a new worst (pc_worse: mismatches before passing
- * pairs, then the largest abs, ties to the lower index)? If so, find the first such pair. */
-static void pc_chunk_worst(pc_f32_state *st, const pc_vacc *c, const unsigned char *a,
-                           const unsigned char *b, size_t lo, size_t hi) {
+/* The chunk of a run that holds its worst pair so far (pc_worse: mismatches before passing
+ * pairs, then the largest abs, ties to the lower index): its class and abs, and where it is
+ * (lo == hi: no chunk of the run beats the state's worst). Only that chunk is scanned for the
+ * pair, once, at the run's end: a run of a small tensor's few chunks used to scan each chunk
+ * that beat the ones before it. */
+typedef struct pc_best {
+  int cls;
+  double top;
+  size_t lo, hi;
+} pc_best;
+
+/* The chunk [lo, hi) is folded: does it hold a new worst? */
+static void pc_chunk_best(pc_best *w, const pc_vacc *c, size_t lo, size_t hi) {
   /* A mismatch has abs > 0 (distinct finite values differ in double), so max_mis > 0 says the
    * chunk holds one, and then no passing pair can be the worst. */
   double max_mis = pc_hmax(c->cmax_mis), max_abs = pc_hmax(c->cmax_abs);
   int cls = max_mis > 0 ? 1 : 0;
   double top = cls ? max_mis : max_abs;
-  if (cls < st->wcls || (cls == st->wcls && top <= st->wabs))
+  if (cls < w->cls || (cls == w->cls && top <= w->top))
     return;
-  for (size_t i = lo; i < hi; i++) {
+  *w = (pc_best){cls, top, lo, hi};
+}
+
+/* The first pair of the run's worst chunk that has its class and abs, as the state's worst. */
+static void pc_take_best(pc_f32_state *st, const pc_best *w, const unsigned char *a,
+                         const unsigned char *b) {
+  for (size_t i = w->lo; i < w->hi; i++) {
     pc_pair p = pc_pair_at(st, a, b, i);
-    if (p.abs == top && pc_pair_passes(st, &p) == !cls) {
-      pc_take_worst(st, &p, i, cls);
+    if (p.abs == w->top && pc_pair_passes(st, &p) == !w->cls) {
+      pc_take_worst(st, &p, i, w->cls);
       return;
     }
   }
 }
 
 /* Count the keys of steps lo..q-1 of a pass over accumulator vector h. Their lanes go to the
- * ULP copies of their accumulator lanes, so that consecutive increments hit different copies. */
+ * ULP copies of their accumulator lanes, and bucket 0 of the quantile histograms (exact
+ * matches, which come in runs) to those lanes' zero counts, so that consecutive increments hit
+ * different counts. */
 static inline __attribute__((always_inline)) void
 pc_chunk_hist(pc_f32_state *st, const pc_keys *keys, size_t lo, size_t q, int h) {
   for (size_t j = lo; j < q; j++)
@@ -307,8 +324,9 @@ pc_chunk_hist(pc_f32_state *st, const pc_keys *keys, size_t lo, size_t q, int h)
   uint64_t *ha = st->h_abs->count, *hr = st->h_rel->count;
   for (size_t j = lo; j < q; j++)
     for (int l = 0; l < PC_W; l++) {
-      ha[keys->abs[j % PC_F32_KEY_STEPS][l]]++;
-      hr[keys->rel[j % PC_F32_KEY_STEPS][l]]++;
+      uint64_t ka = keys->abs[j % PC_F32_KEY_STEPS][l], kr = keys->rel[j % PC_F32_KEY_STEPS][l];
+      ++*(ka ? &ha[ka] : &st->zero_abs[h * PC_W + l]);
+      ++*(kr ? &hr[kr] : &st->zero_rel[h * PC_W + l]);
     }
 }
 
@@ -382,11 +400,11 @@ pc_pass(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool half, bool bf16, bo
   pc_chunk_hist(st, &keys, q >= PC_SPV ? q - PC_SPV : 0, q, h);
 }
 
-/* One chunk of whole groups from `from`; returns where it stopped (before a group with a
- * non-finite pair, or at `to`). */
+/* One chunk of whole groups from `from`, w updated; returns where it stopped (before a group
+ * with a non-finite pair, or at `to`). */
 static inline __attribute__((always_inline)) size_t
-pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool half, bool bf16, bool inexact,
-         const unsigned char *a, const unsigned char *b, size_t from, size_t to) {
+pc_chunk(pc_f32_state *st, pc_vacc *c, pc_best *w, const pc_vset *s, bool half, bool bf16,
+         bool inexact, const unsigned char *a, const unsigned char *b, size_t from, size_t to) {
   const size_t es = half ? 2 : 4; /* bytes an element */
   size_t stop = from;
   while (stop < to && !pc_vnonfinite(half, a + es * stop, b + es * stop))
@@ -397,7 +415,7 @@ pc_chunk(pc_f32_state *st, pc_vacc *c, const pc_vset *s, bool half, bool bf16, b
     pc_pass(st, c, s, half, bf16, inexact, a, b, from, stop, h);
   st->count += stop - from;
   if (stop > from)
-    pc_chunk_worst(st, c, a, b, from, stop);
+    pc_chunk_best(w, c, from, stop);
   double m = pc_hmax(c->cmax_abs);
   st->max_abs = m > st->max_abs ? m : st->max_abs;
   return stop;
@@ -407,6 +425,7 @@ size_t PC_F32_RUN(pc_f32_state *st, const unsigned char *a, const unsigned char 
                   size_t n) {
   pc_vacc c;
   pc_vset s = pc_vset_make(st);
+  pc_best w = {st->wcls, st->wabs, 0, 0};
   pc_vacc_load(&c, st);
   size_t end = from + (n - from) / PC_F32_GROUP * PC_F32_GROUP, i = from;
   bool inexact = st->a_bf16 || st->b_bf16;
@@ -414,18 +433,19 @@ size_t PC_F32_RUN(pc_f32_state *st, const unsigned char *a, const unsigned char 
     size_t to = end - i < PC_F32_CHUNK ? end : i + PC_F32_CHUNK, at;
     /* One copy of the loop for each setting, so that none is tested per element. */
     if (st->half)
-      at = pc_chunk(st, &c, &s, true, false, false, a, b, i, to);
+      at = pc_chunk(st, &c, &w, &s, true, false, false, a, b, i, to);
     else if (st->bf16)
-      at = inexact ? pc_chunk(st, &c, &s, false, true, true, a, b, i, to)
-                   : pc_chunk(st, &c, &s, false, true, false, a, b, i, to);
+      at = inexact ? pc_chunk(st, &c, &w, &s, false, true, true, a, b, i, to)
+                   : pc_chunk(st, &c, &w, &s, false, true, false, a, b, i, to);
     else
-      at = inexact ? pc_chunk(st, &c, &s, false, false, true, a, b, i, to)
-                   : pc_chunk(st, &c, &s, false, false, false, a, b, i, to);
+      at = inexact ? pc_chunk(st, &c, &w, &s, false, false, true, a, b, i, to)
+                   : pc_chunk(st, &c, &w, &s, false, false, false, a, b, i, to);
     bool stopped = at < to;
     i = at;
     if (stopped)
       break;
   }
   pc_vacc_store(st, &c);
+  pc_take_best(st, &w, a, b);
   return i;
 }

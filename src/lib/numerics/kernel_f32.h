@@ -49,6 +49,10 @@ typedef struct pc_f32_state {
   double max_rel[PC_F32_LANES], min_abs[PC_F32_LANES], min_rel[PC_F32_LANES];
   uint32_t max_ulp[PC_F32_LANES];
   uint64_t ulp_sum[PC_F32_LANES], mism[PC_F32_LANES];
+  /* Per lane: the pairs counted into bucket 0 of h_abs and h_rel (exact matches), kept apart
+   * until pc_f32_finish adds them, so that runs of matches do not serialise the increments of
+   * one count through memory. */
+  uint64_t zero_abs[PC_F32_LANES], zero_rel[PC_F32_LANES];
   uint64_t count, inexact_a, inexact_b;
   /* The worst pair of the vector part (wcls -1: none yet), by pc_worse's rules. */
   int wcls;
