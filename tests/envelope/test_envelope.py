@@ -465,6 +465,33 @@ def test_threads_and_blocks_identical():
     check("-j 1, 2, 8 with 100-element blocks: identical tensors", len(set(outs)) == 1)
 
 
+def test_bound_read_direct_or_through_hdf5():
+    """A contiguous bound is read by the workers straight from the file (docs/performance.md,
+    "Direct reads"), a chunked one through HDF5: the same figures, with elements beyond."""
+    b = noisy(SIGMA, 12)
+    b["/x"][100:110] += 0.05
+    d = setup("direct", b)
+    env = os.path.join(d, "a.envelope.h5")
+    chunked = os.path.join(d, "chunked.envelope.h5")
+    with h5py.File(env, "r") as src, h5py.File(chunked, "w") as dst:
+        for key, value in src.attrs.items():
+            dst.attrs[key] = value
+        for name in ("x", "y"):
+            ds = dst.create_dataset(name, data=src[name][()], chunks=True)
+            for key, value in src[name].attrs.items():
+                ds.attrs[key] = value
+    with h5py.File(env, "r") as f:
+        check("the bound is contiguous", f["x"].chunks is None and f["x"].id.get_offset())
+    outs = []
+    for extra in ([], ["--envelope", chunked]):
+        p, rep = run_json(["-j", "2", "--block-elems", "1000"] + extra +
+                          [os.path.join(d, "a.h5"), os.path.join(d, "b.h5")])
+        check("B beyond its envelope at 10 elements fails", p.returncode == 1, p.stderr)
+        outs.append(json.dumps([t["envelope"] for t in rep["tensors"]], sort_keys=True))
+    check("/x: 10 elements beyond", json.loads(outs[0])[0]["beyond"] == 10, outs[0])
+    check("contiguous and chunked bounds: identical envelope figures", outs[0] == outs[1])
+
+
 if __name__ == "__main__":
     os.makedirs(WORK, exist_ok=True)
     sys.exit(run_tests([test_honest_passes, test_five_sigma_fails, test_law_closed_form_k2,
@@ -478,4 +505,5 @@ if __name__ == "__main__":
                         test_indeterminate_only_where_spread_has_no_digits, test_another_a,
                         test_b_sidecar_ignored_and_no_envelope, test_bad_envelope_fails_closed,
                         test_folders_pair_no_sidecar, test_trajectory_band,
-                        test_threads_and_blocks_identical]))
+                        test_threads_and_blocks_identical,
+                        test_bound_read_direct_or_through_hdf5]))

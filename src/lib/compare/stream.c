@@ -37,15 +37,18 @@ typedef struct pc_slot {
   bool last;       /* closes its tensor */
   void *raw[2];    /* stored bytes of A and B (the worker reads a direct side's into it) */
   size_t raw_cap[2];
-  int fd[2];           /* >= 0: that side's bytes are still in this file, from byte at[side] */
-  uint64_t at[2];      /* (the worker reads them) */
-  const char *file[2]; /* the files' paths, for read errors */
-  bool nomem;          /* the worker could not allocate its scratch */
+  /* Per side, A, B and the envelope's bound (side PC_SIDE_E): >= 0, that side's bytes are still
+   * in this file, from byte at[side] (the worker reads them); the files' paths, for read
+   * errors. */
+  int fd[3];
+  uint64_t at[3];
+  const char *file[3];
+  bool nomem;                     /* the worker could not allocate its scratch */
   char why[PC_ERROR_MESSAGE_MAX]; /* the worker could not read the file: why; "" otherwise */
   pc_stats part;
   pc_qhist *hist[PC_NHISTS];
   const pc_dataset *e; /* the envelope's per-element bound, read beside A and B, or NULL */
-  void *env;           /* its stored bytes for this block */
+  void *env;           /* its stored bytes for this block (the worker reads a direct one's) */
   size_t env_cap;
 } pc_slot;
 
@@ -186,13 +189,25 @@ static bool pc_worker_fold_bytes(pc_worker *w, pc_slot *sl) {
   return true;
 }
 
+/* The side of a slot that is the envelope's bound (A and B are 0 and 1). */
+enum { PC_SIDE_E = 2 };
+
+/* Side `side` of sl: its dataset and its bytes' buffer. */
+static const pc_dataset *pc_slot_ds(const pc_slot *sl, int side) {
+  return side == 0 ? sl->a : side == 1 ? sl->b : sl->e;
+}
+
+static void *pc_slot_buf(const pc_slot *sl, int side) {
+  return side == PC_SIDE_E ? sl->env : sl->raw[side];
+}
+
 /* Reads a direct side's bytes of sl into the slot's buffer, which the calling thread reserved
  * for them. Reading rather than mapping the file: mapped pages are slow to touch on some VMs
  * (docs/performance.md), and a file that shrinks after it was opened is then a read error, not
  * SIGBUS. false, with sl->why, on a read error or when the file ends early. */
 static bool pc_slot_pread(pc_slot *sl, int side) {
-  unsigned char *buf = sl->raw[side];
-  size_t bytes = sl->n * (side ? sl->b : sl->a)->elem_size, got = 0;
+  unsigned char *buf = pc_slot_buf(sl, side);
+  size_t bytes = sl->n * pc_slot_ds(sl, side)->elem_size, got = 0;
   while (got < bytes) {
     ssize_t r = pread(sl->fd[side], buf + got, bytes - got, (off_t)(sl->at[side] + got));
     if (r < 0 && errno == EINTR)
@@ -202,7 +217,7 @@ static bool pc_slot_pread(pc_slot *sl, int side) {
       if (r < 0 && strerror_r(errno, text, sizeof text) != 0)
         snprintf(text, sizeof text, "error %d", errno);
       snprintf(sl->why, sizeof sl->why, "%s: %s: cannot read: %s", sl->file[side],
-               (side ? sl->b : sl->a)->path, text);
+               pc_slot_ds(sl, side)->path, text);
       return false;
     }
     got += (size_t)r;
@@ -245,7 +260,7 @@ static void pc_worker_fold(pc_worker *w, pc_slot *sl) {
   }
   if (sl->n == 0)
     return;
-  for (int side = 0; side < 2; side++)
+  for (int side = 0; side <= PC_SIDE_E; side++)
     if (sl->fd[side] >= 0 && !pc_slot_pread(sl, side))
       return;
   bool decoded = pc_worker_fold_bytes(w, sl);
@@ -398,7 +413,7 @@ static pc_slot *pc_acquire(pc_stream *s) {
   sl->nomem = false;
   sl->fill_n = 0;
   sl->why[0] = '\0';
-  sl->fd[0] = sl->fd[1] = -1;
+  sl->fd[0] = sl->fd[1] = sl->fd[PC_SIDE_E] = -1;
   pthread_mutex_lock(&s->mu);
   s->used++;
   pthread_mutex_unlock(&s->mu);
@@ -439,11 +454,11 @@ typedef struct pc_side {
   pc_file *f;
 } pc_side;
 
-/* Reads side's next block into sl->raw[side], or for a direct reader only records where its
- * bytes are, for the worker. */
+/* Reads side's next block into its buffer, or for a direct reader only records where its bytes
+ * are, for the worker. */
 static int pc_read_side(pc_slot *sl, int side, const pc_side *sd, size_t *n, pc_error *e) {
   if (!pc_reader_direct(sd->r))
-    return pc_reader_next_raw(sd->r, sl->raw[side], n, e);
+    return pc_reader_next_raw(sd->r, pc_slot_buf(sl, side), n, e);
   pc_reader_next_span(sd->r, &sl->at[side], n);
   sl->fd[side] = *n ? pc_file_fd(sd->f) : -1;
   sl->file[side] = pc_file_path(sd->f);
@@ -476,7 +491,7 @@ typedef struct pc_job {
   pc_tensor *t;
   const pc_dataset *a, *b;
   pc_side sides[2];
-  pc_reader *re; /* the envelope's per-element bound, cut as A, or NULL */
+  pc_side env; /* the envelope's per-element bound, cut as A (reader NULL: none) */
   const pc_dataset *e;
   size_t cursor[2]; /* pc_dataset_next_written's, of A and B */
   uint64_t base;    /* the next block's first element */
@@ -510,8 +525,8 @@ static void pc_stream_skip(pc_stream *s, pc_job *j) {
   if (at == j->base)
     return;
   pc_reader_seek(j->sides[1].r, to); /* cut alike: the same block start */
-  if (j->re)
-    pc_reader_seek(j->re, to);
+  if (j->env.r)
+    pc_reader_seek(j->env.r, to);
   pc_slot *sl = pc_job_slot(s, j);
   sl->n = 0;
   sl->fill_n = at - j->base;
@@ -522,7 +537,7 @@ static void pc_stream_skip(pc_stream *s, pc_job *j) {
 }
 
 /* The envelope's block beside A's and B's n elements: the same cut. */
-static int pc_read_envelope(pc_slot *sl, pc_reader *re, size_t cap, size_t n, pc_error *e) {
+static int pc_read_envelope(pc_slot *sl, const pc_side *env, size_t cap, size_t n, pc_error *e) {
   size_t ne = 0;
   if (cap * sl->e->elem_size > sl->env_cap) {
     void *p = realloc(sl->env, cap * sl->e->elem_size);
@@ -531,7 +546,7 @@ static int pc_read_envelope(pc_slot *sl, pc_reader *re, size_t cap, size_t n, pc
     sl->env = p;
     sl->env_cap = cap * sl->e->elem_size;
   }
-  int rc = pc_reader_next_raw(re, sl->env, &ne, e);
+  int rc = pc_read_side(sl, PC_SIDE_E, env, &ne, e);
   if (rc == PC_OK && ne != n)
     rc = pc_error_set(e, PC_EDATA, "the envelope was read in other blocks than A");
   return rc;
@@ -547,8 +562,8 @@ static int pc_stream_blocks(pc_stream *s, pc_job *j) {
     pc_stream_skip(s, j);
     pc_slot *sl = pc_job_slot(s, j);
     rc = pc_read_block(sl, j->sides, cap, &n, &e);
-    if (rc == PC_OK && j->re)
-      rc = pc_read_envelope(sl, j->re, cap, n, &e);
+    if (rc == PC_OK && j->env.r)
+      rc = pc_read_envelope(sl, &j->env, cap, n, &e);
     if (rc < 0) {
       pc_tensor_fail(j->t, e.message);
       n = 0;
@@ -576,7 +591,7 @@ int pc_stream_range(pc_stream *s, pc_tensor *t, const pc_stream_sides *sd, uint6
     pc_reader_seek(rb, from); /* cut alike: the same block start */
     if (re)
       pc_reader_seek(re, from);
-    pc_job j = {t, sd->a, sd->b, {{ra, sd->fa}, {rb, sd->fb}}, re, sd->e, {0, 0}, at, to};
+    pc_job j = {t, sd->a, sd->b, {{ra, sd->fa}, {rb, sd->fb}}, {re, sd->fe}, sd->e, {0, 0}, at, to};
     rc = pc_stream_blocks(s, &j);
   } else if (rc != PC_ENOMEM) {
     /* Nothing of this tensor is queued: close it at once. */

@@ -576,9 +576,9 @@ bool pc_h5_dataset_attribute(pc_file *f, const pc_dataset *d, const char *name, 
 
 /* HDF5 converts any integer or float attribute to doubles (H5T_NATIVE_DOUBLE); anything else is
  * refused before it reads. */
-static long pc_h5_numbers(hid_t obj, const pc_numbers_req *req) {
+static long pc_h5_numbers(hid_t fid, const char *path, const pc_numbers_req *req) {
   long n = -1;
-  hid_t attr = H5Aexists(obj, req->name) > 0 ? H5Aopen(obj, req->name, H5P_DEFAULT) : -1;
+  hid_t attr = H5Aopen_by_name(fid, path, req->name, H5P_DEFAULT, H5P_DEFAULT);
   hid_t type = attr < 0 ? -1 : H5Aget_type(attr);
   hid_t space = attr < 0 ? -1 : H5Aget_space(attr);
   H5T_class_t cls = type < 0 ? H5T_NO_CLASS : H5Tget_class(type);
@@ -590,14 +590,13 @@ static long pc_h5_numbers(hid_t obj, const pc_numbers_req *req) {
   return n;
 }
 
-/* The object is opened once for all the attributes: opening it by path walks the file's groups
- * and was most of an envelope tensor's cost when done per attribute. */
+/* Each attribute is opened by the dataset's path, from the file: the dataset itself is never
+ * opened (H5Oopen of a dataset is a whole H5Dopen, its layout, type, space and fill value read
+ * and checked: most of an envelope tensor's cost when it was opened for its attributes). A
+ * missing attribute is an error of H5Aopen_by_name, cleared at the end. */
 void pc_h5_dataset_numbers(pc_file *f, const pc_dataset *d, pc_numbers_req *req, size_t n) {
-  hid_t obj = H5Oopen(pc_h5_of(f)->fid, d->path, H5P_DEFAULT);
-  for (size_t i = 0; i < n && obj >= 0; i++)
-    req[i].got = req[i].out && req[i].cap ? pc_h5_numbers(obj, &req[i]) : -1;
-  if (obj >= 0)
-    H5Oclose(obj);
+  for (size_t i = 0; i < n; i++)
+    req[i].got = req[i].out && req[i].cap ? pc_h5_numbers(pc_h5_of(f)->fid, d->path, &req[i]) : -1;
   H5Eclear2(H5E_DEFAULT);
 }
 
