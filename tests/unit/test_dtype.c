@@ -15,7 +15,7 @@
 #include <float.h>  /* DBL_*, FLT_* */
 #include <math.h>   /* ldexp, nextafter, isnan, signbit */
 #include <stdlib.h> /* malloc, free */
-#include <string.h> /* memcpy, strcmp */
+#include <string.h> /* memcmp, memcpy, strcmp */
 
 /* Failures are counted and the first few printed at full precision, so that one bad format
  * does not drown the log while the test still fails. */
@@ -461,6 +461,41 @@ static void expect_floats(pc_dtype dt, const unsigned char *be, size_t n, const 
   }
 }
 
+/* Every float16 pattern, decoded in the machine's byte order (the lane kernels' bit
+ * manipulation) and swapped (the generic decoder of narrow formats), against the textbook
+ * value, bit for bit: (-1)^s 2^(e - 15) (1 + m / 1024), subnormals m 2^-24, inf, and a NaN as
+ * the quiet NaN of its sign. */
+static void test_decode_float16_every_pattern(void **state) {
+  (void)state;
+  enum { N = 1 << 16 };
+  uint16_t *native = malloc(N * sizeof *native), *swapped = malloc(N * sizeof *swapped);
+  double *got = malloc(N * sizeof *got), *got_swapped = malloc(N * sizeof *got_swapped);
+  assert_non_null(native && swapped && got && got_swapped);
+  for (uint32_t h = 0; h < N; h++) {
+    native[h] = (uint16_t)h;
+    swapped[h] = (uint16_t)(h >> 8 | (h & 0xFFu) << 8);
+  }
+  pc_dtype_decode_float(PC_DTYPE_FLOAT16, native, N, false, got);
+  pc_dtype_decode_float(PC_DTYPE_FLOAT16, swapped, N, true, got_swapped);
+  failures = 0;
+  for (uint32_t h = 0; h < N; h++) {
+    int e = (int)(h >> 10 & 0x1Fu), m = (int)(h & 0x3FFu);
+    double sign = h & 0x8000u ? -1 : 1;
+    double want = e == 31  ? (m ? copysign(NAN, sign) : sign * INFINITY)
+                  : e == 0 ? sign * ldexp(m, -24)
+                           : sign * ldexp(1024 + m, e - 25);
+    CHECK(memcmp(&got[h], &want, sizeof want) == 0, "0x%04x: got %.17g, want %.17g", (unsigned)h,
+          got[h], want);
+    CHECK(memcmp(&got_swapped[h], &want, sizeof want) == 0, "0x%04x swapped: got %.17g, want %.17g",
+          (unsigned)h, got_swapped[h], want);
+  }
+  free(native);
+  free(swapped);
+  free(got);
+  free(got_swapped);
+  assert_int_equal(failures, 0);
+}
+
 static void test_decode_float_byte_order(void **state) {
   (void)state;
   static const unsigned char f16[] = {0x3C, 0x00, 0xC0, 0x00, 0x7B, 0xFF, 0x00, 0x01, 0xFC, 0x00};
@@ -658,6 +693,7 @@ int main(void) {
       cmocka_unit_test(test_decode_float_byte_order),
       cmocka_unit_test(test_decode_int_byte_order),
       cmocka_unit_test(test_decode_int_widths),
+      cmocka_unit_test(test_decode_float16_every_pattern),
       cmocka_unit_test(test_names_sizes_kinds),
       cmocka_unit_test(test_unit_roundoff),
       cmocka_unit_test(test_from_layout),
