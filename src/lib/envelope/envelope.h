@@ -96,6 +96,13 @@ void pc_envelope_median_law(const pc_law *law, pc_envelope_fig *fig, const doubl
 void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const double *e, size_t n,
                       const pc_envelope_fig *fig);
 
+/** pc_envelope_fold on stored bytes, in vector lanes (envelope_lanes.h): A and B float32
+ * (half false) or float16 (half true), the bounds float16, all in the machine's byte order; the
+ * same figures bit for bit. */
+void pc_envelope_fold_bytes(pc_stats *part, bool half, const unsigned char *a,
+                            const unsigned char *b, const unsigned char *e, size_t n,
+                            const pc_envelope_fig *fig);
+
 /** B's least-squares scale on A, minus 1: c_B = sum (b - a) a / sum a^2 over finite pairs (0
  * without any, or where A is zero there). */
 double pc_envelope_b_scale(const pc_stats *s);

@@ -24,14 +24,18 @@
  * point all K members may land on it while B lands one step away (measured on an H200:
  * docs/python.md). Both factors are multiplied by PC_ENVELOPE_GAP, the allowance for a backend
  * whose algorithm, not only its rounding, differs. */
+#include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512 */
 #include "envelope.h"
+#include "envelope_lanes.h"
+#include "numerics.h" /* pc_dtype_decode_float */
 
 #include <gsl/gsl_cdf.h>               /* gsl_cdf_chisq_Pinv, gsl_cdf_fdist_Q, gsl_cdf_tdist_Qinv */
 #include <gsl/gsl_errno.h>             /* gsl_set_error_handler_off, GSL_SUCCESS */
 #include <gsl/gsl_sort.h>              /* gsl_sort */
 #include <gsl/gsl_statistics_double.h> /* gsl_stats_median_from_sorted_data */
 
-#include <math.h> /* fabs, isfinite, sqrt, INFINITY */
+#include <math.h>    /* fabs, isfinite, sqrt, INFINITY */
+#include <pthread.h> /* pthread_once */
 
 /* Confidence of the lower bound on nu. */
 static const double PC_DOF_CONFIDENCE = 0.05;
@@ -222,4 +226,35 @@ void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const do
   part->env_max_ratio = top;
   part->env_beyond += beyond;
   part->env_above_median += fig->has_median ? above : 0;
+}
+
+typedef size_t (*pc_env_fn)(pc_stats *, pc_ev_layout, const unsigned char *, const unsigned char *,
+                            const unsigned char *, size_t, const pc_envelope_fig *);
+
+static pc_env_fn pc_env_widest;
+static pthread_once_t pc_env_widest_once = PTHREAD_ONCE_INIT;
+
+static void pc_env_pick(void) {
+  pc_env_widest = pc_f32_run_base_envelope;
+#ifdef PC_HAVE_AVX2
+  if (pc_f32_can_avx512())
+    pc_env_widest = pc_f32_run_avx512_envelope;
+  else if (pc_f32_can_avx2())
+    pc_env_widest = pc_f32_run_avx2_envelope;
+#endif
+}
+
+void pc_envelope_fold_bytes(pc_stats *part, bool half, const unsigned char *a,
+                            const unsigned char *b, const unsigned char *e, size_t n,
+                            const pc_envelope_fig *fig) {
+  pthread_once(&pc_env_widest_once, pc_env_pick);
+  size_t done = pc_env_widest(part, half ? PC_EV_HALF : PC_EV_FLOAT, a, b, e, n, fig);
+  /* The last pairs, fewer than a step, decoded and folded one by one. */
+  double x[PC_EV_MAX_STEP], y[PC_EV_MAX_STEP], ev[PC_EV_MAX_STEP];
+  size_t left = n - done, es = half ? 2 : 4;
+  pc_dtype dt = half ? PC_DTYPE_FLOAT16 : PC_DTYPE_FLOAT32;
+  pc_dtype_decode_float(dt, a + es * done, left, false, x);
+  pc_dtype_decode_float(dt, b + es * done, left, false, y);
+  pc_dtype_decode_float(PC_DTYPE_FLOAT16, e + 2 * done, left, false, ev);
+  pc_envelope_fold(part, x, y, ev, left, fig);
 }

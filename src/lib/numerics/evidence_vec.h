@@ -1,6 +1,7 @@
-/* The vector types and primitives of evidence_lanes.c (evidence_lanes.h), which alone includes
- * this header: once in each of its builds, so that PC_W and every helper take that build's
- * width (CMakeLists.txt, pc_f32_variant). Private to that file. */
+/* The vector types and primitives of the lane files evidence_lanes.c (evidence_lanes.h) and
+ * envelope_lanes.c (envelope_lanes.h), which alone include this header: once in each of their
+ * builds, so that PC_W and every helper take that build's width (CMakeLists.txt,
+ * pc_f32_variant). Private to those files. */
 #ifndef PC_EVIDENCE_VEC_H
 #define PC_EVIDENCE_VEC_H
 
