@@ -131,7 +131,95 @@ static void test_lanes_are_the_fold(void **state) {
   }
 }
 
+/* Ratios exactly at the factor, counted by hand: bound 1 (no scale, floor 1, no grid), factor
+ * 2, A = 1 and B = 3 (ratio 2: not beyond) or B = 3 + 2^-22 (the next float32: beyond), with a
+ * tail after the last whole step. */
+static void test_ties_at_the_factor(void **state) {
+  (void)state;
+  enum { N = 61 };
+  float a[N], b[N];
+  uint16_t e[N];
+  unsigned beyond = 0;
+  for (int i = 0; i < N; i++) {
+    a[i] = 1.0f;
+    b[i] = i % 7 == 3 ? 3.0f + 0x1p-22f : 3.0f;
+    beyond += i % 7 == 3;
+    e[i] = 0x3C00u; /* 1, unused without a scale */
+  }
+  pc_envelope_fig fig = {0};
+  fig.elem_floor = 1;
+  fig.elem_factor = 2;
+  fig.median_bound = 2;
+  fig.has_median = true;
+  pc_stats got;
+  memset(&got, 0, sizeof got);
+  pc_envelope_fold_bytes(&got, false, (const unsigned char *)a, (const unsigned char *)b,
+                         (const unsigned char *)e, N, &fig);
+  assert_int_equal(got.env_beyond, beyond);
+  assert_int_equal(got.env_above_median, beyond);
+  assert_true(got.env_max_ratio == 2.0 + 0x1p-22);
+}
+
+/* Ordinary pairs, all finite, whose ratios lie far below the factor (none beyond): the maximum
+ * ratio is pc_envelope_fold's in every build, for float32 and float16 pairs. */
+static void test_maximum_below_the_factor(void **state) {
+  (void)state;
+  env_fn builds[3] = {pc_f32_run_base_envelope, NULL, NULL};
+#ifdef PC_HAVE_AVX2
+  if (pc_f32_can_avx2())
+    builds[1] = pc_f32_run_avx2_envelope;
+  if (pc_f32_can_avx512())
+    builds[2] = pc_f32_run_avx512_envelope;
+#endif
+  for (int round = 0; round < 40; round++) {
+    size_t n = 3000 + rnd() % 3000;
+    bool half = round % 2;
+    pairs p = make_pairs(n, half);
+    for (size_t i = 0; i < n; i++) { /* finite, B a few ULPs off, bounds of A's size */
+      uint16_t ha = (uint16_t)(0x3800u + rnd() % 0x800u), he = (uint16_t)(0x3000u + rnd() % 0x800u);
+      uint16_t hb = (uint16_t)(ha + rnd() % 3);
+      memcpy(p.e + 2 * i, &he, 2);
+      p.ev[i] = pc_f16_float(he);
+      if (half) {
+        memcpy(p.a + 2 * i, &ha, 2);
+        memcpy(p.b + 2 * i, &hb, 2);
+        p.x[i] = pc_f16_float(ha);
+        p.y[i] = pc_f16_float(hb);
+      } else {
+        float fa = pc_f16_float(ha), fb = fa * (1.0f + (float)(rnd() % 64) * 0x1p-23f);
+        memcpy(p.a + 4 * i, &fa, 4);
+        memcpy(p.b + 4 * i, &fb, 4);
+        p.x[i] = fa;
+        p.y[i] = fb;
+      }
+    }
+    pc_envelope_fig fig = {0};
+    fig.scale = 1e-2;
+    fig.elem_floor = 1e-6;
+    fig.grid_u = 0x1p-24;
+    fig.elem_factor = 1e6;
+    fig.median_bound = 1e-4;
+    fig.has_median = true;
+    pc_stats want;
+    memset(&want, 0, sizeof want);
+    pc_envelope_fold(&want, p.x, p.y, p.ev, n, &fig);
+    assert_int_equal(want.env_beyond, 0);
+    for (int v = 0; v < 3; v++) {
+      if (!builds[v])
+        continue;
+      pc_stats got;
+      memset(&got, 0, sizeof got);
+      size_t end = builds[v](&got, half ? PC_EV_HALF : PC_EV_FLOAT, p.a, p.b, p.e, n, &fig);
+      pc_envelope_fold(&got, p.x + end, p.y + end, p.ev + end, n - end, &fig);
+      same_figures(&got, &want);
+    }
+    free_pairs(&p);
+  }
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_lanes_are_the_fold)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_lanes_are_the_fold),
+                                     cmocka_unit_test(test_ties_at_the_factor),
+                                     cmocka_unit_test(test_maximum_below_the_factor)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
