@@ -461,10 +461,9 @@ static void expect_floats(pc_dtype dt, const unsigned char *be, size_t n, const 
   }
 }
 
-/* Every float16 pattern, decoded in the machine's byte order (the lane kernels' bit
- * manipulation) and swapped (the generic decoder of narrow formats), against the textbook
- * value, bit for bit: (-1)^s 2^(e - 15) (1 + m / 1024), subnormals m 2^-24, inf, and a NaN as
- * the quiet NaN of its sign. */
+/* Every float16 pattern, decoded in the machine's byte order and byte-swapped, against the
+ * textbook value, bit for bit: (-1)^s 2^(e - 15) (1 + m / 1024), subnormals m 2^-24, inf, and a
+ * NaN as the quiet NaN of its sign. */
 static void test_decode_float16_every_pattern(void **state) {
   (void)state;
   enum { N = 1 << 16 };

@@ -234,6 +234,8 @@ static double pattern_value(pc_dtype dt, uint64_t bits) {
     return bits_double(bits);
   case PC_DTYPE_FLOAT32:
     return bits_float((uint32_t)bits);
+  case PC_DTYPE_FLOAT16: /* narrow_value's value, without its branches (numerics.h) */
+    return pc_f16_float((uint16_t)bits);
   case PC_DTYPE_BFLOAT16:
     return bits_float((uint32_t)bits << (FLT_MANT_DIG - 1 - INFO[PC_DTYPE_BFLOAT16].mant_bits));
   default:
@@ -271,25 +273,6 @@ static inline uint64_t load_bits(const unsigned char *p, size_t size, bool swap)
   }
 }
 
-/* A float16 pattern's value as narrow_value gives it, without branches: an envelope's bound is
- * float16, and its values, ratios in [0, 1], fall on both sides of the subnormal boundary, where
- * the branches of a general decoder mispredict (a tenth of an enveloped run of small tensors).
- * A normal magnitude's exponent is rebiased by adding (127 - 15) << 23 to its bits shifted into
- * float32 position; a subnormal one, m 2^-24, is exact in float32; inf stays inf and a NaN
- * becomes the quiet NaN of its sign. */
-static inline double f16_value(uint16_t h) {
-  uint32_t mag = h & 0x7FFFu, normal = (mag << 13) + (112u << 23), sub;
-  float small = (float)mag * 0x1p-24f, f;
-  memcpy(&sub, &small, sizeof sub);
-  uint32_t low = 0u - (uint32_t)(mag < 0x0400u), top = 0u - (uint32_t)(mag >= 0x7C00u);
-  uint32_t special = mag == 0x7C00u ? 0x7F800000u : 0x7FC00000u;
-  uint32_t o = (sub & low) | (normal & ~low); /* masks, not branches */
-  o = (special & top) | (o & ~top);
-  o |= (uint32_t)(h & 0x8000u) << 16;
-  memcpy(&f, &o, sizeof f);
-  return f;
-}
-
 /* Called with a constant dt, so that each dtype gets its own specialised loop, and one for each
  * byte order (the one without swaps is then a plain conversion the compiler vectorises). */
 static inline void decode_floats(pc_dtype dt, const unsigned char *p, size_t n, bool swap,
@@ -312,15 +295,7 @@ void pc_dtype_decode_float(pc_dtype dt, const void *raw, size_t n, bool swap, do
     decode_floats(PC_DTYPE_FLOAT32, raw, n, swap, out);
     break;
   case PC_DTYPE_FLOAT16:
-    if (swap) {
-      decode_floats(PC_DTYPE_FLOAT16, raw, n, swap, out);
-      break;
-    }
-    for (size_t i = 0; i < n; i++) {
-      uint16_t h;
-      memcpy(&h, (const unsigned char *)raw + 2 * i, sizeof h);
-      out[i] = f16_value(h);
-    }
+    decode_floats(PC_DTYPE_FLOAT16, raw, n, swap, out);
     break;
   case PC_DTYPE_BFLOAT16:
     decode_floats(PC_DTYPE_BFLOAT16, raw, n, swap, out);

@@ -84,31 +84,6 @@ static inline void pc_f32_load(const unsigned char *a, const unsigned char *b, s
   memcpy(uy, y, sizeof *uy);
 }
 
-/* The float32 value of a float16 bit pattern, exact for every pattern; a NaN becomes the quiet
- * NaN of its sign, as in pc_dtype_decode_float.
- * A finite magnitude's exponent is rebiased by adding (127 - 15) << 23 to its bits shifted into
- * float32 position; a subnormal one (exponent 0) is first given exponent 1 and then has 2^-14,
- * that implicit bit's value, subtracted: both steps are exact, and no float32 subnormal occurs.
- * kernel_f32.c does the same on vectors. */
-static inline float pc_f16_float(uint16_t h) {
-  uint32_t mag = h & 0x7FFFu, o = mag << 13, sign = (uint32_t)(h & 0x8000u) << 16;
-  float f, sub = 0;
-  if (mag >= 0x7C00u) {
-    o = mag == 0x7C00u ? 0x7F800000u : 0x7FC00000u; /* inf; NaN as dtype.c decodes it */
-  } else if (mag < 0x0400u) {
-    o += 113u << 23;
-    sub = 0x1p-14f;
-  } else {
-    o += 112u << 23;
-  }
-  memcpy(&f, &o, sizeof f);
-  f -= sub;
-  memcpy(&o, &f, sizeof o);
-  o |= sign;
-  memcpy(&f, &o, sizeof f);
-  return f;
-}
-
 /* A float16 pattern's sign moved to bit 31, magnitude kept: bits whose pc_ord32_bits is the
  * float16 ordinal (the magnitude, negated for a negative sign). */
 static inline uint32_t pc_f16_ordbits(uint16_t h) {

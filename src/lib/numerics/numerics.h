@@ -9,7 +9,8 @@
 
 #include <stdbool.h> /* bool */
 #include <stddef.h>  /* size_t */
-#include <stdint.h>  /* int64_t, uint64_t */
+#include <stdint.h>  /* int64_t, uint16_t, uint32_t, uint64_t */
+#include <string.h>  /* memcpy */
 
 /** The float dtype with exactly this IEEE-style bit layout (HDF5's H5Tget_fields positions and
  * sizes, total size in bytes, exponent bias), or PC_DTYPE_NONE when none matches. An 8-bit float
@@ -27,6 +28,25 @@ pc_dtype pc_dtype_compare(pc_dtype a, pc_dtype b, bool *cross_grid);
 /** Decode n stored elements of float dtype `dt` from `raw` (native byte order unless `swap`,
  * which reverses the bytes of each element) into doubles, exactly. */
 void pc_dtype_decode_float(pc_dtype dt, const void *raw, size_t n, bool swap, double *out);
+
+/** The float32 value of a float16 bit pattern, exact for every pattern; a NaN becomes the quiet
+ * NaN of its sign, as pc_dtype_decode_float has it (which decodes float16 with this). A normal
+ * magnitude's exponent is rebiased by adding (127 - 15) << 23 to its bits shifted into float32
+ * position; a subnormal one, m 2^-24, is exact in float32; inf stays inf. Masks, not branches: a
+ * run of values on both sides of the subnormal boundary (an envelope's bounds) mispredicts
+ * branches, and the loops that call this vectorise. kernel_f32.c does the same on vectors. */
+static inline float pc_f16_float(uint16_t h) {
+  uint32_t mag = h & 0x7FFFu, normal = (mag << 13) + (112u << 23), sub;
+  float small = (float)mag * 0x1p-24f, f;
+  memcpy(&sub, &small, sizeof sub);
+  uint32_t low = 0u - (uint32_t)(mag < 0x0400u), top = 0u - (uint32_t)(mag >= 0x7C00u);
+  uint32_t special = mag == 0x7C00u ? 0x7F800000u : 0x7FC00000u;
+  uint32_t o = (sub & low) | (normal & ~low);
+  o = (special & top) | (o & ~top);
+  o |= (uint32_t)(h & 0x8000u) << 16;
+  memcpy(&f, &o, sizeof f);
+  return f;
+}
 
 /** Decode n stored elements of integer dtype `dt` (bool included) into int64_t. uint64 values
  * are stored bit for bit (so values above INT64_MAX read as negative: the caller knows the dtype).
