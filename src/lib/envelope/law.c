@@ -24,7 +24,7 @@
  * point all K members may land on it while B lands one step away (measured on an H200:
  * docs/python.md). Both factors are multiplied by PC_ENVELOPE_GAP, the allowance for a backend
  * whose algorithm, not only its rounding, differs. */
-#include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512 */
+#include "cpu.h" /* pc_f32_widest */
 #include "envelope.h"
 #include "envelope_lanes.h"
 #include "numerics.h" /* pc_dtype_decode_float */
@@ -34,8 +34,7 @@
 #include <gsl/gsl_sort.h>              /* gsl_sort */
 #include <gsl/gsl_statistics_double.h> /* gsl_stats_median_from_sorted_data */
 
-#include <math.h>    /* fabs, isfinite, sqrt, INFINITY */
-#include <pthread.h> /* pthread_once */
+#include <math.h> /* fabs, isfinite, sqrt, INFINITY */
 
 /* Confidence of the lower bound on nu. */
 static const double PC_DOF_CONFIDENCE = 0.05;
@@ -231,24 +230,21 @@ void pc_envelope_fold(pc_stats *part, const double *a, const double *b, const do
 typedef size_t (*pc_env_fn)(pc_stats *, pc_ev_layout, const unsigned char *, const unsigned char *,
                             const unsigned char *, size_t, const pc_envelope_fig *);
 
-static pc_env_fn pc_env_widest;
-static pthread_once_t pc_env_widest_once = PTHREAD_ONCE_INIT;
-
-static void pc_env_pick(void) {
-  pc_env_widest = pc_f32_run_base_envelope;
+/* The widest build of the vector part this machine runs (cpu.h). */
+static pc_env_fn pc_env_runner(void) {
 #ifdef PC_HAVE_AVX2
-  if (pc_f32_can_avx512())
-    pc_env_widest = pc_f32_run_avx512_envelope;
-  else if (pc_f32_can_avx2())
-    pc_env_widest = pc_f32_run_avx2_envelope;
+  static const pc_env_fn build[] = {pc_f32_run_base_envelope, pc_f32_run_avx2_envelope,
+                                    pc_f32_run_avx512_envelope};
+  return build[pc_f32_widest()];
+#else
+  return pc_f32_run_base_envelope;
 #endif
 }
 
 void pc_envelope_fold_bytes(pc_stats *part, bool half, const unsigned char *a,
                             const unsigned char *b, const unsigned char *e, size_t n,
                             const pc_envelope_fig *fig) {
-  pthread_once(&pc_env_widest_once, pc_env_pick);
-  size_t done = pc_env_widest(part, half ? PC_EV_HALF : PC_EV_FLOAT, a, b, e, n, fig);
+  size_t done = pc_env_runner()(part, half ? PC_EV_HALF : PC_EV_FLOAT, a, b, e, n, fig);
   /* The last pairs, fewer than a step, decoded and folded one by one. */
   double x[PC_EV_MAX_STEP], y[PC_EV_MAX_STEP], ev[PC_EV_MAX_STEP];
   size_t left = n - done, es = half ? 2 : 4;

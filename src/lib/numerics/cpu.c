@@ -5,6 +5,8 @@
 #include <cpuid.h> /* __get_cpuid, bit_F16C */
 #endif
 
+#include <pthread.h> /* pthread_once */
+
 /* The AVX2 build needs F16C too (every AVX2 processor has it, but a hypervisor may hide it;
  * clang's __builtin_cpu_supports does not know it, hence CPUID leaf 1). __builtin_cpu_supports
  * also checks that the operating system saves the vector registers. */
@@ -27,4 +29,18 @@ bool pc_f32_can_avx512(void) {
 #else
   return false;
 #endif
+}
+
+static pc_f32_build pc_widest_build;
+static pthread_once_t pc_widest_once = PTHREAD_ONCE_INIT;
+
+static void pc_pick_widest(void) {
+  pc_widest_build = pc_f32_can_avx512() ? PC_F32_AVX512
+                    : pc_f32_can_avx2() ? PC_F32_AVX2
+                                        : PC_F32_BASE;
+}
+
+pc_f32_build pc_f32_widest(void) {
+  pthread_once(&pc_widest_once, pc_pick_widest);
+  return pc_widest_build;
 }

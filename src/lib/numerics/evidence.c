@@ -4,13 +4,12 @@
  * file cuts a block into ranges of one slice group each, pads the block's ends for the vector
  * code, and merges blocks. */
 #include "evidence.h"
-#include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512 */
+#include "cpu.h" /* pc_f32_widest */
 #include "evidence_lanes.h"
 #include "kernel_f32.h" /* pc_f16_float */
 
-#include <math.h>    /* fmax, isfinite, INFINITY, NAN */
-#include <pthread.h> /* pthread_once */
-#include <string.h>  /* memcpy, memset */
+#include <math.h>   /* fmax, isfinite, INFINITY, NAN */
+#include <string.h> /* memcpy, memset */
 
 static void pc_evidence_reset(pc_evidence *e) {
   memset(e, 0, sizeof *e);
@@ -38,23 +37,15 @@ typedef struct pc_ev_block {
 typedef size_t (*pc_ev_fn)(pc_ev_run *, pc_ev_layout, const unsigned char *, const unsigned char *,
                            size_t, size_t, size_t);
 
-static pc_ev_fn pc_ev_widest;
-static pthread_once_t pc_ev_widest_once = PTHREAD_ONCE_INIT;
-
-static void pc_ev_pick(void) {
-  pc_ev_widest = pc_f32_run_base_evidence;
-#ifdef PC_HAVE_AVX2
-  if (pc_f32_can_avx512())
-    pc_ev_widest = pc_f32_run_avx512_evidence;
-  else if (pc_f32_can_avx2())
-    pc_ev_widest = pc_f32_run_avx2_evidence;
-#endif
-}
-
-/* The widest build of the vector part this machine runs, chosen once (kernel.c says why). */
+/* The widest build of the vector part this machine runs (cpu.h). */
 static pc_ev_fn pc_ev_runner(void) {
-  pthread_once(&pc_ev_widest_once, pc_ev_pick);
-  return pc_ev_widest;
+#ifdef PC_HAVE_AVX2
+  static const pc_ev_fn build[] = {pc_f32_run_base_evidence, pc_f32_run_avx2_evidence,
+                                   pc_f32_run_avx512_evidence};
+  return build[pc_f32_widest()];
+#else
+  return pc_f32_run_base_evidence;
+#endif
 }
 
 /* Value j of side p of the block, exactly, as a double. */

@@ -5,10 +5,9 @@
 #include "kernel_f32.h"
 #include "numerics.h"
 
-#include <math.h>    /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
-#include <pthread.h> /* pthread_once */
-#include <stdlib.h>  /* calloc, free */
-#include <string.h>  /* memcpy, memset */
+#include <math.h>   /* fabs, hypot, isinf, isnan, ldexp, INFINITY */
+#include <stdlib.h> /* calloc, free */
+#include <string.h> /* memcpy, memset */
 
 /* The figures of one element. */
 typedef struct pc_elem {
@@ -455,24 +454,14 @@ static void pc_f32_finish(const pc_kernel_args *k, const pc_f32_state *st) {
 typedef size_t (*pc_f32_run_fn)(pc_f32_state *, const unsigned char *, const unsigned char *,
                                 size_t, size_t);
 
-static pc_f32_run_fn pc_f32_widest;
-static pthread_once_t pc_f32_widest_once = PTHREAD_ONCE_INIT;
-
-static void pc_f32_pick(void) {
-  pc_f32_widest = pc_f32_run_base;
-#ifdef PC_HAVE_AVX2
-  if (pc_f32_can_avx512())
-    pc_f32_widest = pc_f32_run_avx512;
-  else if (pc_f32_can_avx2())
-    pc_f32_widest = pc_f32_run_avx2;
-#endif
-}
-
-/* The widest build of the vector part this machine can run, chosen once (CPUID is a VM exit
- * under a hypervisor, and workers call this for every block). */
+/* The widest build of the vector part this machine can run (cpu.h). */
 static pc_f32_run_fn pc_f32_runner(void) {
-  pthread_once(&pc_f32_widest_once, pc_f32_pick);
-  return pc_f32_widest;
+#ifdef PC_HAVE_AVX2
+  static const pc_f32_run_fn build[] = {pc_f32_run_base, pc_f32_run_avx2, pc_f32_run_avx512};
+  return build[pc_f32_widest()];
+#else
+  return pc_f32_run_base;
+#endif
 }
 
 /* Pairs per vector run: keeps each local ULP count below 2^32 (kernel_f32.h). */

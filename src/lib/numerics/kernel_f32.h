@@ -7,7 +7,7 @@
 #ifndef PC_KERNEL_F32_H
 #define PC_KERNEL_F32_H
 
-#include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512: which build this processor runs */
+#include "cpu.h" /* pc_f32_widest: which build this processor runs */
 #include "kernel.h"
 #include "numerics.h"
 
