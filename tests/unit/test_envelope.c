@@ -2,10 +2,10 @@
  * decoded doubles, the definition: every build, float32 and float16 pairs, with non-finite
  * values, zero and equal pairs, NaN, negative and zero bounds, a zero scale and floor, and
  * lengths that leave a tail. Two counts and a maximum, compared exactly. */
-#include "cpu.h" /* pc_f32_can_avx2, pc_f32_can_avx512 */
+#include "cpu.h" /* pc_f32_widest */
 #include "envelope.h"
 #include "envelope_lanes.h"
-#include "kernel_f32.h" /* pc_f16_float */
+#include "numerics.h" /* pc_f16_float */
 
 #include <math.h>   /* INFINITY, NAN */
 #include <stdint.h> /* uint16_t, uint64_t */
@@ -93,15 +93,32 @@ static void same_figures(const pc_stats *got, const pc_stats *want) {
 typedef size_t (*env_fn)(pc_stats *, pc_ev_layout, const unsigned char *, const unsigned char *,
                          const unsigned char *, size_t, const pc_envelope_fig *);
 
+/* The n pairs of p through pc_envelope_fold_bytes and through every build this processor runs
+ * (the tail after a build's last step by pc_envelope_fold), each against want. */
+static void every_build_is(const pairs *p, size_t n, bool half, const pc_envelope_fig *fig,
+                           const pc_stats *want) {
+#ifdef PC_HAVE_AVX2
+  static const env_fn builds[] = {pc_f32_run_base_envelope, pc_f32_run_avx2_envelope,
+                                  pc_f32_run_avx512_envelope};
+  int widest = (int)pc_f32_widest();
+#else
+  static const env_fn builds[] = {pc_f32_run_base_envelope};
+  int widest = 0;
+#endif
+  pc_stats got;
+  memset(&got, 0, sizeof got);
+  pc_envelope_fold_bytes(&got, half, p->a, p->b, p->e, n, fig);
+  same_figures(&got, want);
+  for (int v = 0; v <= widest; v++) {
+    memset(&got, 0, sizeof got);
+    size_t end = builds[v](&got, half ? PC_EV_HALF : PC_EV_FLOAT, p->a, p->b, p->e, n, fig);
+    pc_envelope_fold(&got, p->x + end, p->y + end, p->ev + end, n - end, fig);
+    same_figures(&got, want);
+  }
+}
+
 static void test_lanes_are_the_fold(void **state) {
   (void)state;
-  env_fn builds[3] = {pc_f32_run_base_envelope, NULL, NULL};
-#ifdef PC_HAVE_AVX2
-  if (pc_f32_can_avx2())
-    builds[1] = pc_f32_run_avx2_envelope;
-  if (pc_f32_can_avx512())
-    builds[2] = pc_f32_run_avx512_envelope;
-#endif
   for (int round = 0; round < 200; round++) {
     size_t n = round < 40 ? (size_t)round : 40 + rnd() % 5000;
     bool half = round % 2;
@@ -113,20 +130,10 @@ static void test_lanes_are_the_fold(void **state) {
     fig.elem_factor = 0.5 + (double)(rnd() % 8);
     fig.median_bound = 1e-3 * (double)(rnd() % 100);
     fig.has_median = round % 4 != 0;
-    pc_stats want, got;
+    pc_stats want;
     memset(&want, 0, sizeof want);
     pc_envelope_fold(&want, p.x, p.y, p.ev, n, &fig);
-    memset(&got, 0, sizeof got);
-    pc_envelope_fold_bytes(&got, half, p.a, p.b, p.e, n, &fig);
-    same_figures(&got, &want);
-    for (int v = 0; v < 3; v++) {
-      if (!builds[v])
-        continue;
-      memset(&got, 0, sizeof got);
-      size_t end = builds[v](&got, half ? PC_EV_HALF : PC_EV_FLOAT, p.a, p.b, p.e, n, &fig);
-      pc_envelope_fold(&got, p.x + end, p.y + end, p.ev + end, n - end, &fig);
-      same_figures(&got, &want);
-    }
+    every_build_is(&p, n, half, &fig, &want);
     free_pairs(&p);
   }
 }
@@ -164,13 +171,6 @@ static void test_ties_at_the_factor(void **state) {
  * ratio is pc_envelope_fold's in every build, for float32 and float16 pairs. */
 static void test_maximum_below_the_factor(void **state) {
   (void)state;
-  env_fn builds[3] = {pc_f32_run_base_envelope, NULL, NULL};
-#ifdef PC_HAVE_AVX2
-  if (pc_f32_can_avx2())
-    builds[1] = pc_f32_run_avx2_envelope;
-  if (pc_f32_can_avx512())
-    builds[2] = pc_f32_run_avx512_envelope;
-#endif
   for (int round = 0; round < 40; round++) {
     size_t n = 3000 + rnd() % 3000;
     bool half = round % 2;
@@ -204,15 +204,7 @@ static void test_maximum_below_the_factor(void **state) {
     memset(&want, 0, sizeof want);
     pc_envelope_fold(&want, p.x, p.y, p.ev, n, &fig);
     assert_int_equal(want.env_beyond, 0);
-    for (int v = 0; v < 3; v++) {
-      if (!builds[v])
-        continue;
-      pc_stats got;
-      memset(&got, 0, sizeof got);
-      size_t end = builds[v](&got, half ? PC_EV_HALF : PC_EV_FLOAT, p.a, p.b, p.e, n, &fig);
-      pc_envelope_fold(&got, p.x + end, p.y + end, p.ev + end, n - end, &fig);
-      same_figures(&got, &want);
-    }
+    every_build_is(&p, n, half, &fig, &want);
     free_pairs(&p);
   }
 }

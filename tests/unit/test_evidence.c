@@ -6,7 +6,7 @@
  * exact sums. */
 #include "evidence.h"
 #include "evidence_lanes.h"
-#include "kernel_f32.h" /* pc_f16_float, pc_f32_can_avx2, pc_f32_can_avx512 */
+#include "kernel_f32.h" /* pc_f32_can_avx2, pc_f32_can_avx512; pc_f16_float (numerics.h) */
 #include "numerics.h"   /* pc_dtype_round */
 
 #include <float.h>  /* FLT_MIN, FLT_MAX */

@@ -6,7 +6,7 @@
 #include "evidence.h"
 #include "cpu.h" /* pc_f32_widest */
 #include "evidence_lanes.h"
-#include "kernel_f32.h" /* pc_f16_float */
+#include "numerics.h" /* pc_f16_float */
 
 #include <math.h>   /* fmax, isfinite, INFINITY, NAN */
 #include <string.h> /* memcpy, memset */

@@ -3,7 +3,7 @@
  * names the function (CMakeLists.txt, pc_f32_variant). */
 #include "evidence_lanes.h"
 #include "evidence_vec.h" /* vd, vf, ...: this build's vectors, and their primitives */
-#include "kernel_f32.h"   /* pc_f16_float */
+#include "numerics.h"     /* pc_f16_float */
 
 #include <float.h>  /* FLT_MIN */
 #include <math.h>   /* INFINITY */
@@ -95,11 +95,10 @@ static inline void pc_ev_first_zero(bool *seen, double *zero, vd v, vl z) {
     }
 }
 
-/* Stores term row k of the step at column j: v where mask m, else +0; returns what it stored. */
-static inline vd pc_ev_put(double (*t)[PC_EV_CHUNK], int k, size_t j, vd v, vl m) {
+/* Stores term row k of the step at column j: v where mask m, else +0. */
+static inline void pc_ev_put(double (*t)[PC_EV_CHUNK], int k, size_t j, vd v, vl m) {
   vd put = (vd)((vl)v & m);
   memcpy(&t[k][j], &put, sizeof put);
-  return put;
 }
 
 /* gkey of a step (pc_ev_vacc): fa and fb the float32 values. */
