@@ -14,20 +14,10 @@ import sys
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from envelope.envelope_files import f16_up, lower_median  # noqa: E402  (the format's rounding)
+
 K = 8
-
-
-def f16_up(x):
-    """x >= 0 rounded up to float16 (so that e * s >= r, as the format requires)."""
-    h = x.astype(np.float16)
-    low = h.astype(np.float64) < x
-    h[low] = np.nextafter(h[low], np.float16(np.inf))
-    return h
-
-
-def lower_median(x):
-    """The value of rank ceil(n/2) among the n values of x."""
-    return float(np.partition(x, math.ceil(x.size / 2) - 1)[math.ceil(x.size / 2) - 1])
 
 
 def write_tensor(out, name, a, b, w):

@@ -226,12 +226,12 @@ static bool pc_slot_pread(pc_slot *sl, int side) {
 }
 
 /* The envelope's per-element test of a block (envelope.h): in lanes on the stored bytes where
- * the lane kernels took A and B and the bound is float16 in the machine's order, else on
- * doubles, A and B decoded here unless the fold already did (`decoded`), the bound always. */
+ * the lane kernels took A and B (the fold did not decode them: `decoded` false; the caller skips
+ * a slot whose fold ran out of memory) and the bound is float16 in the machine's order, else on
+ * doubles, A and B decoded here unless the fold already did, the bound always. */
 static void pc_worker_envelope(pc_worker *w, pc_slot *sl, bool decoded) {
   const pc_dataset *e = sl->e;
-  bool lanes = !decoded && (pc_f32_direct(sl) || pc_f16_direct(sl));
-  if (lanes && e->kind == PC_KIND_FLOAT && e->stored == PC_DTYPE_FLOAT16 && !e->swap) {
+  if (!decoded && e->kind == PC_KIND_FLOAT && e->stored == PC_DTYPE_FLOAT16 && !e->swap) {
     pc_envelope_fold_bytes(&sl->part, sl->a->stored == PC_DTYPE_FLOAT16, sl->raw[0], sl->raw[1],
                            sl->env, sl->n, &sl->t->envelope);
     return;
